@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MIB = 1 << 20
 
@@ -47,6 +49,11 @@ class WorkloadParams(BaseModel):
     phase_timeout: float = Field(300.0, gt=0, le=24 * 3600)
     buffer_size: int = Field(256 * 1024, ge=4096, le=64 * MIB)
     same_file: bool = False
+
+    @field_validator("file_size", "transfer_size", "buffer_size", mode="before")
+    @classmethod
+    def _sizes(cls, v: object) -> object:
+        return parse_size(v) if isinstance(v, str) else v
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,19 @@ WORKLOADS: dict[str, WorkloadInfo] = {
 }
 
 CLASSIC_SUITE: tuple[str, ...] = tuple(WORKLOADS)
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Parse a byte size: ``"10M"``, ``"10MiB"``, ``"1.5G"``, ``"4096"`` (K/M/G/T are binary
+    multiples, 2**10 ...). Raises ValueError naming the bad text."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (use e.g. 4096, 512K, 10M, 10MiB, 1G)")
+    mult = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()]
+    return int(float(m.group(1)) * mult)
 
 
 def human_size(n: int) -> str:

@@ -1,0 +1,77 @@
+"""FTP readiness probe: greeting (220) and a USER/PASS login (230), bounded in time."""
+from __future__ import annotations
+
+import ftplib
+import socket
+import time
+from typing import Callable
+
+
+class ProbeError(Exception):
+    """The server did not answer the 220 greeting and accept the login in time;
+    ``str(exc)`` says what the last attempt saw."""
+
+
+def probe_once(host: str, port: int, user: str, password: str, timeout: float = 3.0) -> str:
+    """Connect, read the greeting, log in, QUIT. Returns the greeting line
+    (e.g. ``"220 xferlab pyftpdlib ready"``). Raises OSError or ftplib.Error on failure."""
+    ftp = ftplib.FTP()
+    try:
+        welcome = ftp.connect(host, port, timeout=timeout)
+        if not welcome.startswith("220"):
+            raise ftplib.error_reply(welcome)
+        resp = ftp.login(user, password)
+        if not resp.startswith("230"):
+            raise ftplib.error_reply(resp)
+        try:
+            ftp.quit()
+        except (OSError, ftplib.Error):
+            pass
+        return welcome
+    finally:
+        ftp.close()
+
+
+def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float = 20.0,
+               alive: Callable[[], bool] | None = None, interval: float = 0.1) -> tuple[str, float]:
+    """Poll :func:`probe_once` until it succeeds, at most ``timeout`` seconds.
+
+    Args:
+        alive: called between attempts; when it returns False (the server process
+            died) waiting stops at once.
+        interval: pause between attempts, seconds (grows to 0.5 s).
+
+    Returns:
+        (greeting line, seconds waited).
+
+    Raises:
+        ProbeError: deadline reached, or ``alive()`` returned False; the message
+            carries the last error (e.g. "connection refused", "530 Login incorrect").
+    """
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    last = "no attempt made"
+    attempts = 0
+    while attempts < 100_000:
+        attempts += 1
+        if alive is not None and not alive():
+            raise ProbeError(f"server process exited during startup (last probe: {last})")
+        try:
+            greeting = probe_once(host, port, user, password,
+                                  timeout=max(0.5, min(3.0, deadline - time.monotonic())))
+            return greeting, time.monotonic() - t0
+        except ftplib.error_perm as e:  # 5xx: e.g. 530 login refused; keep trying briefly
+            last = f"login refused: {e}"
+        except (ftplib.Error, EOFError) as e:
+            last = f"bad reply: {e}"
+        except ConnectionRefusedError:
+            last = "connection refused"
+        except (socket.timeout, TimeoutError):
+            last = "timed out"
+        except OSError as e:
+            last = f"{type(e).__name__}: {e}"
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+        interval = min(0.5, interval * 1.5)
+    raise ProbeError(f"no FTP login on {host}:{port} within {timeout:.0f} s (last probe: {last})")

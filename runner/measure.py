@@ -1,0 +1,108 @@
+"""Turn what a cell measured into sample rows (metric names and units of docs/methodology.md)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from runner.load.result import PhaseResult
+from runner.load.workloads import WORKLOADS
+from runner.store.models import Sample
+
+#: A phase whose load generator used at least this share of one CPU is flagged client-bound.
+CLIENT_BOUND_UTILIZATION = 0.90
+MAX_RAW_LATENCIES = 200_000
+
+
+def jain_index(values: list[float]) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n * sum x^2)`` over per-client throughputs,
+    in (0, 1]; 1 means every client got the same share. Source: R. Jain, D. Chiu,
+    W. Hawe, "A Quantitative Measure of Fairness and Discrimination for Resource
+    Allocation in Shared Computer Systems", DEC-TR-301, 1984. Raises ValueError on
+    an empty list; all-zero input gives 1.0 (equally starved)."""
+    if not values:
+        raise ValueError("jain_index of no values")
+    s = sum(values)
+    sq = sum(v * v for v in values)
+    return 1.0 if sq == 0 else (s * s) / (len(values) * sq)
+
+
+def latency_stats(latencies_ms: list[float]) -> dict[str, float]:
+    """p50/p90/p99/max of per-operation latencies (ms), numpy's default linear
+    interpolation between closest ranks (Hyndman & Fan type 7). Empty input → {}."""
+    if not latencies_ms:
+        return {}
+    a = np.asarray(latencies_ms, dtype=float)
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(a.max())}
+
+
+def client_utilization(result: PhaseResult) -> float:
+    """Load-generator CPU seconds / phase wall seconds (1.0 = one core fully busy)."""
+    if result.elapsed_s <= 0:
+        return 0.0
+    return (result.client_cpu_user_s + result.client_cpu_system_s) / result.elapsed_s
+
+
+def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float]] | None = None,
+                  server_cpu: tuple[float, float] | None = None,
+                  memory_timeline: list[Any] | None = None) -> list[Sample]:
+    """Sample rows for one measured phase.
+
+    Args:
+        result: what the load generator measured.
+        memory: ``{"uss": {"start": b, "loaded": b, "end": b, "peak": b},
+            "rss_minus_shared": {...}}`` in bytes (server process tree, recursive).
+        server_cpu: (user, system) CPU seconds of the server tree during the phase.
+        memory_timeline: ``[(t_s, uss, rss_minus_shared, nprocs), ...]`` stored raw on the peak sample.
+    Returns: unsaved Sample objects (cell_id unset).
+    """
+    info = WORKLOADS.get(result.workload)
+    out: list[Sample] = [Sample(metric="elapsed", stat="value", value=result.elapsed_s, unit="s")]
+    if result.bytes or (info and info.primary == "throughput"):
+        out.append(Sample(metric="throughput", stat="value", value=result.throughput_mib_s, unit="MiB/s"))
+    out.append(Sample(metric="bytes", stat="value", value=float(result.bytes), unit="bytes"))
+    out.append(Sample(metric="ops_rate", stat="value", value=result.ops_rate, unit="1/s"))
+    lat = latency_stats(result.latencies_ms)
+    raw_lat = [round(x, 3) for x in result.latencies_ms[:MAX_RAW_LATENCIES]]
+    for k, v in lat.items():
+        out.append(Sample(metric="latency", stat=k, value=v, unit="ms", raw=raw_lat if k == "p50" else None))
+    out.append(Sample(metric="errors", stat="total", value=float(result.error_count), unit="count",
+                      raw=dict(result.errors) or None))
+    for kind, n in sorted(result.errors.items()):
+        out.append(Sample(metric="errors", stat=kind[:20], value=float(n), unit="count"))
+    if len(result.clients) >= 2:
+        rates = [c.bytes / c.seconds if c.seconds > 0 else 0.0 for c in result.clients]
+        times = [c.seconds for c in result.clients]
+        raw = [[c.bytes, round(c.seconds, 6), c.ok] for c in result.clients]
+        out.append(Sample(metric="fairness", stat="jain", value=jain_index(rates), unit="ratio", raw=raw))
+        out.append(Sample(metric="fairness", stat="min_time", value=min(times), unit="s"))
+        out.append(Sample(metric="fairness", stat="max_time", value=max(times), unit="s"))
+    out.append(Sample(metric="client_cpu", stat="user", value=result.client_cpu_user_s, unit="s"))
+    out.append(Sample(metric="client_cpu", stat="system", value=result.client_cpu_system_s, unit="s"))
+    out.append(Sample(metric="client_cpu", stat="utilization", value=client_utilization(result), unit="ratio"))
+    if server_cpu is not None:
+        out.append(Sample(metric="server_cpu", stat="user", value=server_cpu[0], unit="s"))
+        out.append(Sample(metric="server_cpu", stat="system", value=server_cpu[1], unit="s"))
+    for kind, metric in (("uss", "server_mem_uss"), ("rss_minus_shared", "server_mem_rss_minus_shared")):
+        for stat, v in (memory or {}).get(kind, {}).items():
+            if v is None:
+                continue
+            raw = memory_timeline if (stat == "peak" and kind == "uss" and memory_timeline) else None
+            out.append(Sample(metric=metric, stat=stat, value=float(v), unit="bytes", raw=raw))
+    return out
+
+
+def headline(result: PhaseResult) -> str:
+    """One-line human summary of a phase, e.g. ``1652.7 MiB/s`` or ``0.19 s, 300 ops, 0 errors``."""
+    info = WORKLOADS.get(result.workload)
+    if info and info.primary == "throughput":
+        s = f"{result.throughput_mib_s:,.1f} MiB/s"
+    else:
+        s = f"{result.elapsed_s:.3f} s"
+    s += f", {result.ops} ops"
+    if result.error_count:
+        s += ", errors: " + ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items()))
+    if client_utilization(result) >= CLIENT_BOUND_UTILIZATION:
+        s += " [client-bound]"
+    return s

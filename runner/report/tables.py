@@ -1,0 +1,398 @@
+"""Table models built from :class:`~runner.report.data.CampaignData`.
+
+A :class:`Table` is export-neutral: formatted cell texts with win/loss marks
+(rendered bold in RST/Markdown, green/red in HTML, styled in rich), plus raw,
+unrounded ``records`` for the CSV and JSON exports. Three tables:
+
+* :func:`comparison_table` -- seed 000's "A vs. B" table, rows in classic-suite
+  order, pyperf ratio and significance, optional CI and seed speedup column, and a
+  geometric-mean row (pyperf ``compare_to``).
+* :func:`memory_table` -- seed 000's "Memory usage" table: "Starting with", then
+  one row per workload, one column per server, binary units, lowest bold.
+* :func:`campaign_table` -- every workload of every server: median, CI, n, errors.
+
+Rows of the same workload with different parameters (e.g. 300 and 1000 clients)
+are separate rows (keyed by ``params_key``); their titles differ.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from runner.load.workloads import CLASSIC_SUITE, WORKLOADS
+from runner.report import fmt
+from runner.report.data import CampaignData, Series
+from runner.report.stats import (ALPHA, Comparison, Summary, compare,
+                                 geometric_mean_slowdown, summarize)
+
+Mark = Literal["", "win", "loss"]
+
+#: Memory metrics (bytes, recorded at checkpoints), see DESIGN.md "Metrics".
+MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
+
+MEMORY_CAPTIONS = {
+    "server_mem_rss_minus_shared": "Values on UNIX are calculated as (rss - shared)",
+    "server_mem_uss": "Values are USS (unique set size)",
+    "server_cgroup_mem": "Values are the container cgroup's memory.current",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One formatted cell.
+
+    Attributes:
+        text: display text (plain, unescaped; each export escapes it).
+        mark: ``"win"`` (bold; green in HTML), ``"loss"`` (red in HTML) or ``""``.
+    """
+
+    text: str
+    mark: Mark = ""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: ``key`` (stable id, e.g. ``"a"``, ``"ratio"``), display ``header``,
+    and ``numeric`` (right-aligned in Markdown, RST and rich)."""
+
+    key: str
+    header: str
+    numeric: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    """A table row.
+
+    Attributes:
+        key: ``workload`` or ``workload[params_key]``; ``"start"`` for the memory
+            table's first row, ``"geomean"`` for the geometric-mean row.
+        cells: one per column.
+        comparison: the comparison behind a comparison-table row (None otherwise).
+        unit: unit of the row's values.
+    """
+
+    key: str
+    cells: tuple[Cell, ...]
+    comparison: Comparison | None = None
+    unit: str = ""
+
+
+@dataclass
+class Table:
+    """An export-neutral table.
+
+    Attributes:
+        kind: ``"comparison"``, ``"memory"`` or ``"campaign"``.
+        title: section title, e.g. ``"pyftpdlib 0.7.0 vs. pyftpdlib 1.0.0"``.
+        columns: column definitions.
+        rows: formatted rows.
+        caption: one-sentence note printed above the table (italic), or ``""``.
+        records: raw unrounded values for CSV/JSON, one dict per record (all dicts
+            of a table share the same keys, in order).
+    """
+
+    kind: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: list[Row]
+    caption: str = ""
+    records: list[dict] = field(default_factory=list)
+
+    def oneliners(self) -> list[str]:
+        """pyperf-style lines of a comparison table, one per compared row:
+        ``"RETR (server -> client): 1652.7 MiB/s +- 2% -> 1524.1 MiB/s +- 3%: 1.08x slower"``."""
+        return [f"{r.cells[0].text}: {fmt.oneliner(r.comparison, r.unit)}"
+                for r in self.rows if r.comparison is not None]
+
+
+# -- grouping ---------------------------------------------------------------
+
+_Key = tuple[str, str]  # (workload, params_key)
+
+
+def _row_key(key: _Key) -> str:
+    return key[0] if not key[1] else f"{key[0]}[{key[1]}]"
+
+
+def _ordered_keys(series: Sequence[Series]) -> list[_Key]:
+    """(workload, params_key) in classic-suite order, then others by first appearance."""
+    seen: dict[_Key, int] = {}
+    for s in series:
+        seen.setdefault((s.workload, s.params_key), len(seen))
+    suite = {w: i for i, w in enumerate(CLASSIC_SUITE)}
+    return sorted(seen, key=lambda k: (suite.get(k[0], len(suite)), seen[k]))
+
+
+def _primary_metric(workload: str, series: Sequence[Series]) -> str | None:
+    """The catalogue's primary metric, else the first non-memory metric seen."""
+    if workload in WORKLOADS:
+        return WORKLOADS[workload].primary
+    for s in series:
+        if s.workload == workload and s.checkpoint is None and s.metric not in MEMORY_METRICS:
+            return s.metric
+    return None
+
+
+def _find(series: Sequence[Series], server: str, key: _Key, metric: str,
+          checkpoint: str | None = None) -> Series | None:
+    for s in series:
+        if (s.server, s.workload, s.params_key, s.metric, s.checkpoint) == (
+                server, key[0], key[1], metric, checkpoint) and s.samples:
+            return s
+    return None
+
+
+def _title(series: Sequence[Series], key: _Key) -> str:
+    for s in series:
+        if (s.workload, s.params_key) == key and s.title:
+            return s.title
+    return WORKLOADS[key[0]].title if key[0] in WORKLOADS else key[0]
+
+
+def _check_servers(data: CampaignData, servers: Sequence[str]) -> None:
+    unknown = [s for s in servers if s not in data.servers]
+    if unknown:
+        raise ValueError(f"unknown server(s) {unknown!r}; campaign {data.name!r} has {data.servers!r}")
+
+
+def _summary_record(prefix: str, s: Summary | None) -> dict:
+    fields = ("n", "median", "ci_low", "ci_high", "ci_coverage", "mean", "stdev", "min", "max")
+    return {f"{prefix}{f}": (getattr(s, f) if s is not None else None) for f in fields}
+
+
+# -- comparison -------------------------------------------------------------
+
+def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
+                     ci: bool = False, speedup: bool = False, alpha: float = ALPHA,
+                     metric: str | None = None, geomean: bool = True,
+                     title: str | None = None) -> Table:
+    """Seed 000's comparison table of ``server_a`` (reference, "old") vs ``server_b``
+    ("new"), pyperf-style.
+
+    Columns: ``title`` ("benchmark type"), ``a``, ``b`` (medians in the metric's
+    unit, ``"1652.72 MiB/s"``; with ``ci=True`` ``"1652.72 MiB/s +- 2%"``),
+    ``ratio`` (``"1.08x slower"`` / ``"1.08x faster"`` / ``"not significant"``:
+    b relative to a, Mann-Whitney U at ``alpha``), and with ``speedup=True`` seed
+    001's ``speedup`` column (``"+0.08x"``, positive when b is better). When b
+    wins significantly, b's value, the ratio and the speedup are marked ``win``
+    (and a's value is not); when it loses, a's value is ``win`` and the ratio and
+    speedup are ``loss``. Not significant: no marks.
+
+    Rows: one per (workload, params_key) in classic-suite order, using the
+    workload's primary metric (``metric`` overrides it); a row missing on either
+    side shows ``"n/a"``. Last, a ``"Geometric mean"`` row of the time-like ratios
+    of all rows with a defined ratio (pyperf), when ``geomean`` and at least one.
+
+    Records (CSV/JSON): per row ``server_a, server_b, workload, params_key, title,
+    metric, unit, higher_is_better``, ``a_*`` and ``b_*`` summary fields, ``norm``
+    (b/a medians), ``slowdown``, ``speedup``, ``p_value``, ``significant``.
+
+    Raises:
+        ValueError: a server is not in ``data.servers``, or ``server_a == server_b``.
+    """
+    _check_servers(data, [server_a, server_b])
+    if server_a == server_b:
+        raise ValueError(f"comparison_table: server_a and server_b are both {server_a!r}")
+    columns = [Column("title", "benchmark type"), Column("a", server_a, True),
+               Column("b", server_b, True), Column("ratio", "ratio")]
+    if speedup:
+        columns.append(Column("speedup", "speedup"))
+    rows: list[Row] = []
+    records: list[dict] = []
+    comparisons: list[Comparison] = []
+    for key in _ordered_keys(data.series):
+        m = metric or _primary_metric(key[0], data.series)
+        if m is None:
+            continue
+        sa, sb = _find(data.series, server_a, key, m), _find(data.series, server_b, key, m)
+        if sa is None and sb is None:
+            continue
+        ref = sa or sb
+        unit, hib = ref.unit, ref.higher_is_better
+        c: Comparison | None = None
+        if sa is not None and sb is not None:
+            c = compare(sa.samples, sb.samples, hib, alpha=alpha)
+            comparisons.append(c)
+        sum_a = c.a if c else (summarize(sa.samples) if sa else None)
+        sum_b = c.b if c else (summarize(sb.samples) if sb else None)
+        win = c.winner if c else ""
+        cells = [
+            Cell(_title(data.series, key)),
+            Cell(fmt.summary(sum_a, unit, ci=ci) if sum_a else fmt.NA, "win" if win == "a" else ""),
+            Cell(fmt.summary(sum_b, unit, ci=ci) if sum_b else fmt.NA, "win" if win == "b" else ""),
+        ]
+        verdict: Mark = {"b": "win", "a": "loss", "": ""}[win]
+        cells.append(Cell(fmt.ratio(c) if c else fmt.NA, verdict))
+        if speedup:
+            cells.append(Cell(fmt.speedup(c) if c else fmt.NA, verdict))
+        rows.append(Row(_row_key(key), tuple(cells), c, unit))
+        records.append({
+            "server_a": server_a, "server_b": server_b, "workload": key[0],
+            "params_key": key[1], "title": cells[0].text, "metric": m, "unit": unit,
+            "higher_is_better": hib, **_summary_record("a_", sum_a), **_summary_record("b_", sum_b),
+            "norm": c.norm if c else None, "slowdown": c.slowdown if c else None,
+            "speedup": c.speedup if c else None, "p_value": c.p_value if c else None,
+            "significant": c.significant if c else None,
+        })
+    geo = geometric_mean_slowdown(comparisons) if geomean else None
+    if geo is not None:
+        cells = [Cell("Geometric mean"), Cell(""), Cell(""), Cell(fmt.normalized(geo))]
+        if speedup:
+            cells.append(Cell(f"{1.0 / geo - 1.0:+.2f}x"))
+        rows.append(Row("geomean", tuple(cells)))
+        empty = {k: None for k in records[0]}
+        records.append({**empty, "server_a": server_a, "server_b": server_b,
+                        "workload": "geomean", "params_key": "", "title": "Geometric mean",
+                        "slowdown": geo, "speedup": 1.0 / geo - 1.0})
+    return Table("comparison", title or f"{server_a} vs. {server_b}", tuple(columns), rows,
+                 "", records)
+
+
+# -- memory -----------------------------------------------------------------
+
+def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
+                 metric: str = "server_mem_rss_minus_shared", checkpoint: str = "peak",
+                 title: str = "Memory usage") -> Table:
+    """Seed 000's "Memory usage" table: rows x servers, values in binary units.
+
+    Rows: ``"Starting with"`` -- the median of every ``"start"`` checkpoint sample of
+    the server, pooled over all its workloads (each cell starts a fresh, idle
+    server, so these are repeats of the same state); then one row per workload
+    (classic-suite order) with the median over repeats of the ``checkpoint``
+    sample (default ``"peak"``: the highest value the sampler saw during the
+    workload, the closest to ftpbench's measurement while its clients were still
+    connected; ``"end"`` is the other choice).
+
+    Values: ``metric`` in bytes (default ``server_mem_rss_minus_shared``, the seed's
+    ``rss - shared``, summed over the server's process tree), printed as seed 000
+    does (``6.7M``, ``352.0K``). The lowest median of each row is marked ``win``
+    (bold), when at least two servers have a value and they are not all equal; no
+    significance test is applied here.
+
+    Records: long format, one per (row, server): ``row, title, metric, checkpoint,
+    server`` and the summary fields (bytes, unrounded).
+
+    Raises:
+        ValueError: a server is not in ``data.servers``.
+    """
+    servers = list(servers) if servers is not None else list(data.servers)
+    _check_servers(data, servers)
+    columns = (Column("title", "benchmark type"),
+               *(Column(f"server:{s}", s, True) for s in servers))
+    mem = [s for s in data.series if s.metric == metric]
+    rows: list[Row] = []
+    records: list[dict] = []
+
+    def add_row(key: str, title: str, ckpt: str, per_server: list[Summary | None]) -> None:
+        medians = [s.median for s in per_server if s is not None]
+        best = min(medians) if len(medians) >= 2 and len(set(medians)) > 1 else None
+        cells = [Cell(title)] + [
+            Cell(fmt.bytes2human(s.median) if s else fmt.NA,
+                 "win" if s is not None and s.median == best else "")
+            for s in per_server]
+        rows.append(Row(key, tuple(cells), None, "bytes"))
+        for server, s in zip(servers, per_server):
+            records.append({"row": key, "title": title, "metric": metric, "checkpoint": ckpt,
+                            "server": server, **_summary_record("", s)})
+
+    starts = []
+    for server in servers:
+        pooled = [v for s in mem if s.server == server and s.checkpoint == "start"
+                  for v in s.samples]
+        starts.append(summarize(pooled) if pooled else None)
+    if any(starts):
+        add_row("start", "Starting with", "start", starts)
+    for key in _ordered_keys([s for s in mem if s.checkpoint == checkpoint]):
+        per_server = []
+        for server in servers:
+            s = _find(mem, server, key, metric, checkpoint)
+            per_server.append(summarize(s.samples) if s else None)
+        add_row(_row_key(key), _title(data.series, key), checkpoint, per_server)
+    caption = MEMORY_CAPTIONS.get(metric, f"Values are {metric}")
+    caption += f"; {checkpoint} of each workload, median of the repeats."
+    return Table("memory", title, columns, rows, caption, records)
+
+
+# -- campaign ---------------------------------------------------------------
+
+def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
+    """Every workload of every server (spec order, then classic-suite order): the
+    primary metric's median, CI of the median, number of repeats, errors.
+
+    Columns: ``server``, ``title`` ("benchmark type"), ``median`` (``"1652.72
+    MiB/s"``), ``ci`` (``"[1600.12, 1700.34] MiB/s"``, ``n/a`` for n < 2), ``n``,
+    ``errors`` (failed operations summed over the repeats, from the ``errors``
+    metric; ``n/a`` when not recorded) and ``failed`` (failed or skipped cells in
+    ``data.failures``). A workload whose every cell failed still gets a row
+    (median ``n/a``), so a skipped server is never silently missing.
+
+    Records: per row ``server, workload, params_key, title, metric, unit``, the
+    summary fields, ``errors``, ``failed``.
+    """
+    columns = (Column("server", "server"), Column("title", "benchmark type"),
+               Column("median", "median", True), Column("ci", "95% CI", True),
+               Column("n", "n", True), Column("errors", "errors", True),
+               Column("failed", "failed", True))
+    rows: list[Row] = []
+    records: list[dict] = []
+    keys = _ordered_keys(data.series)
+    known = {k[0] for k in keys}
+    for f in data.failures:
+        if f[1] not in known:
+            keys.append((f[1], ""))
+            known.add(f[1])
+    for server in data.servers:
+        for key in keys:
+            m = _primary_metric(key[0], data.series)
+            s = _find(data.series, server, key, m) if m else None
+            failed = sum(1 for f in data.failures if f[0] == server and f[1] == key[0])
+            if s is None and not failed:
+                continue
+            err = _find(data.series, server, key, "errors")
+            errors = int(sum(err.samples)) if err else None
+            summ = summarize(s.samples) if s else None
+            unit = s.unit if s else ""
+            cells = (Cell(server), Cell(_title(data.series, key)),
+                     Cell(fmt.value(summ.median, unit) if summ else fmt.NA),
+                     Cell(fmt.ci_bounds(summ, unit) if summ else fmt.NA),
+                     Cell(str(summ.n) if summ else "0"),
+                     Cell(str(errors) if errors is not None else fmt.NA),
+                     Cell(str(failed)))
+            rows.append(Row(f"{server}:{_row_key(key)}", cells, None, unit))
+            records.append({"server": server, "workload": key[0], "params_key": key[1],
+                            "title": cells[1].text, "metric": m, "unit": unit,
+                            **_summary_record("", summ), "errors": errors, "failed": failed})
+    return Table("campaign", title or f"Campaign {data.name}", columns, rows, "", records)
+
+
+def report_tables(data: CampaignData, *, reference: str | None = None, ci: bool = True,
+                  speedup: bool = False, alpha: float = ALPHA) -> list[Table]:
+    """The default report of a campaign: :func:`campaign_table`, one
+    :func:`comparison_table` of ``reference`` (default: the first server) against
+    each other server, and :func:`memory_table` when memory series exist."""
+    tables = [campaign_table(data)]
+    if data.servers:
+        ref = reference or data.servers[0]
+        _check_servers(data, [ref])
+        tables += [comparison_table(data, ref, other, ci=ci, speedup=speedup, alpha=alpha)
+                   for other in data.servers if other != ref]
+    metrics = {s.metric for s in data.series}
+    for m in MEMORY_METRICS:
+        if m in metrics:
+            tables.append(memory_table(data, metric=m))
+            break
+    return tables
+
+
+def as_tables(obj: "Table | Sequence[Table] | CampaignData") -> list[Table]:
+    """Normalise an export's input: a Table, a sequence of Tables, or CampaignData
+    (rendered as :func:`report_tables`). Raises TypeError for anything else."""
+    if isinstance(obj, Table):
+        return [obj]
+    if isinstance(obj, CampaignData):
+        return report_tables(obj)
+    if isinstance(obj, Sequence) and all(isinstance(t, Table) for t in obj):
+        return list(obj)
+    raise TypeError(f"expected a Table, a sequence of Tables or CampaignData, got {type(obj).__name__}")

@@ -1,0 +1,81 @@
+"""Read stored campaigns back as report input (runner.report.data.CampaignData).
+
+Only cells with status ``done`` contribute samples; failed and skipped cells are
+listed as failures with their reason, so a failure is visible but never averaged in.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runner.load.workloads import WORKLOADS, WorkloadParams
+from runner.report.data import CampaignData, Series
+from runner.store.models import Campaign, Cell, Environment, Sample
+
+#: (metric, stat) pairs exported as series, with unit and direction.
+SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
+    ("throughput", "value"): ("MiB/s", True),
+    ("elapsed", "value"): ("s", False),
+    ("ops_rate", "value"): ("1/s", True),
+    ("latency", "p50"): ("ms", False),
+    ("latency", "p99"): ("ms", False),
+    ("fairness", "jain"): ("ratio", True),
+    ("client_cpu", "utilization"): ("ratio", False),
+}
+MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss")
+MEMORY_STATS = ("start", "loaded", "end", "peak")
+
+
+def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
+    """All series of a campaign, servers in spec order. Raises LookupError for an unknown id."""
+    camp = session.get(Campaign, campaign_id)
+    if camp is None:
+        raise LookupError(f"no campaign {campaign_id}")
+    cells = session.scalars(select(Cell).where(Cell.campaign_id == campaign_id).order_by(Cell.seq)).all()
+    servers: list[str] = []
+    for c in cells:
+        if c.server_label not in servers:
+            servers.append(c.server_label)
+    done = {c.id: c for c in cells if c.status == "done"}
+    values: dict[tuple, list[float]] = defaultdict(list)
+    if done:
+        rows = session.execute(select(Sample.cell_id, Sample.metric, Sample.stat, Sample.value)
+                               .where(Sample.cell_id.in_(list(done)))
+                               .order_by(Sample.cell_id)).all()
+        for cell_id, metric, stat, value in rows:
+            c = done[cell_id]
+            values[(c.server_label, c.workload, c.params_key, metric, stat)].append(value)
+    titles = {}
+    for c in cells:
+        info = WORKLOADS[c.workload]
+        titles[(c.workload, c.params_key)] = info.title_for(WorkloadParams.model_validate(c.params))
+    series = []
+    for (server, workload, pkey, metric, stat), vals in values.items():
+        title = titles[(workload, pkey)]
+        if (metric, stat) in SERIES_METRICS:
+            unit, hib = SERIES_METRICS[(metric, stat)]
+            name = metric if stat == "value" else f"{metric}_{stat}"
+            series.append(Series(server, workload, title, name, unit, hib, tuple(vals), pkey))
+        elif metric in MEMORY_METRICS and stat in MEMORY_STATS:
+            series.append(Series(server, workload, title, metric, "bytes", False, tuple(vals), pkey, checkpoint=stat))
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    series.sort(key=lambda s: (order.get(s.workload, 99), s.params_key, servers.index(s.server), s.metric,
+                               s.checkpoint or ""))
+    failures = [(c.server_label, c.workload, c.repeat, c.error or c.status) for c in cells
+                if c.status in ("failed", "skipped")]
+    env = {}
+    env_id = next((c.environment_id for c in cells if c.environment_id), None)
+    if env_id is not None:
+        row = session.get(Environment, env_id)
+        if row is not None:
+            env = dict(row.data)
+            env["env_class"] = row.env_class
+    return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series, environment=env,
+                        failures=failures)
+
+
+def latest_campaign_id(session: Session) -> int | None:
+    """Id of the most recent campaign, or None when the store is empty."""
+    return session.scalar(select(Campaign.id).order_by(Campaign.id.desc()).limit(1))

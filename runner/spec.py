@@ -1,0 +1,224 @@
+"""Campaign spec: the validated description of what to run, and its expansion into cells.
+
+A spec is YAML or JSON (or a web form, or the API), validated by pydantic before
+anything runs; a bad spec is rejected with the path of the bad field and why::
+
+    name: pyftpdlib versions
+    repeats: 5
+    servers:
+      - {name: pyftpdlib, version: "1.5.10"}
+      - {name: pyftpdlib, version: "2.2.0"}
+      - {name: pyftpdlib, version: "2.2.0", variant: {use_sendfile: false}}
+    workloads:
+      - preset: classic          # the eight benchmarks of seed 000
+        params: {clients: 300, file_size: 10M}
+      - name: retr
+        params: {duration: 10}
+    pinning: {server: [0], client: [1]}
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from runner.backends.base import ServerRequest
+from runner.load.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
+
+SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external")
+PRESETS: dict[str, tuple[str, ...]] = {"classic": CLASSIC_SUITE}
+
+
+class SpecError(ValueError):
+    """The spec is invalid. ``errors`` lists ``(field path, message)`` pairs; ``str()`` is
+    one line per error, e.g. ``servers.1.version: pyftpdlib needs a version string``."""
+
+    def __init__(self, errors: list[tuple[str, str]], source: str = "spec"):
+        self.errors = errors
+        self.source = source
+        super().__init__("\n".join(f"{source}: {path}: {msg}" if path else f"{source}: {msg}"
+                                   for path, msg in errors))
+
+
+class ExternalTarget(BaseModel):
+    """A server already running somewhere (as ``ftpbench -H -P -k``): no process is started."""
+
+    model_config = ConfigDict(extra="forbid")
+    host: str = "127.0.0.1"
+    port: int = Field(21, ge=1, le=65535)
+    user: str
+    password: str
+    pid: int | None = Field(None, ge=1, description="server PID whose process tree memory is followed")
+
+
+class ServerSpec(BaseModel):
+    """One server build to benchmark: name, version, variant options."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Literal["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external"]
+    version: str | None = Field(None, description="version to install (pyftpdlib, twisted); None = latest/installed")
+    variant: dict[str, bool | int | float | str] = Field(default_factory=dict)
+    external: ExternalTarget | None = None
+    label: str | None = Field(None, description="display name; default 'name version [variant]'")
+
+    @model_validator(mode="after")
+    def _external(self) -> ServerSpec:
+        if self.name == "external" and self.external is None:
+            raise ValueError("server 'external' needs an 'external' block with host, port, user, password")
+        if self.name != "external" and self.external is not None:
+            raise ValueError(f"'external' is only valid for name: external, not {self.name}")
+        return self
+
+    def request(self, max_clients: int) -> ServerRequest:
+        """The backend request for this server."""
+        return ServerRequest(name=self.name, version=self.version, variant=dict(self.variant),
+                             external=self.external.model_dump() if self.external else {},
+                             max_clients=max_clients)
+
+    def display(self) -> str:
+        """Label used in tables: ``label`` or ``ServerRequest.label``."""
+        return self.label or self.request(2000).label
+
+
+class WorkloadSpec(BaseModel):
+    """A workload by name, or a preset expanding into several, with parameter overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    preset: str | None = None
+    params: WorkloadParams = Field(default_factory=WorkloadParams)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> WorkloadSpec:
+        if (self.name is None) == (self.preset is None):
+            raise ValueError("give exactly one of 'name' (a workload) or 'preset'")
+        if self.name is not None and self.name not in WORKLOADS:
+            raise ValueError(f"unknown workload {self.name!r}; known: {', '.join(WORKLOADS)}")
+        if self.preset is not None and self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; known: {', '.join(PRESETS)}")
+        return self
+
+    def names(self) -> tuple[str, ...]:
+        """Workload names this entry stands for, in order."""
+        return PRESETS[self.preset] if self.preset else (self.name,)  # type: ignore[return-value]
+
+
+class Pinning(BaseModel):
+    """CPU pinning: server process tree and load generator on separate cores
+    (seed 000's advice, and DESIGN.md: server on CPU 0, client on CPU 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    server: list[int] | None = None
+    client: list[int] | None = None
+
+    @field_validator("server", "client")
+    @classmethod
+    def _cpus(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            import os
+
+            have = sorted(os.sched_getaffinity(0))
+            bad = [c for c in v if c not in have]
+            if bad or not v:
+                raise ValueError(f"CPUs {bad or v} not available here (have {have})")
+        return v
+
+
+class CampaignSpec(BaseModel):
+    """A whole campaign. See the module docstring for an example."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field("campaign", min_length=1, max_length=200)
+    servers: list[ServerSpec] = Field(min_length=1)
+    workloads: list[WorkloadSpec] = Field(min_length=1)
+    repeats: int = Field(5, ge=1, le=1000)
+    warmup: bool = Field(True, description="run a short unrecorded pass of each workload after server start")
+    backend: Literal["auto", "local", "docker"] = "auto"
+    pinning: Pinning = Field(default_factory=Pinning)
+    max_clients: int = Field(2000, ge=1, description="connection limit configured in each server (seed: 2000)")
+    skip_unavailable: bool = Field(True, description="record servers that cannot run as skipped instead of failing")
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> CampaignSpec:
+        seen: dict[str, int] = {}
+        for i, s in enumerate(self.servers):
+            lab = s.display()
+            if lab in seen:
+                raise ValueError(f"servers.{i}: duplicate server {lab!r} (same as servers.{seen[lab]}); "
+                                 "give one a different version, variant or label")
+            seen[lab] = i
+        return self
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """One cell to run: a server, a workload with its parameters, a repeat index."""
+
+    seq: int
+    server: ServerSpec
+    workload: str
+    params: WorkloadParams
+    repeat: int
+
+    @property
+    def params_key(self) -> str:
+        """Canonical parameter string (runner.load.workloads.params_key)."""
+        return params_key(self.workload, self.params)
+
+
+def expand(spec: CampaignSpec) -> list[CellPlan]:
+    """Expand a spec into cells, repeat-major: every (workload, server) pair runs once
+    before any runs twice, so slow drift of the machine spreads over all servers
+    instead of biasing one. Returns ``repeats x workloads x servers`` CellPlans."""
+    pairs: list[tuple[str, WorkloadParams]] = []
+    for w in spec.workloads:
+        for name in w.names():
+            pairs.append((name, w.params))
+    cells = []
+    seq = 0
+    for rep in range(spec.repeats):
+        for name, params in pairs:
+            for srv in spec.servers:
+                cells.append(CellPlan(seq, srv, name, params, rep))
+                seq += 1
+    return cells
+
+
+def _errors(exc: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for e in exc.errors():
+        path = ".".join(str(p) for p in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        out.append((path, msg))
+    return out
+
+
+def parse_spec(data: Any, source: str = "spec") -> CampaignSpec:
+    """Validate a spec given as a dict. Raises SpecError with every bad field's path."""
+    if not isinstance(data, dict):
+        raise SpecError([("", f"expected a mapping at the top level, got {type(data).__name__}")], source)
+    try:
+        return CampaignSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_errors(exc), source) from None
+
+
+def load_spec(path: str | Path) -> CampaignSpec:
+    """Read and validate a YAML or JSON spec file. Raises SpecError (bad content or
+    unreadable file), naming the file and the field path."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise SpecError([("", f"cannot read: {exc.strerror}")], str(p)) from None
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise SpecError([("", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)) from None
+    return parse_spec(data, str(p))

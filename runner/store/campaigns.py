@@ -1,0 +1,219 @@
+"""Campaign and cell helpers: create, claim (``FOR UPDATE SKIP LOCKED``), finish, cancel.
+
+All helpers are keyword-only and take the session in; the caller owns the
+transaction (conbench ``entities/`` style). Finishing a cell commits it with its
+samples in one transaction, so a crash loses at most the cell in flight.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from runner.spec import CampaignSpec, expand
+from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
+
+
+def now() -> datetime:
+    """Timezone-aware UTC now."""
+    return datetime.now(timezone.utc)
+
+
+def worker_id() -> str:
+    """``host:pid`` of this process, stored in the cells it claims."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def lab_version() -> str:
+    """Installed xferlab version (``0+unknown`` when not installed as a distribution)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("xferlab")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0+unknown"
+
+
+def create_campaign(session: Session, *, spec: CampaignSpec, backend: str, status: str = "queued") -> Campaign:
+    """Insert a campaign and all its cells (from :func:`runner.spec.expand`), status ``queued``.
+
+    Returns the flushed Campaign (``id`` set)."""
+    camp = Campaign(name=spec.name, spec=spec.model_dump(mode="json"), status=status, backend=backend,
+                    lab_version=lab_version(), cells_total=0)
+    session.add(camp)
+    session.flush()
+    plans = expand(spec)
+    for p in plans:
+        req = p.server.request(spec.max_clients)
+        session.add(Cell(campaign_id=camp.id, seq=p.seq, server=p.server.name, server_version=p.server.version or "",
+                         variant=dict(p.server.variant), server_label=p.server.display(),
+                         server_spec=p.server.model_dump(mode="json"), workload=p.workload,
+                         params=p.params.model_dump(mode="json"), params_key=p.params_key, repeat=p.repeat,
+                         status="queued"))
+        del req
+    camp.cells_total = len(plans)
+    session.flush()
+    return camp
+
+
+def claim_next_cell(session: Session, *, campaign_id: int | None = None, worker: str | None = None) -> Cell | None:
+    """Claim the next queued cell (lowest campaign id, then seq) with
+    ``SELECT ... FOR UPDATE SKIP LOCKED`` so two workers never run the same cell;
+    mark it ``running`` and its campaign ``running``. Commits. Returns None when no
+    queued cell is left (in ``campaign_id`` if given)."""
+    q = (select(Cell).join(Campaign).where(Cell.status == "queued", Campaign.status.in_(("queued", "running")))
+         .order_by(Cell.campaign_id, Cell.seq).limit(1).with_for_update(skip_locked=True, of=Cell))
+    if campaign_id is not None:
+        q = q.where(Cell.campaign_id == campaign_id)
+    cell = session.scalars(q).first()
+    if cell is None:
+        session.commit()
+        return None
+    cell.status = "running"
+    cell.worker = worker or worker_id()
+    cell.started_at = now()
+    session.execute(update(Campaign).where(Campaign.id == cell.campaign_id, Campaign.status == "queued")
+                    .values(status="running", started_at=now()))
+    session.commit()
+    return cell
+
+
+def get_or_create_build(session: Session, *, info: dict[str, Any]) -> ServerBuild:
+    """The ServerBuild row for ``info`` (keys: name, version, variant, config_hash, ...),
+    created if new (unique on name, version, variant, config hash)."""
+    variant = info.get("variant") or {}
+    vkey = json.dumps(variant, sort_keys=True)
+    name, ver, chash = str(info.get("name", "")), str(info.get("version") or ""), str(info.get("config_hash") or "")
+    row = session.scalars(select(ServerBuild).where(ServerBuild.name == name, ServerBuild.version == ver,
+                                                    ServerBuild.variant_key == vkey,
+                                                    ServerBuild.config_hash == chash)).first()
+    if row is None:
+        row = ServerBuild(name=name, version=ver, variant=variant, variant_key=vkey, config_hash=chash,
+                          info=json.loads(json.dumps(info, default=str)))
+        session.add(row)
+        session.flush()
+    return row
+
+
+def get_or_create_environment(session: Session, *, data: dict[str, Any], env_class: str) -> Environment:
+    """The Environment row for snapshot ``data`` (deduplicated by sha256 of its canonical JSON)."""
+    canon = json.dumps(data, sort_keys=True, default=str)
+    digest = hashlib.sha256(canon.encode()).hexdigest()
+    row = session.scalars(select(Environment).where(Environment.digest == digest)).first()
+    if row is None:
+        row = Environment(digest=digest, env_class=env_class, data=json.loads(canon))
+        session.add(row)
+        session.flush()
+    return row
+
+
+def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None = None,
+                samples: list[Sample] | None = None, build: ServerBuild | None = None,
+                environment: Environment | None = None) -> None:
+    """Store a cell's outcome and samples and refresh its campaign's progress; commits.
+
+    ``status`` is ``done``, ``failed`` or ``skipped``."""
+    cell.status = status
+    cell.error = error
+    cell.finished_at = now()
+    if build is not None:
+        cell.build_id = build.id
+    if environment is not None:
+        cell.environment_id = environment.id
+    for s in samples or []:
+        s.cell_id = cell.id
+        session.add(s)
+    refresh_progress(session, campaign_id=cell.campaign_id)
+    session.commit()
+
+
+def refresh_progress(session: Session, *, campaign_id: int) -> Campaign:
+    """Recount the campaign's done/failed/skipped cells and close the campaign when no
+    cell is queued or running (``done``, or ``failed`` when every cell failed)."""
+    session.flush()
+    counts = dict(session.execute(select(Cell.status, func.count()).where(Cell.campaign_id == campaign_id)
+                                  .group_by(Cell.status)).all())
+    camp = session.get(Campaign, campaign_id)
+    assert camp is not None
+    camp.cells_done = counts.get("done", 0)
+    camp.cells_failed = counts.get("failed", 0)
+    camp.cells_skipped = counts.get("skipped", 0)
+    open_cells = counts.get("queued", 0) + counts.get("running", 0)
+    if open_cells == 0 and camp.status in ("queued", "running", "interrupted"):
+        camp.status = "done" if camp.cells_done else "failed"
+        camp.finished_at = now()
+    return camp
+
+
+def cancel_campaign(session: Session, *, campaign_id: int) -> Campaign:
+    """Cancel a campaign: queued cells become ``cancelled``; a running cell finishes
+    (its worker checks the campaign status between cells). Commits. Raises LookupError
+    for an unknown id and ValueError for a campaign already finished."""
+    camp = session.get(Campaign, campaign_id)
+    if camp is None:
+        raise LookupError(f"no campaign {campaign_id}")
+    if camp.status in ("done", "failed", "cancelled"):
+        raise ValueError(f"campaign {campaign_id} is already {camp.status}")
+    session.execute(update(Cell).where(Cell.campaign_id == campaign_id, Cell.status == "queued")
+                    .values(status="cancelled", finished_at=now()))
+    camp.status = "cancelled"
+    camp.finished_at = now()
+    session.commit()
+    return camp
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_dead_workers(session: Session) -> int:
+    """Mark cells ``running`` under a worker on THIS host whose process is gone as
+    ``failed`` ("interrupted: worker host:pid died"), and their campaigns
+    ``interrupted`` (queued cells stay queued so ``xferlab resume`` can finish them).
+    Commits. Returns the number of cells reaped."""
+    host = socket.gethostname()
+    reaped = 0
+    for cell in session.scalars(select(Cell).where(Cell.status == "running")).all():
+        if not cell.worker or ":" not in cell.worker:
+            continue
+        h, _, pid = cell.worker.rpartition(":")
+        if h != host or not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        cell.status = "failed"
+        cell.error = f"interrupted: worker {cell.worker} died while running this cell"
+        cell.finished_at = now()
+        camp = session.get(Campaign, cell.campaign_id)
+        if camp is not None and camp.status == "running":
+            camp.status = "interrupted"
+        reaped += 1
+    session.flush()
+    for camp in session.scalars(select(Campaign).where(Campaign.status == "running")).all():
+        # Between two cells a live worker has no running cell: judge by the worker of the
+        # cell finished last, and only when it ran on this host.
+        running = session.scalar(select(func.count()).where(Cell.campaign_id == camp.id, Cell.status == "running"))
+        if running:
+            continue
+        last = session.scalars(select(Cell).where(Cell.campaign_id == camp.id, Cell.worker.is_not(None))
+                               .order_by(Cell.finished_at.desc().nulls_last())).first()
+        if last is None or not last.worker:
+            continue
+        h, _, pid = last.worker.rpartition(":")
+        if h == host and pid.isdigit() and not _pid_alive(int(pid)):
+            camp.status = "interrupted"
+    session.flush()
+    for camp in session.scalars(select(Campaign).where(Campaign.status == "interrupted")).all():
+        refresh_progress(session, campaign_id=camp.id)
+    session.commit()
+    return reaped

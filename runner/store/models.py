@@ -1,0 +1,164 @@
+"""SQLAlchemy 2.0 models of the results store.
+
+Schema changes go through Alembic only (``migrations/``); these classes are the
+source the migrations were written from. Every sample is one row, so any statistic
+can be recomputed from raw data.
+
+Tables:
+    campaign      one benchmark campaign (a validated spec, its status and progress)
+    cell          server x variant x workload x params x repeat; the unit of work and of failure
+    sample        one measured figure of one cell (metric, stat, value, unit, raw data)
+    server_build  what exactly ran: server name, version, variant, config hash, binary
+    environment   environment snapshot (kernel, CPU, sysctls, ulimits, versions, pinning)
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Status values (plain strings; checked by the application, listed here once).
+CAMPAIGN_STATUSES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
+CELL_STATUSES = ("queued", "running", "done", "failed", "skipped", "cancelled")
+
+
+class Base(DeclarativeBase):
+    """Declarative base of all xferlab tables."""
+
+
+class Campaign(Base):
+    """A campaign: the validated spec (JSON), status and progress counters."""
+
+    __tablename__ = "campaign"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    status: Mapped[str] = mapped_column(String(20), default="queued", index=True)
+    backend: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    cells_total: Mapped[int] = mapped_column(Integer, default=0)
+    cells_done: Mapped[int] = mapped_column(Integer, default=0)
+    cells_failed: Mapped[int] = mapped_column(Integer, default=0)
+    cells_skipped: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    lab_version: Mapped[str] = mapped_column(String(40))
+
+    cells: Mapped[list[Cell]] = relationship(back_populates="campaign", order_by="Cell.seq")
+
+
+class ServerBuild(Base):
+    """One server build as it ran: name, version, variant options, config hash, details."""
+
+    __tablename__ = "server_build"
+    __table_args__ = (UniqueConstraint("name", "version", "variant_key", "config_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(40))
+    version: Mapped[str] = mapped_column(String(60), default="")
+    variant: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    variant_key: Mapped[str] = mapped_column(String(400), default="")
+    config_hash: Mapped[str] = mapped_column(String(64), default="")
+    info: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Environment(Base):
+    """An environment snapshot, deduplicated by the sha256 of its JSON (``digest``).
+
+    ``env_class`` is a short hash of the fields that make results comparable
+    (kernel, CPU model, cores, sysctls, backend): cells of different classes are
+    marked, not silently compared.
+    """
+
+    __tablename__ = "environment"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    env_class: Mapped[str] = mapped_column(String(16), index=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Cell(Base):
+    """One unit of work: a (server, variant, workload, params, repeat) to measure.
+
+    ``seq`` orders execution; ``worker`` is ``host:pid`` of the process that claimed it.
+    """
+
+    __tablename__ = "cell"
+    __table_args__ = (
+        UniqueConstraint("campaign_id", "seq"),
+        Index("ix_cell_campaign_status", "campaign_id", "status"),
+        Index("ix_cell_series", "server", "workload", "params_key"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    server: Mapped[str] = mapped_column(String(40))
+    server_version: Mapped[str] = mapped_column(String(60), default="")
+    variant: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    server_label: Mapped[str] = mapped_column(String(200))
+    server_spec: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    workload: Mapped[str] = mapped_column(String(40))
+    params: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    params_key: Mapped[str] = mapped_column(String(400))
+    repeat: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    error: Mapped[str | None] = mapped_column(Text)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    build_id: Mapped[int | None] = mapped_column(ForeignKey("server_build.id"))
+    environment_id: Mapped[int | None] = mapped_column(ForeignKey("environment.id"))
+
+    campaign: Mapped[Campaign] = relationship(back_populates="cells")
+    samples: Mapped[list[Sample]] = relationship(back_populates="cell", cascade="all, delete-orphan")
+    build: Mapped[ServerBuild | None] = relationship()
+    environment: Mapped[Environment | None] = relationship()
+
+
+class Sample(Base):
+    """One measured figure of a cell.
+
+    Attributes:
+        metric: ``throughput``, ``elapsed``, ``latency``, ``ops_rate``, ``errors``,
+            ``bytes``, ``server_mem_uss``, ``server_mem_rss_minus_shared``,
+            ``server_cpu``, ``client_cpu``, ``fairness`` (docs/methodology.md).
+        stat: which figure of the metric: ``value``; ``p50``/``p90``/``p99``/``max``
+            for latency; ``start``/``loaded``/``end``/``peak`` for memory;
+            ``user``/``system`` for CPU; the error kind for errors.
+        value: the figure, in ``unit``.
+        raw: optional raw data (per-operation latencies, per-client figures,
+            memory timeline) as JSON.
+    """
+
+    __tablename__ = "sample"
+    __table_args__ = (Index("ix_sample_cell_metric", "cell_id", "metric", "stat"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    cell_id: Mapped[int] = mapped_column(ForeignKey("cell.id", ondelete="CASCADE"))
+    metric: Mapped[str] = mapped_column(String(40))
+    stat: Mapped[str] = mapped_column(String(20), default="value")
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(12))
+    raw: Mapped[Any | None] = mapped_column(JSONB)
+
+    cell: Mapped[Cell] = relationship(back_populates="samples")

@@ -1,0 +1,57 @@
+"""xferlab launch script for Twisted's FTP server, after seed 000's ``twist_ftpd.py``.
+
+Run by xferlab's local backend with the interpreter of a per-version venv::
+
+    python serve.py --host 127.0.0.1 --port 2121 --passwd-file pass.dat --home DIR \
+        [--backlog 1024]
+
+``pass.dat`` holds ``user:password`` (FilePasswordDB's default format). As in the seed:
+RLIMIT_NOFILE soft raised to hard; Portal(FTPRealm(home), [AllowAnonymousAccess(),
+FilePasswordDB(pass.dat)]); FTPFactory; listenTCP. Differences from the seed: bound to
+``--host`` (loopback) instead of all interfaces, a large listen backlog, and the
+authenticated user's home is ``--home`` itself (FTPRealm's userHome is overridden so
+the user logs into the run dir, like the other servers, instead of ``<home>/<user>``).
+"""
+import argparse
+import resource
+import signal
+import sys
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--passwd-file", required=True)
+    ap.add_argument("--home", required=True)
+    ap.add_argument("--backlog", type=int, default=1024)
+    a = ap.parse_args(argv)
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    from twisted.cred.checkers import AllowAnonymousAccess, FilePasswordDB
+    from twisted.cred.portal import Portal
+    from twisted.internet import reactor
+    from twisted.protocols.ftp import FTPFactory, FTPRealm
+    from twisted.python import filepath
+
+    home = a.home
+
+    class Realm(FTPRealm):
+        def getHomeDirectory(self, avatarId):  # every user logs into --home
+            return filepath.FilePath(home)
+
+    p = Portal(Realm(home, userHome=home),
+               [AllowAnonymousAccess(), FilePasswordDB(a.passwd_file)])
+    f = FTPFactory(p)
+    f.welcomeMessage = "xferlab twisted ready"
+    reactor.listenTCP(a.port, f, backlog=a.backlog, interface=a.host)
+    signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))
+    sys.stderr.write("serving on %s:%d\n" % (a.host, a.port))
+    sys.stderr.flush()
+    reactor.run(installSignalHandlers=False)
+
+
+if __name__ == "__main__":
+    main()
