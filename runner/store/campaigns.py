@@ -137,10 +137,12 @@ def refresh_progress(session: Session, *, campaign_id: int) -> Campaign:
     """Recount the campaign's done/failed/skipped cells and close the campaign when no
     cell is queued or running (``done``, or ``failed`` when every cell failed)."""
     session.flush()
+    # Lock the campaign row first: concurrent workers finishing cells then count in turn,
+    # so the last one sees every other's committed cell and closes the campaign.
+    camp = session.scalars(select(Campaign).where(Campaign.id == campaign_id).with_for_update()
+                           .execution_options(populate_existing=True)).one()
     counts = dict(session.execute(select(Cell.status, func.count()).where(Cell.campaign_id == campaign_id)
                                   .group_by(Cell.status)).all())
-    camp = session.get(Campaign, campaign_id)
-    assert camp is not None
     camp.cells_done = counts.get("done", 0)
     camp.cells_failed = counts.get("failed", 0)
     camp.cells_skipped = counts.get("skipped", 0)

@@ -46,6 +46,8 @@ def main(argv=None):
                [AllowAnonymousAccess(), FilePasswordDB(a.passwd_file)])
     f = FTPFactory(p)
     f.welcomeMessage = "xferlab twisted ready"
+    from twisted.python import log
+    log.startLogging(sys.stderr)
     reactor.listenTCP(a.port, f, backlog=a.backlog, interface=a.host)
     signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))
     sys.stderr.write("serving on %s:%d\n" % (a.host, a.port))

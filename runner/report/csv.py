@@ -1,0 +1,68 @@
+"""CSV export (stdlib ``csv``): raw, unrounded values, never the formatted texts.
+
+* A Table (or several) -> its ``records`` (see each table builder for the keys):
+  medians, CI bounds and coverage, n, p-values... as Python ``repr`` floats
+  (shortest round-trip form), ``None`` as an empty field. Several tables are
+  concatenated with a ``table`` column (their title) in front, and the union of
+  keys as header.
+* CampaignData -> one line per series: ``campaign, server, workload, params_key,
+  title, metric, unit, checkpoint, higher_is_better``, the summary
+  (``n, median, ci_low, ci_high, ci_coverage, mean, stdev, min, max``), then every
+  raw sample in ``sample_1 .. sample_N`` (N = the largest repeat count; shorter
+  series leave trailing fields empty).
+"""
+from __future__ import annotations
+
+import csv as _csv
+import io
+from collections.abc import Sequence
+
+from runner.report.data import CampaignData
+from runner.report.stats import summarize
+from runner.report.tables import Table, as_tables
+
+SUMMARY_FIELDS = ("n", "median", "ci_low", "ci_high", "ci_coverage", "mean", "stdev", "min", "max")
+
+
+def _write(header: list[str], rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = _csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    return buf.getvalue()
+
+
+def render_data(data: CampaignData) -> str:
+    """Every series of ``data`` with its summary and raw samples (see module doc)."""
+    width = max((len(s.samples) for s in data.series), default=0)
+    header = ["campaign", "server", "workload", "params_key", "title", "metric", "unit",
+              "checkpoint", "higher_is_better", *SUMMARY_FIELDS,
+              *(f"sample_{i}" for i in range(1, width + 1))]
+    rows = []
+    for s in data.series:
+        summ = summarize(s.samples) if s.samples else None
+        row = {"campaign": data.name, "server": s.server, "workload": s.workload,
+               "params_key": s.params_key, "title": s.title, "metric": s.metric,
+               "unit": s.unit, "checkpoint": s.checkpoint, "higher_is_better": s.higher_is_better}
+        row.update({f: (getattr(summ, f) if summ else None) for f in SUMMARY_FIELDS})
+        row.update({f"sample_{i}": v for i, v in enumerate(s.samples, 1)})
+        rows.append(row)
+    return _write(header, rows)
+
+
+def render(obj: Table | Sequence[Table] | CampaignData) -> str:
+    """CSV text (``\\n`` line ends) of a Table's records, several Tables' records,
+    or a CampaignData's series with every raw sample. Raises TypeError for an
+    unsupported ``obj``."""
+    if isinstance(obj, CampaignData):
+        return render_data(obj)
+    tables = as_tables(obj)
+    if len(tables) == 1:
+        recs = tables[0].records
+        return _write(list(recs[0]) if recs else [], recs)
+    header = ["table"]
+    for t in tables:
+        for r in t.records:
+            header += [k for k in r if k not in header]
+    return _write(header, [{"table": t.title, **r} for t in tables for r in t.records])

@@ -1,0 +1,206 @@
+/*
+ * tpd.h - shared declarations for tpd, the single-threaded, event-driven,
+ * zero-copy FTP + HTTP server of xferlab (after teepeedee).
+ *
+ * Module map:
+ *   main.c   configuration, command line, listeners, the epoll loop,
+ *            idle timers, signal handling, logging and small helpers
+ *   users.c  the users file and password checks
+ *   parse.c  pure, allocation-free protocol parsers (FTP command lines,
+ *            PORT/EPRT, virtual paths, HTTP requests, chunked bodies,
+ *            Range headers, percent-decoding); fuzzed by fuzz/
+ *   vfs.c    confined file access below a user's home (openat2
+ *            RESOLVE_BENEATH) and directory listings
+ *   ftp.c    FTP sessions (control + data connections)
+ *   http.c   HTTP/1.1 connections
+ */
+#ifndef TPD_H
+#define TPD_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <netinet/in.h>
+
+/* ---- limits (documented in README.md) ---------------------------------- */
+#define FTP_LINE_MAX   2048           /* FTP command line incl. CRLF      */
+#define HTTP_HDR_MAX   8192           /* HTTP request line + headers      */
+#define HTTP_MAX_HEADERS 100          /* header fields per request        */
+#define VPATH_MAX      4096           /* virtual path length              */
+#define XFER_BUF_SIZE  (256 * 1024)   /* buffered upload / no-sendfile    */
+#define SEND_BUDGET    (4 << 20)      /* bytes sent per wakeup per conn   */
+#define OBUF_LIMIT     (256 * 1024)   /* unread control output => close   */
+#define LIST_MAX_ENTRIES 200000       /* directory listing cap            */
+
+/* ---- logging ------------------------------------------------------------ */
+enum { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
+extern int g_log_level;
+void tpd_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+#define log_error(...) tpd_log(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)  tpd_log(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  do { if (g_log_level >= LOG_INFO) tpd_log(LOG_INFO, __VA_ARGS__); } while (0)
+#define log_debug(...) do { if (g_log_level >= LOG_DEBUG) tpd_log(LOG_DEBUG, __VA_ARGS__); } while (0)
+
+/* ---- users -------------------------------------------------------------- */
+struct user {
+    char *name;
+    char *pass;        /* "{plain}secret" or a crypt(3) hash "$..."     */
+    char *home;        /* home directory as configured                 */
+    char *home_real;   /* realpath() of home (fallback confinement)    */
+    int   home_fd;     /* O_PATH descriptor, shared by all sessions    */
+    bool  can_write;   /* perms "rw"                                   */
+};
+int  users_load(const char *path);
+struct user *users_find(const char *name);
+bool users_check_password(const struct user *u, const char *password);
+struct user *users_first(void);
+void users_free(void);
+
+/* ---- configuration ------------------------------------------------------ */
+struct config {
+    char ftp_listen[128];
+    char http_listen[128];
+    char users_file[1024];
+    int  pasv_lo, pasv_hi;     /* 0,0 = kernel-chosen ephemeral ports */
+    int  max_conns;
+    int  idle_timeout;         /* seconds */
+    bool have_masq;
+    struct in_addr masq_addr;
+    bool use_sendfile;
+};
+extern struct config g_cfg;
+
+/* ---- event loop objects ------------------------------------------------- */
+enum htype {
+    H_LISTEN_FTP, H_LISTEN_HTTP, H_SIGNAL,
+    H_FTP_CTL, H_FTP_PASV, H_FTP_DATA, H_HTTP
+};
+enum ckind { C_FTP, C_HTTP };
+
+struct conn;
+
+/* One registered descriptor; epoll_event.data.ptr points here. */
+struct handler {
+    int type;              /* enum htype                                */
+    int fd;                /* -1 when closed                            */
+    uint32_t events;       /* current epoll interest (0 = unregistered) */
+    struct conn *conn;     /* owning connection (NULL for listeners)    */
+};
+
+/* Common head of FTP sessions and HTTP connections: idle LRU list. */
+struct conn {
+    struct conn *lru_prev, *lru_next;
+    struct conn *free_next;
+    int64_t last_active;   /* ms, monotonic                             */
+    int kind;              /* enum ckind                                */
+    bool dead;             /* closed; memory released after this batch  */
+    char peer_str[64];     /* "addr:port" for logs                      */
+};
+
+/* Growable output buffer for control replies and HTTP headers. */
+struct obuf {
+    char  *data;
+    size_t len, off, cap;
+};
+
+extern int64_t g_now;      /* ms, updated once per loop iteration */
+extern int g_nconns;
+
+/* main.c helpers */
+void ev_set(struct handler *h, uint32_t events);
+void ev_close(struct handler *h);
+void conn_register(struct conn *c);
+void conn_touch(struct conn *c);
+void conn_kill(struct conn *c);
+int  obuf_append(struct obuf *b, const void *data, size_t len, size_t limit);
+int  obuf_printf(struct obuf *b, size_t limit, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int  obuf_flush(int fd, struct obuf *b);
+size_t obuf_pending(const struct obuf *b);
+void obuf_free(struct obuf *b);
+void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
+
+/* ftp.c / http.c entry points */
+void ftp_accept(int fd, const struct sockaddr_storage *peer);
+void ftp_event(struct handler *h, uint32_t events);
+void ftp_timeout(struct conn *c);
+void ftp_close(struct conn *c);
+void ftp_free(struct conn *c);
+void http_accept(int fd, const struct sockaddr_storage *peer);
+void http_event(struct handler *h, uint32_t events);
+void http_timeout(struct conn *c);
+void http_close(struct conn *c);
+void http_free(struct conn *c);
+
+/* ---- parse.c: pure parsers (no I/O, no allocation) ----------------------- */
+enum ftp_cmd_id {
+    FC_UNKNOWN = 0,
+    FC_USER, FC_PASS, FC_ACCT, FC_SYST, FC_FEAT, FC_OPTS, FC_PWD, FC_CWD,
+    FC_CDUP, FC_TYPE, FC_MODE, FC_STRU, FC_PASV, FC_EPSV, FC_PORT, FC_EPRT,
+    FC_LIST, FC_NLST, FC_MLSD, FC_MLST, FC_SIZE, FC_MDTM, FC_REST, FC_RETR,
+    FC_STOR, FC_APPE, FC_DELE, FC_MKD, FC_RMD, FC_RNFR, FC_RNTO, FC_NOOP,
+    FC_ABOR, FC_QUIT, FC_STAT, FC_HELP, FC_ALLO, FC_SITE, FC_AUTH, FC_PBSZ,
+    FC_PROT, FC_LANG, FC_HOST, FC_CLNT,
+    FC__COUNT
+};
+struct ftp_cmd {
+    int  id;               /* enum ftp_cmd_id                           */
+    char verb[5];          /* upper-cased verb as received              */
+    char *arg;             /* NUL-terminated argument ("" if none)      */
+    size_t arglen;
+};
+int ftp_parse_line(const char *line, size_t len, char *work, size_t worksz,
+                   struct ftp_cmd *cmd);
+int ftp_parse_port(const char *arg, struct sockaddr_in *out);
+int ftp_parse_eprt(const char *arg, struct sockaddr_storage *out,
+                   socklen_t *outlen);
+int vpath_join(const char *cwd, const char *arg, char *out, size_t outsz);
+const char *vpath_rel(const char *vpath);
+
+enum http_method { HM_OTHER = 0, HM_GET, HM_HEAD, HM_PUT, HM_POST,
+                   HM_DELETE, HM_OPTIONS };
+struct http_req {
+    int method;            /* enum http_method                          */
+    char method_str[16];
+    const char *target;    /* points into the request buffer            */
+    size_t target_len;
+    int minor;             /* HTTP/1.x minor version                    */
+    int64_t content_length;/* -1 when absent                            */
+    bool chunked;
+    bool keepalive;
+    bool expect_continue;
+    const char *range;     /* value of Range header or NULL             */
+    size_t range_len;
+};
+int http_parse_request(const char *buf, size_t len, struct http_req *req);
+
+struct chunk_dec {
+    int state;
+    uint64_t remaining;    /* bytes left in current chunk               */
+    unsigned ndigits;
+    unsigned linelen;      /* length of current extension/trailer line  */
+};
+int chunk_decode(struct chunk_dec *d, char *buf, size_t len,
+                 size_t *consumed, size_t *produced);
+int http_parse_range(const char *s, size_t len, int64_t size,
+                     int64_t *start, int64_t *end);
+int url_decode(const char *in, size_t inlen, char *out, size_t outsz);
+
+/* ---- vfs.c --------------------------------------------------------------- */
+int vfs_open(const struct user *u, const char *vpath, int flags, mode_t mode);
+int vfs_open_parent(const struct user *u, const char *vpath,
+                    const char **name);
+enum { LS_LIST, LS_NLST, LS_MLSD };
+int vfs_list(const struct user *u, const char *vpath, int style,
+             struct obuf *out);
+int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
+                  char *buf, size_t sz);
+
+#endif /* TPD_H */

@@ -1,0 +1,34 @@
+"""A pyftpdlib server for the load-generator tests (run as a subprocess).
+
+Usage: python pyftpd_server.py HOME USER PASSWORD [HOST]
+Binds HOST (default 127.0.0.1) on a free port, prints ``PORT <n>`` on stdout, serves
+until killed. max_cons=0 (unlimited), sendfile on, full permissions for USER.
+"""
+import logging
+import sys
+
+from pyftpdlib.authorizers import DummyAuthorizer
+from pyftpdlib.handlers import FTPHandler
+from pyftpdlib.servers import FTPServer
+
+
+def main() -> None:
+    home, user, password = sys.argv[1:4]
+    host = sys.argv[4] if len(sys.argv) > 4 else "127.0.0.1"
+    logging.basicConfig(level=logging.ERROR)
+    auth = DummyAuthorizer()
+    auth.add_user(user, password, home, perm="elradfmwMT")
+    handler = FTPHandler
+    handler.authorizer = auth
+    handler.use_sendfile = True
+    handler.timeout = 120
+    handler.permit_foreign_addresses = False
+    server = FTPServer((host, 0), handler, backlog=1024)
+    server.max_cons = 0
+    server.max_cons_per_ip = 0
+    print("PORT", server.address[1], flush=True)
+    server.serve_forever(handle_exit=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Campaign spec validation and expansion."""
+from __future__ import annotations
+
+import pytest
+
+from runner.spec import SpecError, expand, load_spec, parse_spec
+
+
+def _spec(**kw):
+    d = {"servers": [{"name": "pyftpdlib", "version": "2.2.0"}], "workloads": [{"preset": "classic"}]}
+    d.update(kw)
+    return d
+
+
+def test_classic_preset_expands_repeat_major():
+    spec = parse_spec(_spec(servers=[{"name": "pyftpdlib", "version": "1.5.10"},
+                                     {"name": "pyftpdlib", "version": "2.2.0"}], repeats=3))
+    cells = expand(spec)
+    assert len(cells) == 3 * 8 * 2
+    assert [c.seq for c in cells] == list(range(48))
+    # every (workload, server) pair runs once before any runs twice
+    first = [(c.workload, c.server.display()) for c in cells[:16]]
+    assert len(set(first)) == 16 and {c.repeat for c in cells[:16]} == {0}
+    assert cells[0].workload == "stor" and cells[2].workload == "retr"
+
+
+def test_defaults():
+    spec = parse_spec(_spec())
+    assert spec.repeats == 5 and spec.warmup and spec.backend == "auto"
+    p = spec.workloads[0].params
+    assert p.clients == 300 and p.file_size == 10 << 20 and p.login_mode == "concurrent"
+
+
+def test_sizes_parse():
+    spec = parse_spec(_spec(workloads=[{"name": "retr_concurrent", "params": {"file_size": "1.5M",
+                                                                              "transfer_size": "1GiB"}}]))
+    p = spec.workloads[0].params
+    assert p.file_size == 1572864 and p.transfer_size == 1 << 30
+
+
+def test_bad_spec_names_every_bad_field():
+    with pytest.raises(SpecError) as ei:
+        parse_spec({"servers": [{"name": "pyftpdlib", "versoin": "1"}, {"name": "ftpd9000"}],
+                    "workloads": [{"name": "retr", "params": {"file_size": "10Q", "clients": 0}}],
+                    "repeats": 0})
+    paths = [p for p, _ in ei.value.errors]
+    assert "servers.0.versoin" in paths
+    assert "servers.1.name" in paths
+    assert "workloads.0.params.file_size" in paths
+    assert "workloads.0.params.clients" in paths
+    assert "repeats" in paths
+    msg = str(ei.value)
+    assert "servers.0.versoin: unknown field" in msg
+    assert "not a size: '10Q'" in msg
+
+
+def test_unknown_workload_and_preset():
+    with pytest.raises(SpecError, match="unknown workload 'retrr'"):
+        parse_spec(_spec(workloads=[{"name": "retrr"}]))
+    with pytest.raises(SpecError, match="unknown preset 'modern'"):
+        parse_spec(_spec(workloads=[{"preset": "modern"}]))
+    with pytest.raises(SpecError, match="exactly one of"):
+        parse_spec(_spec(workloads=[{"preset": "classic", "name": "retr"}]))
+
+
+def test_duplicate_servers_rejected():
+    with pytest.raises(SpecError, match="duplicate server 'pyftpdlib 2.2.0'"):
+        parse_spec(_spec(servers=[{"name": "pyftpdlib", "version": "2.2.0"}] * 2))
+    spec = parse_spec(_spec(servers=[{"name": "pyftpdlib", "version": "2.2.0"},
+                                     {"name": "pyftpdlib", "version": "2.2.0", "variant": {"use_sendfile": False}}]))
+    assert spec.servers[1].display() == "pyftpdlib 2.2.0 [use_sendfile=False]"
+
+
+def test_external_needs_target():
+    with pytest.raises(SpecError, match="needs an 'external' block"):
+        parse_spec(_spec(servers=[{"name": "external"}]))
+    spec = parse_spec(_spec(servers=[{"name": "external", "external": {"host": "127.0.0.1", "port": 2121,
+                                                                       "user": "u", "password": "p", "pid": 1}}]))
+    assert spec.servers[0].request(2000).external["port"] == 2121
+
+
+def test_pinning_checks_cpus():
+    with pytest.raises(SpecError, match="pinning.server: .*not available here"):
+        parse_spec(_spec(pinning={"server": [4096]}))
+
+
+def test_load_spec_file_errors(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("servers: [\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(p)
+    with pytest.raises(SpecError, match="cannot read"):
+        load_spec(tmp_path / "missing.yaml")
+    p.write_text("- just\n- a list\n")
+    with pytest.raises(SpecError, match="expected a mapping"):
+        load_spec(p)
+    j = tmp_path / "s.json"
+    j.write_text('{"servers": [{"name": "tpd"}], "workloads": [{"name": "login"}], "repeats": 2}')
+    assert load_spec(j).repeats == 2
