@@ -281,8 +281,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     engine = _engine()
     with _session(engine) as session:
-        out = reporting.compare_cli(session, args.a, args.b, campaign=args.campaign, fmt=args.format or "text",
-                                    speedup=args.speedup)
+        try:
+            out = reporting.compare_report(session, args.a, args.b, campaign=args.campaign,
+                                           fmt=args.format or "text", speedup=args.speedup)
+        except reporting.CompareError as exc:
+            raise CliError(str(exc)) from None
     _emit(out, args.output)
     return 0
 

@@ -23,6 +23,7 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("latency", "p99"): ("ms", False),
     ("fairness", "jain"): ("ratio", True),
     ("client_cpu", "utilization"): ("ratio", False),
+    ("errors", "total"): ("count", False),
 }
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss")
 MEMORY_STATS = ("start", "loaded", "end", "peak")

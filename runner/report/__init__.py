@@ -1,0 +1,12 @@
+"""Reports: statistics, table models and exports of campaign results.
+
+Input is plain data (:mod:`runner.report.data`), never the database.
+
+* :mod:`runner.report.stats` -- ``summarize`` (median + distribution-free 95% CI),
+  ``compare`` (pyperf ratio, Mann-Whitney U, seed speedup).
+* :mod:`runner.report.tables` -- ``comparison_table``, ``memory_table``,
+  ``campaign_table``, ``report_tables``: export-neutral :class:`Table` models.
+* Exports, each ``render(table_or_data, *, options) -> str``: :mod:`.rst`,
+  :mod:`.html`, :mod:`.md`, :mod:`.csv`, :mod:`.json` (plus ``load_json``),
+  and :mod:`.text` (rich, ``render_rich``; pyperf one-liners).
+"""

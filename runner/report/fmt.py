@@ -11,7 +11,8 @@ Conventions (docs/methodology.md):
 * Ratio text is pyperf's ``format_normalized_mean``: ``1.08x faster``,
   ``1.08x slower``, ``no change``; ``not significant`` when the Mann-Whitney U
   test does not reject at alpha (pyperf ``compare_to --table``).
-* Speedup text is seed 001's ``"+%.2f" % speedup`` plus ``x``: ``+0.08x``, ``-0.02x``.
+* Speedup text is seed 001's ``"+%.2f" % speedup`` plus ``x``: ``+0.08x``, ``-0.02x``,
+  ``0.00x`` when it rounds to zero.
 """
 from __future__ import annotations
 
@@ -101,7 +102,14 @@ def speedup(c: Comparison) -> str:
     """Seed 001's speedup text, ``"+%.2fx"``: ``"+0.08x"``, ``"-0.02x"``; ``"n/a"`` if undefined."""
     if c.speedup is None:
         return NA
-    return f"{c.speedup:+.2f}x"
+    return speedup_value(c.speedup)
+
+
+def speedup_value(v: float) -> str:
+    """``"%+.2fx"`` of a speedup (``"+0.08x"``, ``"-0.02x"``); ``"0.00x"`` when it rounds
+    to zero (the seed prints ``0x``), never ``"-0.00x"``."""
+    text = f"{v:+.2f}"
+    return ("0.00" if text in ("+0.00", "-0.00") else text) + "x"
 
 
 def oneliner(c: Comparison, unit: str) -> str:

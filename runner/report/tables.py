@@ -240,7 +240,7 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
     if geo is not None:
         cells = [Cell("Geometric mean"), Cell(""), Cell(""), Cell(fmt.normalized(geo))]
         if speedup:
-            cells.append(Cell(f"{1.0 / geo - 1.0:+.2f}x"))
+            cells.append(Cell(fmt.speedup_value(1.0 / geo - 1.0)))
         rows.append(Row("geomean", tuple(cells)))
         empty = {k: None for k in records[0]}
         records.append({**empty, "server_a": server_a, "server_b": server_b,
@@ -323,8 +323,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
 
     Columns: ``server``, ``title`` ("benchmark type"), ``median`` (``"1652.72
     MiB/s"``), ``ci`` (``"[1600.12, 1700.34] MiB/s"``, ``n/a`` for n < 2), ``n``,
-    ``errors`` (failed operations summed over the repeats, from the ``errors``
-    metric; ``n/a`` when not recorded) and ``failed`` (failed or skipped cells in
+    ``errors`` (failed operations summed over the repeats, from the ``errors`` or
+    ``errors_total`` series; ``n/a`` when not recorded) and ``failed`` (failed or skipped cells in
     ``data.failures``). A workload whose every cell failed still gets a row
     (median ``n/a``), so a skipped server is never silently missing.
 
@@ -350,7 +350,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             failed = sum(1 for f in data.failures if f[0] == server and f[1] == key[0])
             if s is None and not failed:
                 continue
-            err = _find(data.series, server, key, "errors")
+            err = (_find(data.series, server, key, "errors")
+                   or _find(data.series, server, key, "errors_total"))
             errors = int(sum(err.samples)) if err else None
             summ = summarize(s.samples) if s else None
             unit = s.unit if s else ""

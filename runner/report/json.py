@@ -1,0 +1,135 @@
+"""JSON export: a versioned results format (style of pyperf's ``_bench.py``).
+
+Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load_json`::
+
+    {"format": "xferlab-results", "version": 1,
+     "campaign": {"id": 7, "name": "nightly", "servers": ["a", "b"],
+                  "environment": {...},
+                  "failures": [{"server": "a", "workload": "stor", "repeat": 2,
+                                "error": "421 Timeout"}]},
+     "series": [{"server": "a", "workload": "retr", "title": "RETR (server -> client)",
+                 "metric": "throughput", "unit": "MiB/s", "higher_is_better": true,
+                 "params_key": "...", "checkpoint": null,
+                 "samples": [1652.72, ...],                 # every raw sample
+                 "summary": {"n": 5, "median": ..., ...}}]} # derived; ignored on load
+
+Table document (``render(Table or [Table, ...])``; not loadable, derived data)::
+
+    {"format": "xferlab-tables", "version": 1,
+     "tables": [{"kind": ..., "title": ..., "caption": ..., "columns": [...],
+                 "rows": [[{"text": ..., "mark": ...}, ...]], "records": [...]}]}
+
+Output is strict JSON (``allow_nan=False``): a NaN or inf sample raises ValueError.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json as _json
+from collections.abc import Sequence
+
+from runner.report.data import CampaignData, Series
+from runner.report.stats import summarize
+from runner.report.tables import Table, as_tables
+
+FORMAT = "xferlab-results"
+TABLES_FORMAT = "xferlab-tables"
+VERSION = 1
+
+
+def _series(s: Series) -> dict:
+    d = {"server": s.server, "workload": s.workload, "title": s.title, "metric": s.metric,
+         "unit": s.unit, "higher_is_better": s.higher_is_better, "params_key": s.params_key,
+         "checkpoint": s.checkpoint, "samples": list(s.samples)}
+    if s.samples:
+        d["summary"] = dataclasses.asdict(summarize(s.samples))
+    return d
+
+
+def to_dict(data: CampaignData) -> dict:
+    """The version-1 campaign document as a dict (see module docstring)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "campaign": {
+            "id": data.campaign_id, "name": data.name, "servers": list(data.servers),
+            "environment": data.environment,
+            "failures": [{"server": f[0], "workload": f[1], "repeat": f[2], "error": f[3]}
+                         for f in data.failures],
+        },
+        "series": [_series(s) for s in data.series],
+    }
+
+
+def _table(t: Table) -> dict:
+    return {"kind": t.kind, "title": t.title, "caption": t.caption,
+            "columns": [dataclasses.asdict(c) for c in t.columns],
+            "rows": [[{"text": c.text, "mark": c.mark} for c in r.cells] for r in t.rows],
+            "records": t.records}
+
+
+def render(obj: CampaignData | Table | Sequence[Table], *, indent: int | None = 2) -> str:
+    """JSON text ending with ``\\n``: the campaign document for CampaignData (every raw
+    sample included), the tables document for Table(s).
+
+    Raises: ValueError for NaN/inf values (strict JSON); TypeError for other inputs.
+    """
+    if isinstance(obj, CampaignData):
+        doc = to_dict(obj)
+    else:
+        doc = {"format": TABLES_FORMAT, "version": VERSION,
+               "tables": [_table(t) for t in as_tables(obj)]}
+    return _json.dumps(doc, indent=indent, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def _need(d: dict, key: str, where: str):
+    if not isinstance(d, dict) or key not in d:
+        raise ValueError(f"xferlab-results: missing {key!r} in {where}")
+    return d[key]
+
+
+def from_dict(doc: dict) -> CampaignData:
+    """Build CampaignData from a parsed campaign document.
+
+    Raises:
+        ValueError: not an ``xferlab-results`` document, an unsupported version
+            (this code reads version 1 only), or a missing field (named).
+    """
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"not an {FORMAT} document (format: {found!r})")
+    version = doc.get("version")
+    if version != VERSION:
+        raise ValueError(f"unsupported {FORMAT} version {version!r}: this xferlab reads "
+                         f"version {VERSION} only")
+    c = _need(doc, "campaign", "document")
+    series = []
+    for i, s in enumerate(_need(doc, "series", "document")):
+        where = f"series[{i}]"
+        series.append(Series(
+            server=_need(s, "server", where), workload=_need(s, "workload", where),
+            title=_need(s, "title", where), metric=_need(s, "metric", where),
+            unit=_need(s, "unit", where), higher_is_better=bool(_need(s, "higher_is_better", where)),
+            samples=tuple(float(v) for v in _need(s, "samples", where)),
+            params_key=s.get("params_key", ""), checkpoint=s.get("checkpoint")))
+    failures = [(_need(f, "server", "failure"), _need(f, "workload", "failure"),
+                 int(_need(f, "repeat", "failure")), _need(f, "error", "failure"))
+                for f in c.get("failures", [])]
+    return CampaignData(campaign_id=_need(c, "id", "campaign"), name=_need(c, "name", "campaign"),
+                        servers=list(_need(c, "servers", "campaign")), series=series,
+                        environment=dict(c.get("environment") or {}), failures=failures)
+
+
+def load_json(text: str | bytes) -> CampaignData:
+    """Parse a campaign document written by :func:`render` back into CampaignData
+    (``load_json(render(data)) == data``).
+
+    Raises:
+        ValueError: invalid JSON, not an ``xferlab-results`` document, an
+            unsupported ``version`` (message says which version was found and which
+            is supported), or a missing field.
+    """
+    try:
+        doc = _json.loads(text)
+    except _json.JSONDecodeError as e:
+        raise ValueError(f"invalid {FORMAT} JSON: {e}") from e
+    return from_dict(doc)

@@ -1,0 +1,124 @@
+"""Report glue shared by the CLI and the dashboard: campaign reports and comparisons
+rendered in one of the export formats (the same bytes wherever they are asked for)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runner.report.data import CampaignData
+from runner.results import latest_campaign_id, load_campaign
+from runner.store.models import Campaign, Cell
+
+FORMATS = ("text", "rst", "html", "md", "csv", "json")
+
+
+def render_tables(tables, fmt: str, *, data: CampaignData | None = None, title: str | None = None) -> str:
+    """Render report tables in ``fmt``. CSV and JSON of a whole campaign (``data`` given)
+    carry every raw sample. Raises ValueError for an unknown format."""
+    from runner.report import csv, html, json, md, rst, text
+
+    if fmt == "text":
+        out = text.render(tables)
+        for t in tables:
+            if t.kind == "comparison":
+                out += text.render_oneliners(t)
+        return out
+    if fmt == "rst":
+        return rst.render(tables)
+    if fmt == "md":
+        return md.render(tables)
+    if fmt == "html":
+        return html.render(tables, doc_title=title)
+    if fmt == "csv":
+        return csv.render(data if data is not None else tables)
+    if fmt == "json":
+        return json.render(data if data is not None else tables)
+    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = False,
+                    reference: str | None = None) -> str:
+    """A campaign's report: per-server table, each server against ``reference`` (default
+    the first server), memory table; rendered in ``fmt``."""
+    from runner.report.tables import report_tables
+
+    tables = report_tables(data, reference=reference, ci=True, speedup=speedup)
+    return render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}")
+
+
+class CompareError(LookupError):
+    """A compare operand cannot be resolved (message names it and what exists)."""
+
+
+def _resolve(session: Session, operand: str, campaign: int | None) -> tuple[int, str]:
+    """``ID`` | ``ID:SERVER`` | ``SERVER`` → (campaign id, server label)."""
+    cid: int | None
+    label: str | None
+    head, sep, tail = operand.partition(":")
+    if head.isdigit() and sep:
+        cid, label = int(head), tail
+    elif operand.isdigit():
+        cid, label = int(operand), None
+    else:
+        cid, label = campaign, operand
+        if cid is None:
+            cid = session.scalar(select(Cell.campaign_id).where(Cell.server_label == label, Cell.status == "done")
+                                 .order_by(Cell.campaign_id.desc()).limit(1))
+            if cid is None:
+                cid = latest_campaign_id(session)
+    if cid is None or session.get(Campaign, cid) is None:
+        raise CompareError(f"{operand!r}: no such campaign" + (f" {cid}" if cid else "") + " (see `xferlab campaigns`)")
+    labels = list(dict.fromkeys(session.scalars(select(Cell.server_label).where(Cell.campaign_id == cid)
+                                                .order_by(Cell.seq))))
+    if label is None:
+        if len(labels) != 1:
+            raise CompareError(f"{operand!r}: campaign {cid} has {len(labels)} servers ({', '.join(labels)}); "
+                               f"say which, as {cid}:SERVER")
+        label = labels[0]
+    if label not in labels:
+        raise CompareError(f"{operand!r}: campaign {cid} has no server {label!r}; it has: {', '.join(labels)}")
+    return cid, label
+
+
+def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = None
+                    ) -> tuple[CampaignData, str, str, list[str]]:
+    """Resolve two operands (see ``xferlab compare --help``) into one CampaignData holding
+    both servers' series, their labels, and warnings (e.g. different environment classes).
+    Servers from two campaigns with the same label are told apart as ``label (#ID)``."""
+    (ca, la), (cb, lb) = _resolve(session, a, campaign), _resolve(session, b, campaign)
+    warnings: list[str] = []
+    if ca == cb:
+        if la == lb:
+            raise CompareError(f"{a!r} and {b!r} are the same server of the same campaign")
+        data = load_campaign(session, campaign_id=ca)
+        sub = [s for s in data.series if s.server in (la, lb)]
+        return replace(data, servers=[la, lb], series=sub,
+                       failures=[f for f in data.failures if f[0] in (la, lb)]), la, lb, warnings
+    da, db = load_campaign(session, campaign_id=ca), load_campaign(session, campaign_id=cb)
+    na, nb = (f"{la} (#{ca})", f"{lb} (#{cb})") if la == lb else (la, lb)
+    series = [replace(s, server=na) for s in da.series if s.server == la]
+    series += [replace(s, server=nb) for s in db.series if s.server == lb]
+    if da.environment.get("env_class") != db.environment.get("env_class"):
+        warnings.append(f"environments differ (campaign {ca}: {da.environment.get('env_class')}, campaign {cb}: "
+                        f"{db.environment.get('env_class')}): kernel, CPU, sysctls or backend changed")
+    data = CampaignData(campaign_id=cb, name=f"{da.name} vs {db.name}", servers=[na, nb], series=series,
+                        environment=db.environment,
+                        failures=[(na, *f[1:]) for f in da.failures if f[0] == la]
+                        + [(nb, *f[1:]) for f in db.failures if f[0] == lb])
+    return data, na, nb, warnings
+
+
+def compare_report(session: Session, a: str, b: str, *, campaign: int | None = None, fmt: str = "text",
+                   speedup: bool = False) -> str:
+    """The comparison table of ``a`` (reference) and ``b`` in ``fmt``. Raises CompareError."""
+    from runner.report.tables import comparison_table
+
+    data, la, lb, warnings = comparison_data(session, a, b, campaign=campaign)
+    table = comparison_table(data, la, lb, ci=True, speedup=speedup)
+    out = render_tables([table], fmt, title=f"{la} vs. {lb}")
+    if warnings and fmt == "text":
+        out = "".join(f"warning: {w}\n" for w in warnings) + out
+    return out
+
