@@ -9,6 +9,8 @@
     xferlab cancel ID                                   cancel a queued or running campaign
     xferlab servers [--fetch NAME]                      what can run here, and why not
     xferlab selftest                                    load-generator speed vs a plain socket reader
+    xferlab worker                                      run queued campaigns (for the dashboard)
+    xferlab dashboard                                   serve the web dashboard
     xferlab db                                          where the database is; migrate it
 """
 from __future__ import annotations
@@ -358,6 +360,19 @@ def cmd_db(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    from runner import worker
+
+    return int(worker.main(args) or 0)
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    uvicorn.run("dashboard.app:create_app", factory=True, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
 # ----------------------------------------------------------------------------- parser
 
 
@@ -428,6 +443,16 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("selftest", help="load generator vs a plain-socket reader, same run")
     st.add_argument("rest", nargs=argparse.REMAINDER)
     st.set_defaults(func=cmd_selftest)
+
+    w = sub.add_parser("worker", help="claim and run queued campaigns (the compose worker service)")
+    w.add_argument("--once", action="store_true", help="exit when no queued cell is left")
+    w.add_argument("--poll", type=float, default=2.0, help="seconds between polls when idle")
+    w.set_defaults(func=cmd_worker)
+
+    ds = sub.add_parser("dashboard", help="serve the web dashboard")
+    ds.add_argument("--host", default="127.0.0.1")
+    ds.add_argument("--port", type=int, default=8000)
+    ds.set_defaults(func=cmd_dashboard)
 
     d = sub.add_parser("db", help="print the database URL in use (migrating it)")
     d.set_defaults(func=cmd_db)
