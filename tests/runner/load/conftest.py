@@ -79,3 +79,12 @@ def remote_target(pyftpd) -> Target:
     """Target without a local root (RETR fixtures uploaded by STOR)."""
     host, port, _ = pyftpd
     return Target(host=host, port=port, user=USER, password=PASSWORD, root=None)
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A 127.0.0.1 port nobody listens on (bound then released)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -22,6 +22,7 @@ def main() -> None:
     handler.authorizer = auth
     handler.use_sendfile = True
     handler.timeout = 120
+    handler.auth_failed_timeout = 0.1
     handler.permit_foreign_addresses = False
     server = FTPServer((host, 0), handler, backlog=1024)
     server.max_cons = 0

@@ -1,0 +1,241 @@
+"""Load-generator self-test: is xferlab's FTP client fast enough not to be the bottleneck?
+
+Starts a pyftpdlib server (subprocess, 127.0.0.1, sendfile on, max_cons=0, a temp home
+holding a fixture of ``--size`` MiB), then in one run measures single-stream RETR:
+
+(a) our load generator (``runner.load.run.run_workload("retr")``, default params but
+    ``duration``), plus variants of our session (BufferedProtocol vs
+    ``loop.sock_recv_into``, buffer sizes);
+(b) a plain blocking reference reader: ftplib control connection + raw
+    ``socket.recv_into`` with 64 KiB and 1 MiB buffers, on the same server and file;
+(c) the ratio ours / reference;
+(d) client CPU seconds per GiB (``os.times()`` user+system of this process), and the
+    client's busy share of wall time (CPU s/GiB x GiB/s): below 100% the client had
+    headroom, i.e. it was not the bottleneck.
+
+Throughput is confirmed payload bytes / transfer wall time, in MiB/s (2**20 B/s), each
+variant reading the file repeatedly for ``--duration`` seconds; ``--repeats`` rounds,
+variants interleaved in each round, median printed. With 2+ CPUs the server is pinned
+to CPU 0 and this process to CPU 1 (``os.sched_setaffinity``). Figures are noisy on a
+shared machine. A benchmark printing figures, not a pass/fail test.
+
+Run: ``python benchmarks/loadgen_selftest.py [--size 1024] [--repeats 5] [--duration 1.5]``
+or ``main(argv)`` (``xferlab selftest``). Returns 0, or 1 when the server cannot start.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ftplib
+import os
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GIB = 1 << 30
+MIB = 1 << 20
+USER, PASSWORD = "selftest", "selftest"
+
+SERVER = r"""
+import logging, sys
+from pyftpdlib.authorizers import DummyAuthorizer
+from pyftpdlib.handlers import FTPHandler
+from pyftpdlib.servers import FTPServer
+logging.basicConfig(level=logging.ERROR)
+a = DummyAuthorizer()
+a.add_user(sys.argv[2], sys.argv[3], sys.argv[1], perm="elradfmwMT")
+FTPHandler.authorizer = a
+FTPHandler.use_sendfile = True
+s = FTPServer(("127.0.0.1", 0), FTPHandler, backlog=1024)
+s.max_cons = 0
+s.max_cons_per_ip = 0
+print("PORT", s.address[1], flush=True)
+s.serve_forever(handle_exit=True)
+"""
+
+
+def _start_server(home: Path) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(home), USER, PASSWORD],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 15
+    line = ""
+    while time.monotonic() < deadline and proc.poll() is None:
+        if select.select([proc.stdout], [], [], 0.2)[0]:
+            line = proc.stdout.readline()
+            break
+    if not line.startswith("PORT "):
+        proc.kill()
+        raise RuntimeError(f"pyftpdlib did not start: {line!r} {proc.stderr.read()[:500]}")
+    return proc, int(line.split()[1])
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def reference_read(port: int, name: str, size: int, bufsize: int, duration: float) -> tuple[float, float]:
+    """Blocking reference reader: ftplib control + ``socket.recv_into(bufsize)``.
+    Repeats RETR of ``name`` for at least ``duration`` s. Returns (MiB/s, CPU s per GiB)."""
+    ftp = ftplib.FTP()
+    ftp.connect("127.0.0.1", port, timeout=30)
+    ftp.login(USER, PASSWORD)
+    ftp.voidcmd("TYPE I")
+    buf = bytearray(bufsize)
+    mv = memoryview(buf)
+    total = 0
+    spent = 0.0
+    c0 = _cpu()
+    for _ in range(100_000):
+        t0 = time.perf_counter()
+        conn = ftp.transfercmd(f"RETR {name}")
+        n = 0
+        recv_into = conn.recv_into
+        while True:
+            k = recv_into(mv)
+            if not k:
+                break
+            n += k
+        conn.close()
+        ftp.voidresp()
+        spent += time.perf_counter() - t0
+        if n != size:
+            raise RuntimeError(f"reference reader: short transfer {n} of {size}")
+        total += n
+        if spent >= duration:
+            break
+    cpu = _cpu() - c0
+    ftp.quit()
+    return total / MIB / spent, cpu / (total / GIB)
+
+
+async def _ours_session(port: int, name: str, size: int, bufsize: int, mode: str,
+                        rcvlowat: int | None, duration: float) -> tuple[float, float]:
+    from runner.load.ftp import open_session
+    s = await open_session("127.0.0.1", port, USER, PASSWORD, buffer_size=bufsize, retr_mode=mode,
+                           rcvlowat=rcvlowat)
+    total = 0
+    spent = 0.0
+    c0 = _cpu()
+    for _ in range(100_000):
+        t0 = time.perf_counter()
+        total += await s.retr(name, size)
+        spent += time.perf_counter() - t0
+        if spent >= duration:
+            break
+    cpu = _cpu() - c0
+    await s.quit()
+    return total / MIB / spent, cpu / (total / GIB)
+
+
+def ours_session(port, name, size, bufsize, mode, rcvlowat, duration) -> tuple[float, float]:
+    """Our FTPSession with an explicit RETR mode, buffer and SO_RCVLOWAT (None = buf/2).
+    Returns (MiB/s, CPU s/GiB)."""
+    return asyncio.run(_ours_session(port, name, size, bufsize, mode, rcvlowat, duration))
+
+
+def ours_workload(port: int, home: Path, size: int, duration: float) -> tuple[float, float]:
+    """The real thing: run_workload("retr") with default params (buffer, mode).
+    Returns (MiB/s, CPU s/GiB)."""
+    from runner.backends.base import Target
+    from runner.load.run import run_workload_sync
+    from runner.load.workloads import WorkloadParams
+    r = run_workload_sync("retr", Target("127.0.0.1", port, USER, PASSWORD, root=home),
+                          WorkloadParams(transfer_size=size, duration=duration))
+    if r.error_count:
+        raise RuntimeError(f"run_workload errors: {r.errors} {r.notes}")
+    cpu = r.client_cpu_user_s + r.client_cpu_system_s
+    return r.throughput_mib_s, cpu / (r.bytes / GIB)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; prints the figures, returns an exit status."""
+    ap = argparse.ArgumentParser(prog="loadgen_selftest", description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, default=1024, help="fixture size, MiB (default 1024)")
+    ap.add_argument("--repeats", type=int, default=5, help="rounds (default 5)")
+    ap.add_argument("--duration", type=float, default=1.5,
+                    help="seconds of RETR per variant per round (default 1.5)")
+    ap.add_argument("--quick", action="store_true", help="fewer variants")
+    a = ap.parse_args(argv)
+    size = a.size * MIB
+
+    from runner.load.fixtures import server_name, write_fixture
+    from runner.load.workloads import WorkloadParams
+
+    home = Path(tempfile.mkdtemp(prefix="xferlab-selftest-"))
+    old_aff = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    proc = None
+    try:
+        print(f"writing {a.size} MiB fixture in {home} ...", flush=True)
+        name = server_name(size)
+        write_fixture(home / name, size)
+        try:
+            proc, port = _start_server(home)
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        pinned = "no (1 CPU)"
+        if old_aff is not None and len(old_aff) >= 2:
+            cpus = sorted(old_aff)
+            os.sched_setaffinity(proc.pid, {cpus[0]})
+            os.sched_setaffinity(0, {cpus[1]})
+            pinned = f"server CPU {cpus[0]}, client CPU {cpus[1]}"
+        default_buf = WorkloadParams().buffer_size
+        variants: list[tuple[str, callable]] = [
+            ("ours: run_workload retr (default)", lambda: ours_workload(port, home, size, a.duration)),
+            ("reference recv_into 64 KiB", lambda: reference_read(port, name, size, 64 << 10, a.duration)),
+            ("reference recv_into 1 MiB", lambda: reference_read(port, name, size, 1 << 20, a.duration)),
+        ]
+        if not a.quick:
+            extra = [("reader", 64 << 10, None), ("reader", 1 << 20, None),
+                     ("reader", default_buf, 0), ("protocol", default_buf, 0),
+                     ("protocol", default_buf, None), ("recv_into", default_buf, 0)]
+            for mode, buf, lowat in extra:
+                lw = "RCVLOWAT buf/2" if lowat is None else "no RCVLOWAT"
+                variants.append((f"ours: {mode} {buf >> 10} KiB {lw}",
+                                 lambda m=mode, b=buf, lo=lowat: ours_session(
+                                     port, name, size, b, m, lo, a.duration)))
+        print(f"pyftpdlib on 127.0.0.1:{port}, file {a.size} MiB, {a.repeats} rounds x "
+              f"{a.duration:g} s per variant, pinning: {pinned}", flush=True)
+        results: dict[str, list[tuple[float, float]]] = {v[0]: [] for v in variants}
+        for rnd in range(a.repeats):
+            for label, fn in variants:
+                results[label].append(fn())
+            print(f"round {rnd + 1}/{a.repeats} MiB/s: " + ", ".join(
+                f"{results[lab][-1][0]:.0f}" for lab, _ in variants), flush=True)
+        med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v),
+                   min(x[0] for x in v), max(x[0] for x in v)) for k, v in results.items()}
+        w = max(len(k) for k in med)
+        print()
+        print(f"{'variant':<{w}}  {'median MiB/s':>12}  {'min..max':>13}  {'CPU s/GiB':>9}"
+              f"  {'client busy':>11}")
+        for k, (mbs, cpu, lo, hi) in med.items():
+            # share of wall time the client spent on CPU: (CPU s/GiB) x (GiB/s)
+            print(f"{k:<{w}}  {mbs:>12.0f}  {lo:>6.0f}..{hi:<6.0f}  {cpu:>9.3f}"
+                  f"  {cpu * mbs / 1024:>10.0%}")
+        ours = med["ours: run_workload retr (default)"][0]
+        print()
+        for ref in ("reference recv_into 64 KiB", "reference recv_into 1 MiB"):
+            print(f"ratio ours/{ref}: {ours / med[ref][0]:.2f}")
+        print("(noisy: shared 2-core machine; medians of interleaved rounds)")
+        return 0
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if old_aff is not None:
+            os.sched_setaffinity(0, old_aff)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.exit(main())

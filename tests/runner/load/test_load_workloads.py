@@ -1,0 +1,227 @@
+"""The eight classic-suite workloads against a real pyftpdlib server (small params),
+plus phase bounds and failure handling (silent server, refused connection)."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from runner.backends.base import Target
+from runner.load.fixtures import server_name
+from runner.load.run import LoadError, run_workload, run_workload_sync
+from runner.load.workloads import WORKLOADS, WorkloadParams
+
+from .conftest import PASSWORD, USER
+from .fakeftp import FakeFTP
+
+pytestmark = pytest.mark.timeout(60)
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def small(**kw) -> WorkloadParams:
+    base = dict(clients=20, file_size=256 * KIB, transfer_size=4 * MIB, duration=0.2,
+                op_timeout=10, phase_timeout=30)
+    base.update(kw)
+    return WorkloadParams(**base)
+
+
+def run(workload, target, params):
+    cps: list[str] = []
+    msgs: list[str] = []
+    r = run_workload_sync(workload, target, params, checkpoint=cps.append, progress=msgs.append)
+    return r, cps, msgs
+
+
+@pytest.mark.parametrize("workload", ["stor", "retr"])
+@pytest.mark.parametrize("passive", ["pasv", "epsv"])
+def test_single_stream(target, workload, passive):
+    p = small(passive=passive)
+    r, cps, msgs = run(workload, target, p)
+    assert r.workload == workload and r.errors == {}
+    assert r.ops >= 1 and r.bytes == r.ops * p.transfer_size
+    assert len(r.latencies_ms) == r.ops
+    # repeated until duration: the measured spans add up to at least ~duration
+    assert r.elapsed_s >= p.duration * 0.9 or r.ops == 1
+    assert r.throughput_mib_s > 10
+    assert cps == ["loaded"] and msgs
+    assert r.client_cpu_user_s + r.client_cpu_system_s >= 0
+
+
+def test_retr_fixture_uploaded_when_root_unknown(remote_target, ftp_home):
+    size = 3 * MIB + 5  # a size no other test uses
+    r, _, _ = run("retr", remote_target, small(transfer_size=size))
+    assert r.errors == {} and r.bytes == r.ops * size
+    assert (ftp_home / server_name(size)).stat().st_size == size
+
+
+@pytest.mark.parametrize("mode", ["concurrent", "sequential"])
+def test_login(target, mode):
+    r, cps, _ = run("login", target, small(login_mode=mode))
+    assert r.errors == {} and r.ops == 20 and len(r.latencies_ms) == 20
+    assert f"login mode: {mode}" in r.notes
+    assert cps == ["loaded"]
+    assert r.elapsed_s > 0
+    if mode == "sequential":  # one after another: the phase is at least the sum of latencies
+        assert r.elapsed_s * 1000 >= sum(r.latencies_ms) * 0.99
+
+
+def test_login_sessions_stay_open_until_loaded(target):
+    import psutil
+
+    seen: list[int] = []
+
+    def cp(name):
+        me = psutil.Process()
+        seen.append(sum(1 for c in me.net_connections("tcp")
+                        if c.raddr and c.raddr.port == target.port and c.status == "ESTABLISHED"))
+
+    run_workload_sync("login", target, small(clients=15), checkpoint=cp)
+    assert seen == [15]
+
+
+@pytest.mark.parametrize("workload", ["stor_idle", "retr_idle"])
+def test_idle(target, workload):
+    import psutil
+
+    seen: list[int] = []
+
+    def cp(name):
+        seen.append(sum(1 for c in psutil.Process().net_connections("tcp")
+                        if c.raddr and c.raddr.port == target.port and c.status == "ESTABLISHED"))
+
+    p = small()
+    r = run_workload_sync(workload, target, p, checkpoint=cp)
+    assert r.errors == {} and r.ops >= 1 and r.bytes == r.ops * p.transfer_size
+    assert seen == [21]  # 20 idle + the transferring session, at "loaded"
+
+
+@pytest.mark.parametrize("workload", ["retr_concurrent", "stor_concurrent"])
+@pytest.mark.parametrize("passive", ["pasv", "epsv"])
+def test_concurrent_transfers(target, workload, passive):
+    p = small(passive=passive)
+    r, cps, _ = run(workload, target, p)
+    assert r.errors == {}, r.notes
+    assert r.ops == 20 and r.bytes == 20 * p.file_size
+    assert len(r.clients) == 20 and all(c.ok and c.bytes == p.file_size for c in r.clients)
+    assert max(c.seconds for c in r.clients) <= r.elapsed_s + 1e-6
+    assert cps == ["loaded"]
+
+
+def test_stor_concurrent_same_file(target, ftp_home):
+    p = small(same_file=True, clients=10)
+    r, _, _ = run("stor_concurrent", target, p)
+    assert r.errors == {}, r.notes
+    assert r.ops == 10 and "STOR: all clients write one file" in r.notes
+    assert not list(ftp_home.glob("xferlab-stor-*"))  # uploaded files deleted in teardown
+
+
+def test_quit(target):
+    r, cps, _ = run("quit", target, small())
+    assert r.errors == {} and r.ops == 20 and len(r.latencies_ms) == 20
+    assert cps == ["loaded"] and r.elapsed_s > 0
+
+
+def test_catalogue_covered():
+    from runner.load import run as runmod
+    assert set(runmod._IMPLS) == set(WORKLOADS)
+
+
+def test_phase_timeout_silent_server():
+    """A server that accepts but never replies: every session is a timeout error, and the
+    phase ends at phase_timeout, not op_timeout."""
+    async def go():
+        async with FakeFTP(greeting=None) as srv:
+            t = Target("127.0.0.1", srv.port, "u", "p")
+            t0 = time.perf_counter()
+            r = await run_workload("login", t, small(clients=5, op_timeout=30, phase_timeout=0.5))
+            return r, time.perf_counter() - t0
+    r, wall = asyncio.run(go())
+    assert r.errors == {"timeout": 5} and r.ops == 0
+    assert wall < 3
+    assert any("phase timeout" in n for n in r.notes)
+
+
+@pytest.mark.parametrize("workload", ["retr", "stor_concurrent", "quit"])
+def test_phase_timeout_other_workloads(workload):
+    async def go():
+        async with FakeFTP(greeting=None) as srv:
+            t = Target("127.0.0.1", srv.port, "u", "p")
+            t0 = time.perf_counter()
+            r = await run_workload(workload, t, small(clients=3, op_timeout=30, phase_timeout=0.4))
+            return r, time.perf_counter() - t0
+    r, wall = asyncio.run(go())
+    assert r.errors.get("timeout", 0) >= 1 and r.ops == 0
+    assert wall < 3
+
+
+def test_op_timeout_counts_each_session():
+    async def go():
+        async with FakeFTP(greeting=None) as srv:
+            t = Target("127.0.0.1", srv.port, "u", "p")
+            return await run_workload("login", t, small(clients=4, op_timeout=0.3, phase_timeout=10))
+    r = asyncio.run(go())
+    assert r.errors == {"timeout": 4}
+
+
+def test_short_transfer_in_workload(tmp_path):
+    async def go():
+        async with FakeFTP(file_size=4 * MIB, retr_send=MIB) as srv:
+            t = Target("127.0.0.1", srv.port, "u", "p", root=tmp_path)
+            return await run_workload("retr", t, small(transfer_size=4 * MIB))
+    r = asyncio.run(go())
+    assert r.errors == {"short_transfer": 1} and r.bytes == 0 and r.ops == 0
+    assert r.throughput_mib_s == 0
+
+
+def test_refused_raises_load_error(free_port):
+    t = Target("127.0.0.1", free_port, USER, PASSWORD)
+    for workload in ("retr", "login"):
+        with pytest.raises(LoadError) as e:
+            run_workload_sync(workload, t, small(clients=3))
+        assert f"127.0.0.1:{free_port}" in str(e.value) and "refused" in str(e.value)
+
+
+def test_bad_password_raises_load_error(pyftpd):
+    host, port, _ = pyftpd
+    with pytest.raises(LoadError) as e:
+        run_workload_sync("login", Target(host, port, USER, "wrong"), small(clients=2))
+    assert "530" in str(e.value)
+
+
+def test_unknown_workload(target):
+    with pytest.raises(ValueError):
+        run_workload_sync("mkd", target, small())
+
+
+def _has_ipv6_loopback() -> bool:
+    import socket
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback (::1)")
+def test_epsv_over_ipv6(tmp_path):
+    """EPSV (RFC 2428) is what works over IPv6: RETR and STOR against pyftpdlib on ::1."""
+    from .conftest import start_pyftpd, stop
+    proc, port = start_pyftpd(tmp_path, host="::1")
+    try:
+        t = Target("::1", port, USER, PASSWORD, root=tmp_path)
+        for w in ("retr", "stor_concurrent"):
+            r = run_workload_sync(w, t, small(passive="epsv", clients=5, duration=0.05))
+            assert r.errors == {} and r.ops >= 1, r.notes
+    finally:
+        stop(proc)
+
+
+def test_seed_scale_300_sessions(target):
+    """The seed's N=300: 300 concurrent logins and 300 concurrent RETR, no errors."""
+    r = run_workload_sync("login", target, small(clients=300))
+    assert r.errors == {} and r.ops == 300, r.notes
+    r = run_workload_sync("retr_concurrent", target, small(clients=300, file_size=64 * KIB))
+    assert r.errors == {} and r.ops == 300 and r.bytes == 300 * 64 * KIB, r.notes
+    assert len(r.clients) == 300
