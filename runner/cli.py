@@ -32,7 +32,10 @@ class CliError(Exception):
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    console = Console(highlight=False)
+    if not console.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+        console = Console(highlight=False, width=160)
+    return console
 
 
 def _engine():
@@ -188,7 +191,7 @@ def _print_results(console, engine, cid: int, args) -> int:
     _print_failures(console, data)
     from runner import reporting
 
-    console.print(reporting.campaign_report(data, fmt=getattr(args, "format", None) or "text"), markup=False)
+    _emit(reporting.campaign_report(data, fmt=getattr(args, "format", None) or "text"), None)
     return 0 if camp.status == "done" else 1
 
 
@@ -274,7 +277,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                       f"{camp.cells_done}/{camp.cells_total} done, {camp.cells_failed} failed, "
                       f"{camp.cells_skipped} skipped; lab {camp.lab_version}")
     _print_failures(console, data)
-    console.print(reporting.campaign_report(data, fmt=args.format or "text"), markup=False)
+    _emit(reporting.campaign_report(data, fmt=args.format or "text"), None)
     return 0
 
 

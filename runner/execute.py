@@ -187,6 +187,7 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
     ran = 0
     skipped_servers: dict[tuple[int, str], str] = {}
     env_cache: dict[tuple[int, str], Any] = {}
+    specs: dict[int, tuple[CampaignSpec, Backend]] = {}
     orig_affinity = os.sched_getaffinity(0)
     try:
         while max_cells is None or ran < max_cells:
@@ -199,8 +200,9 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                     continue
                 camp = session.get(Campaign, cell.campaign_id)
                 assert camp is not None
-                spec = CampaignSpec.model_validate(camp.spec)
-                backend = resolve_backend(camp.backend)
+                if camp.id not in specs:
+                    specs[camp.id] = (CampaignSpec.model_validate(camp.spec), resolve_backend(camp.backend))
+                spec, backend = specs[camp.id]
                 if spec.pinning.client:
                     os.sched_setaffinity(0, spec.pinning.client)
                 index = cell.seq + 1

@@ -14,16 +14,17 @@ from runner.store.models import Campaign, Cell
 FORMATS = ("text", "rst", "html", "md", "csv", "json")
 
 
-def render_tables(tables, fmt: str, *, data: CampaignData | None = None, title: str | None = None) -> str:
+def render_tables(tables, fmt: str, *, data: CampaignData | None = None, title: str | None = None,
+                  width: int = 160) -> str:
     """Render report tables in ``fmt``. CSV and JSON of a whole campaign (``data`` given)
     carry every raw sample. Raises ValueError for an unknown format."""
     from runner.report import csv, html, json, md, rst, text
 
     if fmt == "text":
-        out = text.render(tables)
+        out = text.render(tables, width=width)
         for t in tables:
-            if t.kind == "comparison":
-                out += text.render_oneliners(t)
+            if t.kind == "comparison" and t.oneliners():
+                out += f"\n{t.title}:\n" + text.render_oneliners(t)
         return out
     if fmt == "rst":
         return rst.render(tables)
@@ -80,6 +81,12 @@ def _resolve(session: Session, operand: str, campaign: int | None) -> tuple[int,
     if label not in labels:
         raise CompareError(f"{operand!r}: campaign {cid} has no server {label!r}; it has: {', '.join(labels)}")
     return cid, label
+
+
+def resolve_operand(session: Session, operand: str, *, campaign: int | None = None) -> tuple[int, str]:
+    """Resolve one compare operand (``ID`` | ``ID:SERVER`` | ``SERVER``, as ``xferlab
+    compare``) to ``(campaign id, server label)``. Raises CompareError."""
+    return _resolve(session, operand, campaign)
 
 
 def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = None

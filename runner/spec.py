@@ -121,7 +121,8 @@ class Pinning(BaseModel):
         if v is not None:
             import os
 
-            have = sorted(os.sched_getaffinity(0))
+            # The machine's CPUs, not this process's affinity (the runner pins itself).
+            have = list(range(os.cpu_count() or 1))
             bad = [c for c in v if c not in have]
             if bad or not v:
                 raise ValueError(f"CPUs {bad or v} not available here (have {have})")
