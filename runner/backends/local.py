@@ -8,7 +8,8 @@ Each :meth:`LocalBackend.start` creates a fresh run dir (``tempfile.mkdtemp``)::
 
 The server runs in its own session/process group (``start_new_session``) with
 RLIMIT_NOFILE raised (soft = hard; as root the hard limit is raised to
-``min(fs.nr_open, 1048576)``), optionally pinned to CPUs (``sched_setaffinity`` in the
+``min(fs.nr_open, 1048576)`` where the kernel allows it; the limit in force is in
+``build_info["rlimit_nofile"]`` as [soft, hard]), optionally pinned to CPUs (``sched_setaffinity`` in the
 child before exec, so forked per-client processes inherit it), and configured for
 ``ServerRequest.max_clients`` connections (seed 000: 2000). ``start`` returns once the
 server answers the 220 greeting *and* accepts the USER/PASS login, else raises
@@ -34,7 +35,6 @@ import shutil
 import signal
 import string
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -104,8 +104,15 @@ def _nr_open() -> int:
 def _make_preexec(cpu: list[int] | None) -> Callable[[], None]:
     hard_target = min(_nr_open(), 1048576)
     is_root = os.geteuid() == 0
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
     def preexec() -> None:  # runs in the child between fork and exec
+        # PR_SET_PDEATHSIG (prctl(2), option 1): the server gets SIGKILL when the runner
+        # dies, so a killed campaign leaves no orphaned server behind.
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if is_root and hard != resource.RLIM_INFINITY and hard < hard_target:
             try:
@@ -377,7 +384,8 @@ class _DebRecipe(_Recipe):
 
 
 def _ensure_vsftpd_user() -> pwd.struct_passwd:
-    """Create (once) the system user vsftpd serves, and (re)set its known password.
+    """Create (once) the system user vsftpd serves (home "/", shell nologin, GECOS
+    VSFTPD_GECOS), and (re)set its known password VSFTPD_PASSWORD (SHA-512 crypt).
     Raises ServerSkipped when not root or when a same-named account is not ours."""
     try:
         pw = pwd.getpwnam(VSFTPD_USER)
@@ -388,7 +396,7 @@ def _ensure_vsftpd_user() -> pwd.struct_passwd:
                             f"uid per session); run as root or create user {VSFTPD_USER}")
     with FileLock(cache_dir() / "vsftpd-user.lock", timeout=60):
         if pw is None:
-            r = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+            r = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/",
                                 "--shell", "/usr/sbin/nologin", "--comment", VSFTPD_GECOS, VSFTPD_USER],
                                capture_output=True, text=True, timeout=30)
             if r.returncode != 0 and "already exists" not in r.stderr:
@@ -397,7 +405,11 @@ def _ensure_vsftpd_user() -> pwd.struct_passwd:
         elif pw.pw_gecos.split(",")[0] != VSFTPD_GECOS:
             raise ServerSkipped(f"vsftpd: user {VSFTPD_USER} exists but was not created by xferlab "
                                 f"(GECOS {pw.pw_gecos!r}); not touching it")
-        r = subprocess.run(["chpasswd"], input=f"{VSFTPD_USER}:{VSFTPD_PASSWORD}\n",
+        if pw.pw_dir != "/":  # vsftpd chdirs to the home before applying local_root
+            subprocess.run(["usermod", "--home", "/", VSFTPD_USER], capture_output=True, timeout=30)
+            pw = pwd.getpwnam(VSFTPD_USER)
+        # SHA-512 crypt (not Debian's default yescrypt) so login cost matches proftpd/pure-ftpd
+        r = subprocess.run(["chpasswd", "-c", "SHA512"], input=f"{VSFTPD_USER}:{VSFTPD_PASSWORD}\n",
                            capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
             raise ServerSkipped(f"vsftpd: chpasswd for {VSFTPD_USER} failed: {r.stderr.strip()}")
@@ -436,7 +448,7 @@ class _VsftpdRecipe(_DebRecipe):
                               "log_dir": "RUN/logs"})
         return Launch([str(fb.path), str(conf)],
                       Target(HOST, port, VSFTPD_USER, VSFTPD_PASSWORD, run.home), norm,
-                      {**self.info(fb), "system_user": VSFTPD_USER})
+                      {**self.info(fb), "system_user": VSFTPD_USER, "password_hash": "sha512-crypt"})
 
 
 class _ProftpdRecipe(_DebRecipe):
@@ -474,7 +486,8 @@ class _ProftpdRecipe(_DebRecipe):
         conf.write_text(_render(tmpl, vals))
         norm = _render(tmpl, {**vals, "port": "PORT", "run_dir": "RUN", "log_dir": "RUN/logs"})
         argv = [str(fb.path), "-n", "-c", str(conf)]
-        return Launch(argv, Target(HOST, port, FTP_USER, password, run.home), norm, self.info(fb))
+        return Launch(argv, Target(HOST, port, FTP_USER, password, run.home), norm,
+                      {**self.info(fb), "password_hash": "sha512-crypt"})
 
 
 class _PureftpdRecipe(_DebRecipe):
@@ -499,11 +512,15 @@ class _PureftpdRecipe(_DebRecipe):
         os.chown(run.home, uid, gid)
         password = secrets.token_hex(8)
         pwfile, pdb = run.path / "pureftpd.passwd", run.path / "pureftpd.pdb"
-        r = subprocess.run([str(pure_pw), "useradd", FTP_USER, "-u", str(uid), "-g", str(gid),
-                            "-d", str(run.home), "-f", str(pwfile), "-m", "-F", str(pdb)],
-                           input=f"{password}\n{password}\n", capture_output=True, text=True, timeout=30)
+        # Written by hand rather than with `pure-pw useradd`, whose default argon2id hash
+        # (t=1023) costs ~5 s of CPU per login here and would dominate login benchmarks.
+        # SHA-512 crypt, like the proftpd and vsftpd users. No "/./": no chroot, like the others.
+        pwfile.write_text(f"{FTP_USER}:{_crypt_sha512(password)}:{uid}:{gid}::{run.home}::::::::::::\n")
+        os.chmod(pwfile, 0o600)
+        r = subprocess.run([str(pure_pw), "mkdb", str(pdb), "-f", str(pwfile)],
+                           capture_output=True, text=True, timeout=30)
         if r.returncode != 0 or not pdb.exists():
-            raise ServerFailed(f"pureftpd: pure-pw useradd failed: {(r.stderr + r.stdout).strip()[-800:]}")
+            raise ServerFailed(f"pureftpd: pure-pw mkdb failed: {(r.stderr + r.stdout).strip()[-800:]}")
         pr = _pasv_range(req.variant)
         masq = req.variant.get("masquerade_address")
         vals = {"host": HOST, "port": port, "max_clients": req.max_clients, "puredb": pdb,
@@ -515,16 +532,18 @@ class _PureftpdRecipe(_DebRecipe):
                                  if ln.strip() and not ln.lstrip().startswith("#") for a in ln.split()]
         (run.path / "pureftpd.args").write_text(" ".join(argv) + "\n")
         norm = _render(tmpl, {**vals, "port": "PORT", "puredb": "RUN/pureftpd.pdb"})
-        info = {**self.info(fb), "min_uid": 1}
+        info = {**self.info(fb), "password_hash": "sha512-crypt"}
         return Launch(argv, Target(HOST, port, FTP_USER, password, run.home), norm, info)
 
 
 # --- tpd ---------------------------------------------------------------------------
 
 def _tpd_source_hash(src: Path) -> str:
+    """16 hex chars of sha256 over servers/tpd's sources (*.c, *.h, *.mk, *.in, Makefile):
+    the build cache key."""
     h = hashlib.sha256()
     for f in sorted(src.rglob("*")):
-        if f.is_file() and f.suffix in {".c", ".h", ".mk", ""} | {".in"} and "build" not in f.parts:
+        if f.is_file() and (f.suffix in {".c", ".h", ".mk", ".in"} or f.name in {"Makefile", "GNUmakefile"}):
             h.update(str(f.relative_to(src)).encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -843,6 +862,10 @@ class LocalBackend:
         info["greeting"] = greeting
         info["startup_s"] = round(waited, 3)
         info["pid"] = proc.pid
+        try:
+            info["rlimit_nofile"] = list(psutil.Process(proc.pid).rlimit(psutil.RLIMIT_NOFILE))
+        except psutil.Error:
+            info["rlimit_nofile"] = None
         return handle
 
 

@@ -52,6 +52,7 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
     deadline = t0 + timeout
     last = "no attempt made"
     attempts = 0
+    refusals = 0
     while attempts < 100_000:
         attempts += 1
         if alive is not None and not alive():
@@ -60,8 +61,11 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
             greeting = probe_once(host, port, user, password,
                                   timeout=max(0.5, min(3.0, deadline - time.monotonic())))
             return greeting, time.monotonic() - t0
-        except ftplib.error_perm as e:  # 5xx: e.g. 530 login refused; keep trying briefly
+        except ftplib.error_perm as e:  # 5xx: e.g. 530 login refused; retried 3 times
             last = f"login refused: {e}"
+            refusals += 1
+            if refusals >= 3:
+                raise ProbeError(f"{host}:{port} answers but refuses the login: {e}") from e
         except (ftplib.Error, EOFError) as e:
             last = f"bad reply: {e}"
         except ConnectionRefusedError:

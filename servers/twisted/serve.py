@@ -10,7 +10,9 @@ RLIMIT_NOFILE soft raised to hard; Portal(FTPRealm(home), [AllowAnonymousAccess(
 FilePasswordDB(pass.dat)]); FTPFactory; listenTCP. Differences from the seed: bound to
 ``--host`` (loopback) instead of all interfaces, a large listen backlog, and the
 authenticated user's home is ``--home`` itself (FTPRealm's userHome is overridden so
-the user logs into the run dir, like the other servers, instead of ``<home>/<user>``).
+the user logs into the run dir, like the other servers, instead of ``<home>/<user>``),
+and credentials are encoded to bytes before FilePasswordDB compares them (on Python 3
+the seed's script as written refuses every login: str username vs bytes file entries).
 """
 import argparse
 import resource
@@ -25,12 +27,14 @@ def main(argv=None):
     ap.add_argument("--passwd-file", required=True)
     ap.add_argument("--home", required=True)
     ap.add_argument("--backlog", type=int, default=1024)
+    ap.add_argument("--verbose", action="store_true", help="Twisted log to stderr")
     a = ap.parse_args(argv)
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     from twisted.cred.checkers import AllowAnonymousAccess, FilePasswordDB
+    from twisted.cred.credentials import UsernamePassword
     from twisted.cred.portal import Portal
     from twisted.internet import reactor
     from twisted.protocols.ftp import FTPFactory, FTPRealm
@@ -38,16 +42,27 @@ def main(argv=None):
 
     home = a.home
 
+    class PasswordDB(FilePasswordDB):
+        # Twisted's FTP hands str credentials to the checker on Python 3 while
+        # FilePasswordDB parses the file as bytes, so the seed's script refuses every
+        # login on Python 3: encode before comparing.
+        def requestAvatarId(self, c):
+            if isinstance(getattr(c, "username", None), str):
+                pw = c.password.encode() if isinstance(c.password, str) else c.password
+                c = UsernamePassword(c.username.encode(), pw)
+            return FilePasswordDB.requestAvatarId(self, c)
+
     class Realm(FTPRealm):
         def getHomeDirectory(self, avatarId):  # every user logs into --home
             return filepath.FilePath(home)
 
     p = Portal(Realm(home, userHome=home),
-               [AllowAnonymousAccess(), FilePasswordDB(a.passwd_file)])
+               [AllowAnonymousAccess(), PasswordDB(a.passwd_file)])
     f = FTPFactory(p)
     f.welcomeMessage = "xferlab twisted ready"
-    from twisted.python import log
-    log.startLogging(sys.stderr)
+    if a.verbose:
+        from twisted.python import log
+        log.startLogging(sys.stderr)
     reactor.listenTCP(a.port, f, backlog=a.backlog, interface=a.host)
     signal.signal(signal.SIGTERM, lambda *_: reactor.callFromThread(reactor.stop))
     sys.stderr.write("serving on %s:%d\n" % (a.host, a.port))

@@ -1,0 +1,122 @@
+"""Environment snapshot: what a benchmark result depends on besides the server.
+
+``snapshot()`` returns a JSON-friendly dict; ``environment_class()`` hashes the part of
+it that makes two results comparable.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import resource
+import socket
+from pathlib import Path
+from typing import Any
+
+#: sysctls recorded (name -> value as the kernel prints it, whitespace-normalised).
+SYSCTLS = (
+    "net.core.somaxconn", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_tw_reuse",
+    "net.ipv4.ip_local_port_range", "net.ipv4.tcp_max_syn_backlog", "fs.file-max",
+    "fs.nr_open", "net.core.rmem_max", "net.core.wmem_max",
+)
+
+#: snapshot keys that define the environment class (see environment_class).
+CLASS_FIELDS = ("kernel", "cpu_model", "cores", "sysctls", "backend")
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def read_sysctl(name: str) -> str | None:
+    """Value of sysctl ``name`` (e.g. ``"net.core.somaxconn"`` -> ``"4096"``) read from
+    /proc/sys, tabs/spaces collapsed to one space; None when absent or unreadable."""
+    v = _read("/proc/sys/" + name.replace(".", "/"))
+    return " ".join(v.split()) if v is not None else None
+
+
+def cpu_model() -> str | None:
+    """CPU model name from /proc/cpuinfo (first "model name"), else platform.processor()."""
+    info = _read("/proc/cpuinfo") or ""
+    for line in info.splitlines():
+        if line.lower().startswith(("model name", "hardware", "cpu model")):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or None
+
+
+def cpu_governors() -> list[str]:
+    """Distinct cpufreq scaling governors of all CPUs (e.g. ``["performance"]``);
+    empty when the machine exposes none (VMs, containers)."""
+    out = set()
+    for f in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
+        v = _read(str(f))
+        if v:
+            out.add(v)
+    return sorted(out)
+
+
+def mem_total() -> int | None:
+    """Physical memory in bytes (/proc/meminfo MemTotal), None if unknown."""
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def xferlab_version() -> str | None:
+    """Installed xferlab distribution version (importlib.metadata), None if not installed."""
+    try:
+        from importlib.metadata import version
+        return version("xferlab")
+    except Exception:
+        return None
+
+
+def snapshot(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Describe this machine now.
+
+    Returns a dict with keys: ``kernel`` (uname release), ``kernel_version`` (uname
+    version), ``os`` (uname system), ``machine`` (arch), ``hostname``, ``cpu_model``,
+    ``cores`` (logical CPUs, os.cpu_count), ``cores_usable`` (this process's affinity),
+    ``mem_total`` (bytes), ``sysctls`` ({name: value or None} for SYSCTLS),
+    ``rlimit_nofile`` ({"soft", "hard"}; -1 = unlimited), ``cpu_governor`` (list, may be
+    empty), ``python`` (version), ``python_implementation``, ``xferlab_version``; then the
+    items of ``extra`` (e.g. ``{"backend": "local"}``), which override same-named keys.
+    """
+    u = os.uname()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    snap: dict[str, Any] = {
+        "kernel": u.release,
+        "kernel_version": u.version,
+        "os": u.sysname,
+        "machine": u.machine,
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "mem_total": mem_total(),
+        "sysctls": {name: read_sysctl(name) for name in SYSCTLS},
+        "rlimit_nofile": {"soft": soft if soft != resource.RLIM_INFINITY else -1,
+                          "hard": hard if hard != resource.RLIM_INFINITY else -1},
+        "cpu_governor": cpu_governors(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "xferlab_version": xferlab_version(),
+    }
+    if extra:
+        snap.update(extra)
+    return snap
+
+
+def environment_class(snap: dict[str, Any]) -> str:
+    """Short id (12 hex chars of a sha256) of the fields that make results comparable:
+    kernel, cpu_model, cores, sysctls and backend (``snap.get("backend")``, set through
+    ``snapshot(extra={"backend": ...})``). Two snapshots with the same class ran on
+    equivalent machines; hostname, memory, Python and governor do not enter it."""
+    key = {f: snap.get(f) for f in CLASS_FIELDS}
+    blob = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]

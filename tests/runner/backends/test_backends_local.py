@@ -1,0 +1,244 @@
+"""Local backend against real servers: start, log in, STOR/RETR, build_info, stop."""
+from __future__ import annotations
+
+import ftplib
+import io
+import resource
+
+import psutil
+import pytest
+
+from runner.backends import BACKENDS, get_backend
+from runner.backends import local
+from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
+from runner.backends.local import LocalBackend, available_servers
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+
+def ftp_roundtrip(target, payload: bytes = b"xferlab-test " * 5000) -> None:
+    """Log in with ftplib, STOR then RETR ``payload``, check it came back unchanged and
+    landed in target.root."""
+    ftp = ftplib.FTP()
+    ftp.connect(target.host, target.port, timeout=15)
+    try:
+        ftp.login(target.user, target.password)
+        ftp.storbinary("STOR roundtrip.bin", io.BytesIO(payload))
+        got = io.BytesIO()
+        ftp.retrbinary("RETR roundtrip.bin", got.write)
+        assert got.getvalue() == payload
+        assert ftp.size("roundtrip.bin") == len(payload)
+        ftp.quit()
+    finally:
+        ftp.close()
+    if target.root is not None:
+        assert (target.root / "roundtrip.bin").read_bytes() == payload
+
+
+def tree_pids(pid: int) -> list[int]:
+    """pid and its descendants now."""
+    p = psutil.Process(pid)
+    return [pid, *(c.pid for c in p.children(recursive=True))]
+
+
+def assert_gone(pids: list[int]) -> None:
+    """No pid of ``pids`` is still a live (non-zombie) process."""
+    left = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                left.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    assert not left, f"processes left behind: {left}"
+
+
+
+INFO_KEYS = {"name", "version", "variant", "binary", "interpreter", "config_hash", "obtained"}
+
+
+def _run_server(backend, req, **kw):
+    try:
+        backend.check(req)
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    h = backend.start(req, **kw)
+    try:
+        assert h.alive()
+        ftp_roundtrip(h.target)
+        info = h.build_info
+        assert INFO_KEYS <= set(info), info
+        assert info["name"] == req.name
+        assert len(info["config_hash"]) == 64
+        assert info["greeting"].startswith("220")
+        pids = tree_pids(h.pid)
+    finally:
+        h.stop()
+    h.stop()  # idempotent
+    assert not h.alive()
+    assert_gone(pids)
+    assert not h.run_dir.exists()
+    return info
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "1.5.10"])
+def test_pyftpdlib_versions(backend, version):
+    info = _run_server(backend, ServerRequest("pyftpdlib", version))
+    assert info["version"] == version
+    assert info["interpreter"].endswith("bin/python")
+    assert f"pyftpdlib-{version}" in info["interpreter"]
+    assert info["binary"].endswith("servers/pyftpdlib/serve.py")
+    assert info["use_sendfile"] is True
+
+
+def test_pyftpdlib_variant_changes_config_hash(backend):
+    a = _run_server(backend, ServerRequest("pyftpdlib", "2.2.0"))
+    b = _run_server(backend, ServerRequest("pyftpdlib", "2.2.0", variant={"use_sendfile": False}))
+    c = _run_server(backend, ServerRequest("pyftpdlib", "2.2.0"))
+    assert b["use_sendfile"] is False and "--no-sendfile" in b["argv"]
+    assert a["config_hash"] == c["config_hash"]  # per-run port/dirs/password normalised
+    assert a["config_hash"] != b["config_hash"]
+    assert "***" in a["argv"]  # password not recorded
+
+
+def test_twisted(backend):
+    info = _run_server(backend, ServerRequest("twisted", "24.11.0"))
+    assert info["version"] == "24.11.0"
+
+
+@pytest.mark.parametrize("name", ["vsftpd", "proftpd", "pureftpd"])
+def test_debian_servers(backend, name):
+    info = _run_server(backend, ServerRequest(name))
+    assert info["version"]
+    assert info["obtained"].startswith(("system", "debian-extract"))
+
+
+def test_forking_server_tree_stopped(backend):
+    """proftpd forks one process per client: stop() must take the children too."""
+    req = ServerRequest("proftpd")
+    try:
+        backend.check(req)
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    h = backend.start(req)
+    clients = []
+    try:
+        for _ in range(3):
+            f = ftplib.FTP()
+            f.connect(h.target.host, h.target.port, timeout=10)
+            f.login(h.target.user, h.target.password)
+            clients.append(f)
+        pids = tree_pids(h.pid)
+        assert len(pids) >= 4, pids
+    finally:
+        h.stop()
+        for f in clients:
+            f.close()
+    assert_gone(pids)
+
+
+def test_pinning_and_rlimit(backend):
+    h = backend.start(ServerRequest("pyftpdlib", "2.2.0"), cpu=[0])
+    try:
+        p = psutil.Process(h.pid)
+        assert p.cpu_affinity() == [0]
+        soft, hard = p.rlimit(psutil.RLIMIT_NOFILE)
+        assert soft == hard >= resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        assert h.build_info["rlimit_nofile"] == [soft, hard]
+        assert h.build_info["cpu"] == [0]
+    finally:
+        h.stop()
+
+
+def test_bad_version_is_reported(backend):
+    with pytest.raises((ServerSkipped, ServerFailed)) as ei:
+        backend.check(ServerRequest("pyftpdlib", "0.0.0-nonexistent"))
+    msg = str(ei.value)
+    assert "pyftpdlib" in msg and "0.0.0" in msg and "failed" in msg
+
+
+def test_invalid_version_string_refused(backend):
+    with pytest.raises(ServerSkipped, match="invalid version"):
+        backend.check(ServerRequest("pyftpdlib", "1.0; rm -rf /"))
+
+
+def test_unknown_server(backend):
+    with pytest.raises(ServerSkipped, match="unknown server"):
+        backend.check(ServerRequest("nosuchftpd"))
+
+
+def test_startup_failure_has_log_tail(backend, tmp_path, monkeypatch):
+    """A server that dies at startup -> ServerFailed carrying its log output."""
+    (tmp_path / "pyftpdlib").mkdir()
+    (tmp_path / "pyftpdlib" / "serve.py").write_text(
+        "import sys\nsys.stderr.write('boom: cannot start\\n')\nsys.exit(3)\n")
+    monkeypatch.setattr(local, "SERVERS_DIR", tmp_path)
+    with pytest.raises(ServerFailed) as ei:
+        backend.start(ServerRequest("pyftpdlib", "2.2.0"))
+    assert "boom: cannot start" in str(ei.value)
+    assert "exit code 3" in str(ei.value)
+
+
+def test_external(backend):
+    h = backend.start(ServerRequest("pyftpdlib", "2.2.0"))
+    try:
+        t = h.target
+        ext = ServerRequest("external", external={"host": t.host, "port": t.port, "user": t.user,
+                                                  "password": t.password, "pid": h.pid})
+        backend.check(ext)
+        eh = backend.start(ext)
+        assert eh.pid == h.pid and eh.alive()
+        assert eh.target.port == t.port
+        assert eh.build_info["obtained"] == "external"
+        eh.stop()  # no-op
+        assert h.alive()
+        nopid = backend.start(ServerRequest("external", external={
+            "host": t.host, "port": t.port, "user": t.user, "password": t.password}))
+        assert nopid.pid is None and nopid.alive()
+    finally:
+        h.stop()
+    with pytest.raises(ServerSkipped, match="no FTP login"):
+        backend.check(ext)
+    with pytest.raises(ServerSkipped, match="host and port"):
+        backend.check(ServerRequest("external"))
+
+
+def test_tpd_recipe(backend):
+    req = ServerRequest("tpd")
+    if not (local.SERVERS_DIR / "tpd" / "Makefile").is_file():
+        with pytest.raises(ServerSkipped, match="Makefile"):
+            backend.check(req)
+        return
+    try:
+        backend.check(req)
+    except ServerSkipped as e:
+        assert "tpd" in str(e)
+        pytest.skip(str(e))
+    h = backend.start(req)
+    try:
+        assert h.target.http_port and h.target.http_port != h.target.port
+        ftp_roundtrip(h.target)
+        import socket
+        socket.create_connection((h.target.host, h.target.http_port), timeout=5).close()
+        assert h.build_info["version"].startswith("src-")
+        pids = tree_pids(h.pid)
+    finally:
+        h.stop()
+    assert_gone(pids)
+
+
+def test_available_servers():
+    rows = available_servers()
+    names = [n for n, _ in rows]
+    assert {"pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd"} <= set(names)
+    for name, reason in rows:
+        assert reason is None or (isinstance(reason, str) and name in reason)
+    assert dict(rows)["pyftpdlib"] is None
+
+
+def test_get_backend():
+    assert isinstance(get_backend("local"), LocalBackend)
+    assert get_backend("local").name == "local"
+    assert "local" in BACKENDS
+    with pytest.raises(ValueError, match="local"):
+        get_backend("docker-nope")

@@ -1,0 +1,129 @@
+"""TreeSampler on real processes: forked children, exits, vanished pids."""
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+from runner.backends.base import ServerRequest, ServerSkipped
+from runner.metrics.sampler import MemSnapshot, TreeSampler
+
+MiB = 1 << 20
+
+
+def test_sees_children_memory(forker):
+    s = TreeSampler(forker.pid, interval=0.05).start()
+    try:
+        before = s.checkpoint("before")
+        assert before.nprocs == 1
+        for _ in range(3):
+            forker.fork(20)
+        forker.wait_children_ready(3)
+        after = s.checkpoint("after")
+        assert isinstance(after, MemSnapshot)
+        assert after.nprocs == 4
+        assert after.uss - before.uss > 50 * MiB
+        assert after.rss_minus_shared - before.rss_minus_shared > 50 * MiB
+        assert s.peak_uss >= after.uss
+        user, system = s.cpu_times()
+        assert user + system >= 0.5  # 3 children x 0.2 s busy loop
+        forker.reap()  # children exit and are waited for: their CPU moves to the parent
+        time.sleep(0.2)
+        gone = s.checkpoint("reaped")
+        assert gone.nprocs == 1
+        u2, s2 = s.cpu_times()
+        assert u2 + s2 >= user + system - 0.01
+    finally:
+        s.stop()
+    s.stop()  # idempotent
+    assert [c.name for c in s.checkpoints] == ["before", "after", "reaped"]
+    tl = s.timeline
+    assert len(tl) >= 3
+    assert all(len(x) == 4 for x in tl)
+    assert max(x[3] for x in tl) == 4
+    assert max(x[1] for x in tl) <= s.peak_uss
+    assert s.peak_rss_minus_shared >= after.rss_minus_shared
+    assert s.stats["samples"] >= len(tl)
+
+
+def test_sampler_runs_in_another_process(forker):
+    with TreeSampler(forker.pid, interval=0.05) as s:
+        helper = s._proc
+        assert helper is not None and helper.pid != os.getpid()
+        assert psutil.Process(helper.pid).cmdline()[-4:-2] == ["runner.metrics._sampler_worker",
+                                                              str(forker.pid)]
+    assert helper.poll() is not None  # helper gone after stop
+
+
+def test_root_vanishing_does_not_crash(forker):
+    s = TreeSampler(forker.pid, interval=0.02).start()
+    forker.fork(5)
+    forker.wait_children_ready(1)
+    forker.close()  # kill the whole tree while sampling
+    time.sleep(0.2)
+    snap = s.checkpoint("after-kill")
+    assert snap.nprocs == 0 and snap.uss == 0
+    assert s.cpu_times() == (0.0, 0.0)
+    s.stop()
+    assert s.timeline
+
+
+def test_without_helper_samples_in_process(forker):
+    s = TreeSampler(forker.pid)
+    snap = s.checkpoint("sync")
+    assert snap.nprocs == 1 and snap.uss > 0
+    assert s.peak_uss == snap.uss
+    assert s.cpu_times()[0] >= 0
+    s.stop()
+    assert s.timeline == []
+
+
+def test_missing_pid_is_clear():
+    dead = psutil.Popen(["true"])
+    dead.wait()
+    with pytest.raises(ProcessLookupError, match=str(dead.pid)):
+        TreeSampler(dead.pid)
+    with pytest.raises(ValueError):
+        TreeSampler(os.getpid(), interval=0)
+
+
+@pytest.mark.integration
+def test_forking_ftp_server_tree():
+    """proftpd forks one process per session: the sampler sees them all."""
+    import ftplib
+
+    from runner.backends.local import LocalBackend
+    b = LocalBackend()
+    req = ServerRequest("proftpd")
+    try:
+        b.check(req)
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    h = b.start(req)
+    clients = []
+    try:
+        deadline = time.monotonic() + 10  # the readiness probe's session may still be exiting
+        while psutil.Process(h.pid).children(recursive=True) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        s = TreeSampler(h.pid, interval=0.05).start()
+        idle = s.checkpoint("idle")
+        for _ in range(4):
+            f = ftplib.FTP()
+            f.connect(h.target.host, h.target.port, timeout=10)
+            f.login(h.target.user, h.target.password)
+            clients.append(f)
+        busy = s.checkpoint("4 sessions")
+        assert busy.nprocs >= idle.nprocs + 4
+        # rss - shared counts each session process's resident private+COW pages: it grows.
+        # Summed USS need not: pages shared copy-on-write between the parent and its
+        # forked children are unique to no process (docs/methodology.md).
+        assert busy.rss_minus_shared > idle.rss_minus_shared + 4 * 64 * 1024
+        assert busy.uss > 0
+        s.stop()
+        assert max(x[3] for x in s.timeline) >= idle.nprocs + 4
+    finally:
+        for f in clients:
+            f.close()
+        h.stop()
