@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install everything xferlab needs on a fresh Debian/Ubuntu machine:
+#   - the Debian packages listed in scripts/apt-packages.txt (when root and apt-get exist),
+#   - a virtualenv in .venv with xferlab and its test dependencies.
+# Idempotent: a second run only checks. Uses the package tools' default mirrors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+pkgs=$(grep -v '^\s*#' scripts/apt-packages.txt | sed 's/#.*//' | xargs || true)
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "install.sh: installing Debian packages:$missing"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    else
+        echo "install.sh: please install these Debian packages (as root):$missing" >&2
+        echo "  apt-get install$missing" >&2
+    fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "install.sh: creating .venv with $($PY --version)"
+    $PY -m venv .venv
+fi
+stamp=.venv/.xferlab-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "install.sh: installing xferlab into .venv"
+    .venv/bin/python -m pip install -q -U pip
+    .venv/bin/python -m pip install -q -e '.[test]'
+    touch "$stamp"
+fi
+echo "install.sh: ready: .venv/bin/xferlab"

@@ -1,0 +1,121 @@
+"""End to end: the CLI runs real servers, stores in the real PostgreSQL, survives a kill."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from sqlalchemy import create_engine, select
+from sqlalchemy.orm import Session
+
+from runner.store.models import Campaign, Cell, Sample
+
+pytestmark = pytest.mark.integration
+
+XFERLAB = [sys.executable, "-m", "runner.cli"]
+SMALL = {"clients": 20, "file_size": "256K", "transfer_size": "8M", "duration": 0.3, "op_timeout": 20,
+         "phase_timeout": 60}
+
+
+def _run(args, env, timeout=600, check=True):
+    p = subprocess.run(XFERLAB + args, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"xferlab {' '.join(args)} exited {p.returncode}\nstdout:\n{p.stdout}\n"
+                             f"stderr:\n{p.stderr}")
+    return p
+
+
+def _write_spec(tmp_path: Path, **kw) -> Path:
+    spec = {"name": "it", "repeats": 2, "servers": [{"name": "pyftpdlib", "version": "2.2.0"}],
+            "workloads": [{"preset": "classic", "params": SMALL}]}
+    spec.update(kw)
+    p = tmp_path / "spec.yaml"
+    p.write_text(yaml.safe_dump(spec))
+    return p
+
+
+def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
+    spec = _write_spec(tmp_path, servers=[{"name": "pyftpdlib", "version": "2.2.0"},
+                                          {"name": "pyftpdlib", "version": "2.2.0",
+                                           "variant": {"use_sendfile": False}}])
+    p = _run(["run", str(spec)], xferlab_env)
+    out = p.stdout
+    assert "campaign 1" in out
+    assert "RETR (server -> client)" in out
+    assert "20 concurrent clients (connect, login)" in out
+    engine = create_engine(db_url)
+    with Session(engine) as s:
+        camp = s.get(Campaign, 1)
+        assert camp.status == "done", [(c.workload, c.error) for c in camp.cells if c.status != "done"]
+        assert camp.cells_total == 2 * 8 * 2 and camp.cells_done == camp.cells_total
+        # every done cell has its primary metric and server memory
+        for cell in camp.cells:
+            metrics = {(x.metric, x.stat) for x in cell.samples}
+            assert ("elapsed", "value") in metrics
+            assert ("server_mem_rss_minus_shared", "peak") in metrics
+            assert ("server_mem_uss", "start") in metrics
+            assert ("client_cpu", "user") in metrics
+            assert cell.build_id is not None and cell.environment_id is not None
+        retr = s.scalars(select(Sample).join(Cell).where(Cell.workload == "retr", Sample.metric == "throughput"))
+        assert all(x.value > 10 for x in retr)  # MiB/s, confirmed bytes
+    engine.dispose()
+    p = _run(["campaigns"], xferlab_env)
+    assert "it" in p.stdout and "done" in p.stdout
+    p = _run(["export", "1", "--format", "json"], xferlab_env)
+    doc = json.loads(p.stdout)
+    assert doc["format"] == "xferlab-results"
+    p = _run(["compare", "pyftpdlib 2.2.0", "pyftpdlib 2.2.0 [use_sendfile=False]", "--format", "rst"],
+             xferlab_env)
+    assert "RETR (server -> client)" in p.stdout
+
+
+def test_kill_midway_keeps_finished_cells(tmp_path, xferlab_env, engine):
+    spec = _write_spec(tmp_path, repeats=3, workloads=[{"name": "login", "params": SMALL},
+                                                       {"name": "retr", "params": SMALL}])
+    t_start = time.time() - 1
+    proc = subprocess.Popen(XFERLAB + ["run", str(spec)], env=xferlab_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    done = 0
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            with Session(engine) as s:
+                camp = s.get(Campaign, 1)
+                done = camp.cells_done if camp else 0
+            if done >= 3:
+                break
+            time.sleep(0.2)
+        assert done >= 3, "campaign did not get 3 cells done in time"
+        os.kill(proc.pid, signal.SIGKILL)  # the runner only: its servers must die with it
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    with Session(engine) as s:
+        cells = s.scalars(select(Cell).where(Cell.campaign_id == 1).order_by(Cell.seq)).all()
+        finished = [c for c in cells if c.status == "done"]
+        assert len(finished) >= 3
+        for c in finished:
+            assert any(x.metric == "elapsed" for x in c.samples)
+        assert any(c.status in ("queued", "running") for c in cells)
+    p = _run(["campaigns"], xferlab_env)
+    assert "interrupted" in p.stdout
+    # resume runs what is left; the cell that was in flight is recorded as failed
+    time.sleep(0.5)
+    import psutil
+
+    orphans = [p.info for p in psutil.process_iter(["pid", "cmdline", "create_time"])
+               if "servers/pyftpdlib/serve.py" in " ".join(p.info["cmdline"] or [])
+               and p.info["create_time"] >= t_start]
+    assert not orphans, f"servers outlived the killed runner: {orphans}"
+    p = _run(["resume", "1"], xferlab_env, check=False)
+    with Session(engine) as s:
+        camp = s.get(Campaign, 1)
+        assert camp.cells_done + camp.cells_failed == camp.cells_total
+        assert camp.cells_done >= camp.cells_total - 1
