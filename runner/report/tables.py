@@ -317,6 +317,18 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
 
 # -- campaign ---------------------------------------------------------------
 
+#: Median load-generator CPU / wall time at or above which a result is flagged
+#: client-bound: the figure then measures the client, not the server (seed 003).
+CLIENT_BOUND = 0.90
+
+
+def _client_cpu_cell(busy: float | None) -> Cell:
+    if busy is None:
+        return Cell(fmt.NA)
+    text = f"{busy * 100:.0f}%"
+    return Cell(text + " client-bound", "loss") if busy >= CLIENT_BOUND else Cell(text)
+
+
 def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     """Every workload of every server (spec order, then classic-suite order): the
     primary metric's median, CI of the median, number of repeats, errors.
@@ -325,7 +337,9 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     MiB/s"``), ``ci`` (``"[1600.12, 1700.34] MiB/s"``, ``n/a`` for n < 2), ``n``,
     ``errors`` (failed operations summed over the repeats, from the ``errors`` or
     ``errors_total`` series; ``n/a`` when not recorded) and ``failed`` (failed or skipped cells in
-    ``data.failures``). A workload whose every cell failed still gets a row
+    ``data.failures``), ``client_cpu`` (median load-generator CPU seconds per wall
+    second, from the ``client_cpu_utilization`` series; at 90% or more marked
+    ``client-bound``, a loss). A workload whose every cell failed still gets a row
     (median ``n/a``), so a skipped server is never silently missing.
 
     Records: per row ``server, workload, params_key, title, metric, unit``, the
@@ -334,7 +348,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     columns = (Column("server", "server"), Column("title", "benchmark type"),
                Column("median", "median", True), Column("ci", "95% CI", True),
                Column("n", "n", True), Column("errors", "errors", True),
-               Column("failed", "failed", True))
+               Column("failed", "failed", True), Column("client_cpu", "client CPU", True))
     rows: list[Row] = []
     records: list[dict] = []
     keys = _ordered_keys(data.series)
@@ -353,6 +367,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             err = (_find(data.series, server, key, "errors")
                    or _find(data.series, server, key, "errors_total"))
             errors = int(sum(err.samples)) if err else None
+            util = _find(data.series, server, key, "client_cpu_utilization")
+            busy = summarize(util.samples).median if util else None
             summ = summarize(s.samples) if s else None
             unit = s.unit if s else ""
             cells = (Cell(server), Cell(_title(data.series, key)),
@@ -360,11 +376,13 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                      Cell(fmt.ci_bounds(summ, unit) if summ else fmt.NA),
                      Cell(str(summ.n) if summ else "0"),
                      Cell(str(errors) if errors is not None else fmt.NA),
-                     Cell(str(failed)))
+                     Cell(str(failed)),
+                     _client_cpu_cell(busy))
             rows.append(Row(f"{server}:{_row_key(key)}", cells, None, unit))
             records.append({"server": server, "workload": key[0], "params_key": key[1],
                             "title": cells[1].text, "metric": m, "unit": unit,
-                            **_summary_record("", summ), "errors": errors, "failed": failed})
+                            **_summary_record("", summ), "errors": errors, "failed": failed,
+                            "client_cpu_utilization": busy})
     return Table("campaign", title or f"Campaign {data.name}", columns, rows, "", records)
 
 

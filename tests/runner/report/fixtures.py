@@ -34,6 +34,9 @@ def campaign() -> CampaignData:
         _s(B, "retr", RETR, "throughput", "MiB/s", True, [1652.72, 1640.0, 1660.5, 1630.1, 1671.3]),
         _s(A, "login", LOGIN, "errors", "count", False, [0, 0, 1, 0, 0]),
         _s(B, "login", LOGIN, "errors", "count", False, [0, 0, 0, 0, 0]),
+        # load-generator CPU / wall: A's RETR was client-bound (median 95%)
+        _s(A, "retr", RETR, "client_cpu_utilization", "ratio", False, [0.95, 0.92, 0.97, 0.93, 0.96]),
+        _s(B, "retr", RETR, "client_cpu_utilization", "ratio", False, [0.40, 0.42, 0.38, 0.41, 0.39]),
     ]
     mem = {
         # server: (start per workload, peak stor, peak retr, peak login)

@@ -81,9 +81,9 @@ def test_campaign_table_keeps_failed_and_skipped():
     t = tables.campaign_table(d)
     skipped = [r for r in t.rows if r.cells[0].text == "proftpd 1.3.8"]
     assert [c.text for c in skipped[0].cells] == [
-        "proftpd 1.3.8", "RETR (server -> client)", "n/a", "n/a", "0", "n/a", "1"]
+        "proftpd 1.3.8", "RETR (server -> client)", "n/a", "n/a", "0", "n/a", "1", "n/a"]
     stor_b = next(r for r in t.rows if r.key == f"{B}:stor")
-    assert stor_b.cells[-1].text == "1"
+    assert stor_b.cells[6].text == "1"  # failed cells
     assert t.records[2]["errors"] == 1 and t.records[2]["failed"] == 0
     # the store names the total "errors_total" (metric_stat)
     d.series = [Series(s.server, s.workload, s.title, "errors_total", s.unit, s.higher_is_better,
@@ -110,3 +110,13 @@ def test_report_tables_default():
     assert ts[1].title == f"{A} vs. {B}"
     assert tables.report_tables(CampaignData(1, "empty", [], [])) == [
         tables.campaign_table(CampaignData(1, "empty", [], []))]
+
+
+def test_campaign_table_flags_client_bound():
+    t = tables.campaign_table(campaign())
+    retr_a = next(r for r in t.rows if r.key == f"{A}:retr")
+    retr_b = next(r for r in t.rows if r.key == f"{B}:retr")
+    assert (retr_a.cells[7].text, retr_a.cells[7].mark) == ("95% client-bound", "loss")
+    assert (retr_b.cells[7].text, retr_b.cells[7].mark) == ("40%", "")
+    assert next(r for r in t.records if r["server"] == A and r["workload"] == "retr")[
+        "client_cpu_utilization"] == 0.95
