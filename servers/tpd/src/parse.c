@@ -525,7 +525,8 @@ int chunk_decode(struct chunk_dec *d, char *buf, size_t len,
                 i++;
                 break;
             }
-            /* fall through: tolerate bare LF */
+            /* tolerate a bare LF after the chunk data */
+            __attribute__((fallthrough));
         case CK_DATA_LF:
             if (c != '\n')
                 return -1;

@@ -1,0 +1,771 @@
+/*
+ * http.c - HTTP/1.1 connections: GET and HEAD of files below the first
+ * user's home (single Range requests, 206/416), PUT and POST of a body to
+ * a file (Content-Length or chunked, Expect: 100-continue), persistent
+ * connections with pipelining, and explicit 4xx/5xx replies.
+ *
+ * Per-connection state machine (all non-blocking, driven by http_event):
+ *   HS_READ   accumulate the request head in a fixed HTTP_HDR_MAX buffer
+ *   HS_BODY   receive an upload body into a 256 KiB buffer, write() it
+ *   HS_SEND   send the response head (obuf) then the file via sendfile()
+ *   HS_DRAIN  after a "Connection: close" response: write side shut down,
+ *             unread input discarded until EOF (so the kernel does not
+ *             reset the connection under the response)
+ * Request bodies of refused uploads are read and discarded, so the
+ * connection can stay alive; if the client waits for 100-continue the
+ * refusal is sent at once and the connection is closed instead.
+ */
+#include "tpd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { HS_READ, HS_BODY, HS_SEND, HS_DRAIN };
+
+struct http_conn {
+    struct conn base;          /* must be first */
+    struct handler h;
+    int state;
+    bool keepalive;
+    bool broken;
+    bool kick;                 /* more pipelined work: wake up again */
+    struct obuf out;           /* response head (+ small generated body) */
+    int file_fd;               /* response body file, -1 if none */
+    off_t foff, fend;
+    /* upload */
+    int up_fd;                 /* -1 while discarding a refused body */
+    int up_status;             /* 201 or 204 on success */
+    int up_err;                /* error status to send after the body */
+    bool up_chunked;
+    int64_t up_remaining;      /* Content-Length bytes still expected */
+    struct chunk_dec dec;
+    char *upbuf;
+    char *location;            /* Location for 201 */
+    size_t drained;
+    /* request log */
+    char method[16];
+    int status;
+    uint64_t sent;
+    size_t inlen;
+    char in[HTTP_HDR_MAX];
+};
+
+/* Reason phrase for the statuses tpd sends. */
+static const char *reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 416: return "Range Not Satisfiable";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    case 507: return "Insufficient Storage";
+    default:  return "Unknown";
+    }
+}
+
+/* RFC 9110 IMF-fixdate for t. */
+static void http_date(time_t t, char *buf, size_t sz)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, sz, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* Content-Type from the file name extension. */
+static const char *mime_type(const char *path)
+{
+    static const struct { const char *ext, *type; } types[] = {
+        { ".html", "text/html; charset=utf-8" },
+        { ".htm", "text/html; charset=utf-8" },
+        { ".txt", "text/plain; charset=utf-8" },
+        { ".css", "text/css" }, { ".js", "text/javascript" },
+        { ".json", "application/json" }, { ".xml", "application/xml" },
+        { ".png", "image/png" }, { ".jpg", "image/jpeg" },
+        { ".jpeg", "image/jpeg" }, { ".gif", "image/gif" },
+        { ".svg", "image/svg+xml" }, { ".pdf", "application/pdf" },
+        { ".gz", "application/gzip" }, { ".zip", "application/zip" },
+        { ".tar", "application/x-tar" },
+    };
+    const char *dot = strrchr(path, '.');
+    if (dot && !strchr(dot, '/'))
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+            if (!strcasecmp(dot, types[i].ext))
+                return types[i].type;
+    return "application/octet-stream";
+}
+
+/*
+ * Queue a response head (and an optional in-memory body) and switch to
+ * HS_SEND.  `extra` holds additional CRLF-terminated header lines.
+ */
+static void respond(struct http_conn *c, int status, const char *extra,
+                    const char *ctype, int64_t clen, const char *body,
+                    size_t blen)
+{
+    char date[64];
+    http_date(time(NULL), date, sizeof(date));
+    if (obuf_printf(&c->out, (size_t)64 << 20,
+                    "HTTP/1.1 %d %s\r\nServer: tpd\r\nDate: %s\r\n"
+                    "%s%s%sContent-Length: %lld\r\nConnection: %s\r\n\r\n",
+                    status, reason(status), date, extra ? extra : "",
+                    ctype ? "Content-Type: " : "", ctype ? ctype : "",
+                    (long long)clen, c->keepalive ? "keep-alive" : "close") < 0
+        || (body && blen && obuf_append(&c->out, body, blen,
+                                        (size_t)64 << 20) < 0)) {
+        c->broken = true;
+        return;
+    }
+    /* note: ctype strings carry their own trailing CRLF */
+    c->status = status;
+    c->state = HS_SEND;
+}
+
+/* Send an error page; close_conn forces "Connection: close". */
+static void error_reply(struct http_conn *c, int status, bool close_conn,
+                        bool head)
+{
+    char body[128];
+    int n = snprintf(body, sizeof(body), "%d %s\n", status, reason(status));
+    if (close_conn)
+        c->keepalive = false;
+    respond(c, status, NULL, "text/plain; charset=utf-8\r\n", n,
+            head ? NULL : body, head ? 0 : (size_t)n);
+}
+
+/* Drop the first n bytes of the request buffer. */
+static void consume(struct http_conn *c, size_t n)
+{
+    memmove(c->in, c->in + n, c->inlen - n);
+    c->inlen -= n;
+}
+
+/* Map an errno from opening a path to an HTTP status. */
+static int errno_status(int e)
+{
+    switch (e) {
+    case ENOENT: case ENOTDIR: return 404;
+    case EACCES: case EPERM: case EXDEV: case ELOOP: case ENXIO:
+        return 403;
+    case ENAMETOOLONG: return 414;
+    case EISDIR: return 405;
+    case ENOSPC: case EDQUOT: return 507;
+    default: return 500;
+    }
+}
+
+/* GET / HEAD of vp. */
+static void serve_get(struct http_conn *c, const char *vp, const char *raw,
+                      bool head, const char *range, size_t range_len)
+{
+    struct user *u = users_first();
+    struct stat st;
+    char extra[512], lm[64];
+
+    int fd = vfs_open(u, vp, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+    if (fd < 0) {
+        error_reply(c, errno_status(errno), false, head);
+        return;
+    }
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        error_reply(c, 500, false, head);
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        size_t rl = strlen(raw);
+        if (rl == 0 || raw[rl - 1] != '/') {
+            char loc[VPATH_MAX + 32];
+            int n = snprintf(loc, sizeof(loc), "Location: %s/\r\n", raw);
+            if (n < 0 || (size_t)n >= sizeof(loc)) {
+                error_reply(c, 414, false, head);
+                return;
+            }
+            respond(c, 301, loc, NULL, 0, NULL, 0);
+            return;
+        }
+        struct obuf list = { 0 };
+        if (vfs_list(u, vp, LS_NLST, &list) < 0) {
+            obuf_free(&list);
+            error_reply(c, errno_status(errno), false, head);
+            return;
+        }
+        respond(c, 200, NULL, "text/plain; charset=utf-8\r\n",
+                (int64_t)list.len, head ? NULL : list.data,
+                head ? 0 : list.len);
+        obuf_free(&list);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        error_reply(c, 403, false, head);
+        return;
+    }
+    http_date(st.st_mtime, lm, sizeof(lm));
+    int64_t start = 0, end = st.st_size - 1;
+    int status = 200;
+    int r = range ? http_parse_range(range, range_len, st.st_size, &start,
+                                     &end) : 0;
+    if (r < 0) {
+        close(fd);
+        snprintf(extra, sizeof(extra), "Content-Range: bytes */%lld\r\n",
+                 (long long)st.st_size);
+        char body[] = "416 Range Not Satisfiable\n";
+        respond(c, 416, extra, "text/plain; charset=utf-8\r\n",
+                (int64_t)strlen(body), head ? NULL : body,
+                head ? 0 : strlen(body));
+        return;
+    }
+    if (r > 0) {
+        status = 206;
+        snprintf(extra, sizeof(extra),
+                 "Accept-Ranges: bytes\r\nLast-Modified: %s\r\n"
+                 "Content-Range: bytes %lld-%lld/%lld\r\n", lm,
+                 (long long)start, (long long)end, (long long)st.st_size);
+    } else {
+        start = 0;
+        end = st.st_size - 1;
+        snprintf(extra, sizeof(extra),
+                 "Accept-Ranges: bytes\r\nLast-Modified: %s\r\n", lm);
+    }
+    char ct[128];
+    snprintf(ct, sizeof(ct), "%s\r\n", mime_type(vp));
+    respond(c, status, extra, ct, end - start + 1, NULL, 0);
+    if (head || end < start) {
+        close(fd);
+        return;
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    c->file_fd = fd;
+    c->foff = start;
+    c->fend = end + 1;
+}
+
+/* Finish an upload body: reply with the stored outcome. */
+static void upload_finish(struct http_conn *c)
+{
+    if (c->up_fd >= 0)
+        close(c->up_fd);
+    c->up_fd = -1;
+    free(c->upbuf);
+    c->upbuf = NULL;
+    if (c->up_err) {
+        error_reply(c, c->up_err, false, false);
+    } else if (c->up_status == 201) {
+        char loc[VPATH_MAX + 32];
+        snprintf(loc, sizeof(loc), "Location: %s\r\n",
+                 c->location ? c->location : "/");
+        respond(c, 201, loc, NULL, 0, NULL, 0);
+    } else {
+        respond(c, 204, NULL, NULL, 0, NULL, 0);
+    }
+    free(c->location);
+    c->location = NULL;
+}
+
+/* Write decoded body bytes to the upload file (errors become up_err). */
+static void body_write(struct http_conn *c, const char *p, size_t n)
+{
+    size_t off = 0;
+    while (c->up_fd >= 0 && !c->up_err && off < n) {
+        ssize_t w = write(c->up_fd, p + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            c->up_err = errno_status(w < 0 ? errno : ENOSPC);
+            close(c->up_fd);
+            c->up_fd = -1;
+            break;
+        }
+        off += (size_t)w;
+    }
+    c->sent += n;
+}
+
+/*
+ * Feed body bytes (in place; chunked decoding rewrites them).  Sets *used
+ * to the bytes belonging to this body.  Returns 1 when the body is
+ * complete, 0 when more is needed, -1 on malformed chunked coding.
+ */
+static int body_feed(struct http_conn *c, char *data, size_t len, size_t *used)
+{
+    if (c->up_chunked) {
+        size_t consumed = 0, produced = 0;
+        int r = chunk_decode(&c->dec, data, len, &consumed, &produced);
+        if (r < 0)
+            return -1;
+        body_write(c, data, produced);
+        *used = consumed;
+        return r;
+    }
+    size_t n = len;
+    if ((int64_t)n > c->up_remaining)
+        n = (size_t)c->up_remaining;
+    body_write(c, data, n);
+    c->up_remaining -= (int64_t)n;
+    *used = n;
+    return c->up_remaining == 0;
+}
+
+/* Handle the outcome of body_feed. */
+static void body_result(struct http_conn *c, int r)
+{
+    if (r < 0) {
+        if (c->up_fd >= 0)
+            close(c->up_fd);
+        c->up_fd = -1;
+        free(c->upbuf);
+        c->upbuf = NULL;
+        free(c->location);
+        c->location = NULL;
+        error_reply(c, 400, true, false);
+    } else if (r > 0) {
+        upload_finish(c);
+    }
+}
+
+/* PUT / POST: open the target and enter HS_BODY. */
+static void start_upload(struct http_conn *c, const char *vp, const char *raw,
+                         const struct http_req *req)
+{
+    struct user *u = users_first();
+    int err = 0, fd = -1;
+    bool existed = false;
+
+    if (!req->chunked && req->content_length < 0) {
+        error_reply(c, 411, true, false);
+        return;
+    }
+    if (!u->can_write) {
+        err = 403;
+    } else if (strcmp(vp, "/") == 0 || raw[strlen(raw) - 1] == '/') {
+        err = 405;
+    } else {
+        int probe = vfs_open(u, vp, O_PATH, 0);
+        if (probe >= 0) {
+            existed = true;
+            close(probe);
+        }
+        fd = vfs_open(u, vp, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK |
+                      O_NOCTTY, 0644);
+        struct stat st;
+        if (fd < 0) {
+            err = errno_status(errno);
+        } else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            fd = -1;
+            err = 403;
+        }
+    }
+    bool has_body = req->chunked || req->content_length > 0;
+    if (err && (!has_body || req->expect_continue)) {
+        error_reply(c, err, has_body, false);
+        return;
+    }
+    if (!err && req->expect_continue) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (obuf_append(&c->out, cont, sizeof(cont) - 1, 1 << 20) < 0 ||
+            obuf_flush(c->h.fd, &c->out) < 0) {
+            c->broken = true;
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+    }
+    c->up_fd = fd;
+    c->up_err = err;
+    c->up_status = existed ? 204 : 201;
+    c->up_chunked = req->chunked;
+    c->up_remaining = req->chunked ? 0 : req->content_length;
+    memset(&c->dec, 0, sizeof(c->dec));
+    c->location = strdup(raw);
+    c->state = HS_BODY;
+    if (!req->chunked && req->content_length == 0) {
+        upload_finish(c);
+        return;
+    }
+    if (c->inlen > 0) {            /* body bytes that came with the head */
+        size_t used = 0;
+        int r = body_feed(c, c->in, c->inlen, &used);
+        consume(c, used);
+        body_result(c, r);
+    }
+}
+
+/* Decode the request target to a normalised virtual path. */
+static int target_path(const struct http_req *req, char *raw, char *vp)
+{
+    const char *t = req->target;
+    size_t tl = req->target_len;
+    if (tl >= 7 && (!strncasecmp(t, "http://", 7) ||
+                    (tl >= 8 && !strncasecmp(t, "https://", 8)))) {
+        const char *p = memchr(t + 8 - (t[4] == ':'), '/',
+                               tl - (size_t)(8 - (t[4] == ':')));
+        if (!p) {
+            t = "/";
+            tl = 1;
+        } else {
+            tl -= (size_t)(p - t);
+            t = p;
+        }
+    }
+    if (tl == 0 || t[0] != '/')
+        return 400;
+    if (url_decode(t, tl, raw, VPATH_MAX) < 0)
+        return tl >= VPATH_MAX ? 414 : 400;
+    if (vpath_join("/", raw, vp, VPATH_MAX) < 0)
+        return 414;
+    return 0;
+}
+
+/*
+ * Try to take one complete request from the buffer.  Returns true when a
+ * request was consumed (the state changed), false when more input is
+ * needed.
+ */
+static bool try_request(struct http_conn *c)
+{
+    struct http_req req;
+    char raw[VPATH_MAX], vp[VPATH_MAX], range[128];
+    size_t range_len = 0;
+
+    if (c->inlen == 0)
+        return false;
+    int r = http_parse_request(c->in, c->inlen, &req);
+    if (r == 0) {
+        if (c->inlen >= HTTP_HDR_MAX) {
+            bool line_done = memchr(c->in, '\n', c->inlen) != NULL;
+            c->inlen = 0;
+            snprintf(c->method, sizeof(c->method), "-");
+            error_reply(c, line_done ? 431 : 414, true, false);
+            return true;
+        }
+        return false;
+    }
+    if (r < 0) {
+        c->inlen = 0;
+        snprintf(c->method, sizeof(c->method), "-");
+        error_reply(c, -r, true, false);
+        return true;
+    }
+    snprintf(c->method, sizeof(c->method), "%s", req.method_str);
+    c->keepalive = req.keepalive;
+    c->sent = 0;
+    int perr = target_path(&req, raw, vp);
+    if (req.range && req.range_len < sizeof(range)) {
+        memcpy(range, req.range, req.range_len);
+        range_len = req.range_len;
+    }
+    consume(c, (size_t)r);            /* req.* pointers are invalid now */
+    bool has_body = req.chunked || req.content_length > 0;
+    bool head = req.method == HM_HEAD;
+
+    if (perr) {
+        error_reply(c, perr, true, head);
+    } else if (req.method == HM_GET || req.method == HM_HEAD) {
+        if (has_body)
+            c->keepalive = false;     /* body is not read: close after */
+        serve_get(c, vp, raw, head, range_len ? range : NULL, range_len);
+    } else if (req.method == HM_PUT || req.method == HM_POST) {
+        start_upload(c, vp, raw, &req);
+    } else {
+        if (has_body)
+            c->keepalive = false;
+        if (req.method == HM_OPTIONS)
+            respond(c, 204, "Allow: GET, HEAD, PUT, POST, OPTIONS\r\n", NULL,
+                    0, NULL, 0);
+        else if (req.method == HM_DELETE)
+            respond(c, 405, "Allow: GET, HEAD, PUT, POST, OPTIONS\r\n",
+                    "text/plain\r\n", 23, "405 Method Not Allowed\n", 23);
+        else
+            error_reply(c, 501, false, false);
+    }
+    return true;
+}
+
+/* Response fully sent: log, then keep-alive or start the lingering close. */
+static void response_done(struct http_conn *c)
+{
+    log_info("http %s %s %d %llu", c->base.peer_str, c->method, c->status,
+             (unsigned long long)c->sent);
+    if (!c->keepalive) {
+        shutdown(c->h.fd, SHUT_WR);
+        c->state = HS_DRAIN;
+        c->drained = 0;
+        return;
+    }
+    c->state = HS_READ;
+}
+
+/* Send the response head and file body.  True when the response is done. */
+static bool send_some(struct http_conn *c)
+{
+    if (obuf_pending(&c->out)) {
+        int r = obuf_flush(c->h.fd, &c->out);
+        if (r < 0) {
+            c->broken = true;
+            return false;
+        }
+        if (r == 0)
+            return false;
+    }
+    if (c->file_fd >= 0) {
+        size_t budget = SEND_BUDGET;
+        while (c->foff < c->fend && budget > 0) {
+            size_t want = (size_t)(c->fend - c->foff);
+            if (want > budget)
+                want = budget;
+            ssize_t n;
+            if (g_cfg.use_sendfile) {
+                n = sendfile(c->h.fd, c->file_fd, &c->foff, want);
+            } else {
+                char buf[65536];
+                if (want > sizeof(buf))
+                    want = sizeof(buf);
+                n = pread(c->file_fd, buf, want, c->foff);
+                if (n > 0) {
+                    ssize_t w = send(c->h.fd, buf, (size_t)n, MSG_NOSIGNAL);
+                    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return false;
+                    n = w;
+                    if (n > 0)
+                        c->foff += n;
+                } else if (n == 0) {
+                    errno = EIO;
+                    n = -1;
+                }
+            }
+            if (n > 0) {
+                c->sent += (uint64_t)n;
+                budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            /* error or file shrank: the length promised is wrong, close */
+            c->broken = true;
+            return false;
+        }
+        conn_touch(&c->base);
+        if (c->foff < c->fend)
+            return false;
+        close(c->file_fd);
+        c->file_fd = -1;
+    }
+    response_done(c);
+    return true;
+}
+
+/* Read more of the request head. */
+static void read_head(struct http_conn *c)
+{
+    if (c->inlen >= HTTP_HDR_MAX)
+        return;
+    ssize_t n = recv(c->h.fd, c->in + c->inlen, HTTP_HDR_MAX - c->inlen, 0);
+    if (n == 0) {
+        c->broken = true;
+        return;
+    }
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            c->broken = true;
+        return;
+    }
+    c->inlen += (size_t)n;
+    conn_touch(&c->base);
+}
+
+/* Read upload body bytes from the socket (up to 4 MiB per wakeup). */
+static void read_body(struct http_conn *c)
+{
+    if (!c->upbuf && !(c->upbuf = malloc(XFER_BUF_SIZE))) {
+        c->broken = true;
+        return;
+    }
+    for (int i = 0; i < 16 && c->state == HS_BODY; i++) {
+        size_t cap = XFER_BUF_SIZE;
+        if (!c->up_chunked && (int64_t)cap > c->up_remaining)
+            cap = (size_t)c->up_remaining;
+        ssize_t n = recv(c->h.fd, c->upbuf, cap, 0);
+        if (n == 0) {
+            log_info("http %s: client closed during upload",
+                     c->base.peer_str);
+            c->broken = true;
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                c->broken = true;
+            break;
+        }
+        conn_touch(&c->base);
+        size_t used = 0;
+        int r = body_feed(c, c->upbuf, (size_t)n, &used);
+        if (r > 0 && used < (size_t)n) {
+            /* pipelined bytes after a chunked body: keep them if they fit */
+            size_t left = (size_t)n - used;
+            if (c->inlen + left <= HTTP_HDR_MAX) {
+                memcpy(c->in + c->inlen, c->upbuf + used, left);
+                c->inlen += left;
+            } else {
+                c->keepalive = false;
+            }
+        }
+        body_result(c, r);
+    }
+}
+
+/* Discard input after a closing response until EOF (bounded). */
+static void drain(struct http_conn *c)
+{
+    char buf[16384];
+    for (int i = 0; i < 8; i++) {
+        ssize_t n = recv(c->h.fd, buf, sizeof(buf), 0);
+        if (n > 0) {
+            c->drained += (size_t)n;
+            if (c->drained > (1u << 20)) {
+                c->broken = true;
+                return;
+            }
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        c->broken = true;             /* EOF or error: done */
+        return;
+    }
+}
+
+/* Set epoll interest from the state. */
+static void http_update(struct http_conn *c)
+{
+    uint32_t ev = 0;
+    switch (c->state) {
+    case HS_READ:
+        if (c->inlen < HTTP_HDR_MAX)
+            ev = EPOLLIN;
+        if (c->kick)
+            ev |= EPOLLOUT;
+        break;
+    case HS_BODY:
+    case HS_DRAIN:
+        ev = EPOLLIN;
+        break;
+    case HS_SEND:
+        ev = EPOLLOUT;
+        break;
+    }
+    ev_set(&c->h, ev);
+}
+
+/* Readiness on an HTTP connection: run the state machine. */
+void http_event(struct handler *h, uint32_t events)
+{
+    struct http_conn *c = (struct http_conn *)h->conn;
+    bool readable = events & (EPOLLIN | EPOLLHUP | EPOLLERR);
+
+    c->kick = false;
+    if (readable) {
+        if (c->state == HS_READ)
+            read_head(c);
+        else if (c->state == HS_BODY)
+            read_body(c);
+        else if (c->state == HS_DRAIN)
+            drain(c);
+    }
+    int guard;
+    for (guard = 0; guard < 32 && !c->broken; guard++) {
+        if (c->state == HS_READ) {
+            if (!try_request(c))
+                break;
+        } else if (c->state == HS_SEND) {
+            if (!send_some(c))
+                break;
+        } else {
+            break;
+        }
+    }
+    if (guard == 32 && c->state == HS_READ && c->inlen > 0)
+        c->kick = true;
+    if (c->broken)
+        conn_kill(&c->base);
+    else
+        http_update(c);
+}
+
+/* New HTTP connection. */
+void http_accept(int fd, const struct sockaddr_storage *peer)
+{
+    struct http_conn *c = malloc(sizeof(*c));
+    if (!c) {
+        close(fd);
+        return;
+    }
+    memset(c, 0, offsetof(struct http_conn, in));
+    c->base.kind = C_HTTP;
+    c->h = (struct handler){ H_HTTP, fd, 0, &c->base };
+    c->file_fd = -1;
+    c->up_fd = -1;
+    c->state = HS_READ;
+    sockaddr_to_str((const struct sockaddr *)peer, c->base.peer_str,
+                    sizeof(c->base.peer_str));
+    conn_register(&c->base);
+    http_update(c);
+}
+
+/* Idle timeout (main.c closes the connection afterwards). */
+void http_timeout(struct conn *c)
+{
+    log_debug("http %s: idle timeout", c->peer_str);
+}
+
+/* Close the connection's descriptors. */
+void http_close(struct conn *cc)
+{
+    struct http_conn *c = (struct http_conn *)cc;
+    ev_close(&c->h);
+    if (c->file_fd >= 0)
+        close(c->file_fd);
+    if (c->up_fd >= 0)
+        close(c->up_fd);
+    c->file_fd = c->up_fd = -1;
+}
+
+/* Release the connection's memory. */
+void http_free(struct conn *cc)
+{
+    struct http_conn *c = (struct http_conn *)cc;
+    obuf_free(&c->out);
+    free(c->upbuf);
+    free(c->location);
+    free(c);
+}

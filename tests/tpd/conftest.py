@@ -1,0 +1,157 @@
+"""Fixtures for the tpd tests: build the server with make, run it on free
+loopback ports against a temporary home, and check on teardown that it
+exits 0 on SIGTERM and that the sanitizers reported nothing.
+
+The tests run the AddressSanitizer + UBSan build (build/tpd-asan) unless
+TPD_TEST_BINARY=plain is set.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TPD_DIR = REPO / "servers" / "tpd"
+BUILD = TPD_DIR / "build"
+PASSWORD_HASH_SECRET = "hashpw"
+PASSWORD_HASH = ("$6$tpdtestsalt$fd.cIRmqhFaTewY2ZkMJ0XhYtWcc3GUQr5yg2IoGVXkOzArnd1"
+                 "ZKOC0BQfi4TM8mUQp8U5alfqz/x./RK9XAC0")
+
+
+def free_port() -> int:
+    """Return a currently unused TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def raise_nofile(target: int = 20000) -> int:
+    """Raise this process's RLIMIT_NOFILE soft limit (bounded by hard)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(target, hard) if hard != resource.RLIM_INFINITY else target
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+@pytest.fixture(scope="session")
+def tpd_binary() -> Path:
+    """Build tpd (and tpd-asan) once per session and return the binary."""
+    subprocess.run(["make", "-C", str(TPD_DIR), "all", "asan"], check=True,
+                   capture_output=True, timeout=300)
+    if os.environ.get("TPD_TEST_BINARY") == "plain":
+        return BUILD / "tpd"
+    return BUILD / "tpd-asan"
+
+
+class TpdServer:
+    """A running tpd instance with its ports, home and log."""
+
+    def __init__(self, binary: Path, tmp: Path, *, http: bool = True,
+                 extra: list[str] | None = None, first_user_ro: bool = False):
+        self.tmp = tmp
+        self.home = tmp / "home"
+        self.home.mkdir(exist_ok=True)
+        self.rohome = tmp / "rohome"
+        self.rohome.mkdir(exist_ok=True)
+        self.outside = tmp / "outside"
+        self.outside.mkdir(exist_ok=True)
+        (self.outside / "secret.txt").write_text("top secret\n")
+        hashed = PASSWORD_HASH  # crypt(3) SHA-512 of PASSWORD_HASH_SECRET
+        lines = [
+            f"alice:{{plain}}secret:{self.home}:rw",
+            f"bob:{{plain}}builder:{self.rohome}:r",
+            f"carol:{hashed}:{self.home}:rw",
+        ]
+        if first_user_ro:
+            lines.insert(0, lines.pop(1))
+        self.users = tmp / "users.txt"
+        self.users.write_text("\n".join(lines) + "\n")
+        self.ftp_port = free_port()
+        self.http_port = free_port() if http else None
+        self.log_path = tmp / f"tpd-{self.ftp_port}.log"
+        args = [str(binary), "--ftp-listen", f"127.0.0.1:{self.ftp_port}",
+                "--users", str(self.users), "--pasv-ports", "40000-44999",
+                "--max-conns", "5000", "--idle-timeout", "60",
+                "--log-level", "info"]
+        if http:
+            args += ["--http-listen", f"127.0.0.1:{self.http_port}"]
+        args += extra or []
+        self.args = args
+        self.log = open(self.log_path, "wb")
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=23",
+                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=env)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("tpd exited early:\n" + self.log_text())
+            try:
+                with socket.create_connection(("127.0.0.1", self.ftp_port), timeout=1) as s:
+                    s.recv(100)
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("tpd did not start:\n" + self.log_text())
+
+    def log_text(self) -> str:
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def fd_count(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def stop(self) -> int:
+        """SIGTERM the server; return its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.log.close()
+        return self.proc.returncode
+
+
+def _check_clean(srv: TpdServer) -> None:
+    rc = srv.stop()
+    text = srv.log_path.read_text(errors="replace")
+    assert "ERROR: AddressSanitizer" not in text, text[-5000:]
+    assert "ERROR: LeakSanitizer" not in text, text[-5000:]
+    assert "runtime error:" not in text, text[-5000:]
+    assert rc == 0, f"tpd exit status {rc}\n{text[-3000:]}"
+
+
+@pytest.fixture
+def make_server(tpd_binary, tmp_path):
+    """Factory: start extra servers (with options); all are checked on exit."""
+    servers: list[TpdServer] = []
+
+    def factory(**kw) -> TpdServer:
+        d = tmp_path / f"srv{len(servers)}"
+        d.mkdir()
+        srv = TpdServer(tpd_binary, d, **kw)
+        servers.append(srv)
+        return srv
+
+    yield factory
+    for srv in servers:
+        _check_clean(srv)
+
+
+@pytest.fixture
+def server(make_server) -> TpdServer:
+    """A default server: FTP + HTTP, alice (rw) first."""
+    return make_server()

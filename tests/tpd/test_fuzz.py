@@ -1,0 +1,47 @@
+"""Bounded libFuzzer runs of the FTP command parser and the HTTP request
+parser (servers/tpd/fuzz/).  Skipped when clang/libFuzzer is missing.
+TPD_FUZZ_SECONDS (default 25) sets the time per target."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from .conftest import BUILD, TPD_DIR
+
+SEEDS = {
+    "fuzz_ftp": [b"USER alice\r\n", b"PORT 127,0,0,1,4,1\r\n", b"EPRT |2|::1|5000|\r\n",
+                 b"CWD ../../a/./b//c\r\n", b"\xff\xf4\xff\xf2ABOR\r\n", b"RETR x\n"],
+    "fuzz_http": [b"GET /a%20b?q HTTP/1.1\r\nHost: x\r\nRange: bytes=1-5\r\n\r\n",
+                  b"PUT /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"5;ext\r\nhello\r\n0\r\nTrailer: x\r\n\r\n",
+                  b"POST /p HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc"],
+}
+
+
+@pytest.fixture(scope="module")
+def fuzzers():
+    if not shutil.which("clang"):
+        pytest.skip("clang not installed")
+    p = subprocess.run(["make", "-C", str(TPD_DIR), "fuzz"], capture_output=True, timeout=300)
+    if p.returncode != 0:
+        pytest.skip("libFuzzer build failed: " + p.stderr.decode()[-500:])
+    return BUILD
+
+
+@pytest.mark.parametrize("target", ["fuzz_ftp", "fuzz_http"])
+def test_fuzz_target(fuzzers, target, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, seed in enumerate(SEEDS[target]):
+        (corpus / f"seed{i}").write_bytes(seed)
+    secs = int(os.environ.get("TPD_FUZZ_SECONDS", "25"))
+    p = subprocess.run([str(fuzzers / target), f"-max_total_time={secs}", "-max_len=4096",
+                        "-timeout=5", "-rss_limit_mb=1024",
+                        f"-artifact_prefix={tmp_path}/", str(corpus)],
+                       capture_output=True, timeout=secs + 120)
+    tail = p.stderr.decode(errors="replace")[-3000:]
+    assert p.returncode == 0, tail
+    assert "Done" in tail
