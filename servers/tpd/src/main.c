@@ -574,7 +574,7 @@ static int open_listener(const char *spec, struct handler *h)
         return -1;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0) {
+    if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, TPD_LISTEN_BACKLOG) < 0) {
         log_error("listen %s: %s", spec, strerror(errno));
         close(fd);
         return -1;
