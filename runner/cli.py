@@ -10,6 +10,7 @@
     xferlab servers [--fetch NAME]                      what can run here, and why not
     xferlab selftest                                    load-generator speed vs a plain socket reader
     xferlab worker                                      run queued campaigns (for the dashboard)
+    xferlab images bootstrap|build|list                 container images, built offline (docker backend)
     xferlab dashboard                                   serve the web dashboard
     xferlab db                                          where the database is; migrate it
 """
@@ -369,6 +370,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return int(worker.main(args) or 0)
 
 
+def cmd_images(args: argparse.Namespace) -> int:
+    from runner import images
+
+    return int(images.main(args) or 0)
+
+
 def cmd_dashboard(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -451,6 +458,12 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--once", action="store_true", help="exit when no queued cell is left")
     w.add_argument("--poll", type=float, default=2.0, help="seconds between polls when idle")
     w.set_defaults(func=cmd_worker)
+
+    im = sub.add_parser("images", help="container images: bootstrap the Debian base offline, build, list")
+    from runner.images import add_arguments as _images_args
+
+    _images_args(im)
+    im.set_defaults(func=cmd_images)
 
     ds = sub.add_parser("dashboard", help="serve the web dashboard")
     ds.add_argument("--host", default="127.0.0.1")

@@ -143,17 +143,30 @@ def run_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *, reporter: Repo
             memory["uss"]["peak"] = sampler.peak_uss
             memory["rss_minus_shared"]["peak"] = sampler.peak_rss_minus_shared
             timeline = [list(t) for t in sampler.timeline[-2000:]]
-        samples = phase_samples(result, memory=memory, server_cpu=server_cpu, memory_timeline=timeline)
+        # docker backend: the container's memory cgroup (current/peak/anon), beside the tree's figures
+        cgroup_mem = handle.cgroup_memory() if hasattr(handle, "cgroup_memory") else None
+        samples = phase_samples(result, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
+                                cgroup_memory=cgroup_mem)
         summary = headline(result)
         if result.error_count:
             kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items()))
-            return CellOutcome("failed", f"{result.error_count} failed operations ({kinds})", result, samples,
-                               build, summary)
+            reason = f"{result.error_count} failed operations ({kinds})"
+            detail = "; ".join(n for n in result.notes if n.startswith(("first ", "phase timeout")))
+            if detail:
+                reason += f": {detail}"
+            if not handle.alive():  # say so when the server died under load
+                why = handle.exit_reason() if hasattr(handle, "exit_reason") else None
+                reason += f"; server not running at the end of the cell ({why or 'exited'})"
+            return CellOutcome("failed", reason, result, samples, build, summary)
         return CellOutcome("done", None, result, samples, build, summary)
     except ServerSkipped as exc:
         return CellOutcome("skipped", f"skipped: {exc}", summary=f"skipped: {exc}")
     except (ServerFailed, LoadError) as exc:
-        return CellOutcome("failed", str(exc), build_info=handle.build_info if handle else None, summary=str(exc))
+        reason = str(exc)
+        if handle is not None and not handle.alive():  # say so when the server died under load
+            why = handle.exit_reason() if hasattr(handle, "exit_reason") else None
+            reason += f"; server not running ({why or 'exited'})"
+        return CellOutcome("failed", reason, build_info=handle.build_info if handle else None, summary=reason)
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the campaign going
         log.debug("cell %s crashed", cell.id, exc_info=True)
         tb = traceback.format_exc(limit=3)

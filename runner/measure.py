@@ -46,7 +46,8 @@ def client_utilization(result: PhaseResult) -> float:
 
 def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float]] | None = None,
                   server_cpu: tuple[float, float] | None = None,
-                  memory_timeline: list[Any] | None = None) -> list[Sample]:
+                  memory_timeline: list[Any] | None = None,
+                  cgroup_memory: dict[str, float] | None = None) -> list[Sample]:
     """Sample rows for one measured phase.
 
     Args:
@@ -55,6 +56,9 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float]] | 
             "rss_minus_shared": {...}}`` in bytes (server process tree, recursive).
         server_cpu: (user, system) CPU seconds of the server tree during the phase.
         memory_timeline: ``[(t_s, uss, rss_minus_shared, nprocs), ...]`` stored raw on the peak sample.
+        cgroup_memory: the server container's memory cgroup at the end of the phase,
+            ``{"current": b, "peak": b, "anon": b}`` in bytes (docker backend), stored as
+            metric ``server_cgroup_mem``.
     Returns: unsaved Sample objects (cell_id unset).
     """
     info = WORKLOADS.get(result.workload)
@@ -90,6 +94,9 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float]] | 
                 continue
             raw = memory_timeline if (stat == "peak" and kind == "uss" and memory_timeline) else None
             out.append(Sample(metric=metric, stat=stat, value=float(v), unit="bytes", raw=raw))
+    for stat, v in (cgroup_memory or {}).items():
+        if v is not None:
+            out.append(Sample(metric="server_cgroup_mem", stat=stat, value=float(v), unit="bytes"))
     return out
 
 

@@ -25,8 +25,8 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_cpu", "utilization"): ("ratio", False),
     ("errors", "total"): ("count", False),
 }
-MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss")
-MEMORY_STATS = ("start", "loaded", "end", "peak")
+MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
+MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
 
 
 def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:

@@ -8,16 +8,21 @@ from typing import Any
 
 from .base import Backend, ServerFailed, ServerHandle, ServerRequest, ServerSkipped, Target
 
-#: Backend names get_backend() accepts ("docker" comes later).
-BACKENDS = ("local",)
+#: Backend names get_backend() accepts.
+BACKENDS = ("local", "docker")
 
 
 def get_backend(name: str, **kwargs: Any) -> Backend:
-    """Return a new backend by name (``"local"``); ``kwargs`` go to its constructor
-    (e.g. ``progress=print``). Raises ValueError naming the valid backends."""
+    """Return a new backend by name (``"local"`` or ``"docker"``); ``kwargs`` go to its
+    constructor (e.g. ``progress=print``). Raises ValueError naming the valid backends;
+    for ``"docker"``, ImportError without the Docker SDK and RuntimeError when no Docker
+    engine answers (``resolve_backend("auto")`` then falls back to local)."""
     if name == "local":
         from .local import LocalBackend
         return LocalBackend(**kwargs)
+    if name == "docker":
+        from .docker import DockerBackend
+        return DockerBackend(**kwargs)
     raise ValueError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
 
 

@@ -1,0 +1,41 @@
+"""Shared helpers for tests that need a Docker engine: skip (with the reason) only when
+none answers; every container/volume a test makes carries a per-session label and is
+removed at the end."""
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+#: Label value of this test session's containers (``xferlab.test=<value>``).
+SESSION_LABEL = f"pytest-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def docker_client_or_skip():
+    """A docker.DockerClient, or pytest.skip with the reason when no engine answers."""
+    try:
+        import docker
+    except ImportError:
+        pytest.skip("Docker SDK for Python not installed (pip install 'docker>=7')")
+    try:
+        c = docker.from_env(timeout=120)
+        c.ping()
+        return c
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no Docker engine answers: {type(e).__name__}: {e}")
+
+
+def ensure_base(client) -> None:
+    """Bootstrap the Debian base image once (cached: skipped when the tag exists)."""
+    from runner import images
+
+    if not images.image_exists(client, images.BASE_TAG):
+        images.bootstrap_base(client=client, progress=lambda m: print(f"[images] {m}"))
+
+
+def cleanup_session(client) -> None:
+    """Remove every container and volume labelled with this session's label."""
+    from runner.backends.docker import cleanup
+
+    cleanup(client, label="xferlab.test", value=SESSION_LABEL)

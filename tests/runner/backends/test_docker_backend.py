@@ -1,0 +1,154 @@
+"""Docker backend against real containers: all six server images, passive transfers,
+limits/sysctls/storage, the cgroup and process-tree memory, failures with reasons.
+
+Skipped (with the reason) only when no Docker engine answers. Images are built once
+(the base by debootstrap when missing) and reused across runs."""
+from __future__ import annotations
+
+import ftplib
+import io
+from pathlib import Path
+
+import psutil
+import pytest
+
+from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
+from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+
+pytestmark = [pytest.mark.docker, pytest.mark.integration]
+
+SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd")
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = docker_client_or_skip()
+    ensure_base(c)
+    yield c
+    cleanup_session(c)
+
+
+@pytest.fixture(scope="module")
+def dbackend(client):
+    from runner.backends.docker import DockerBackend
+
+    return DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL},
+                         progress=lambda m: print(f"[docker] {m}"))
+
+
+def _ftp(t) -> ftplib.FTP:
+    f = ftplib.FTP(timeout=10)
+    f.connect(t.host, t.port)
+    f.login(t.user, t.password)
+    return f
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_server_container_serves_passive_transfers(dbackend, client, name):
+    h = dbackend.start(ServerRequest(name), cpu=[0])
+    cid = h.container_id
+    try:
+        assert h.alive()
+        info = h.build_info
+        img = client.images.get(info["image_tag"])
+        assert info["image_id"] == img.id and info["backend"] == "docker"
+        assert info["version"] and info["greeting"].startswith("220")
+        # handle.pid is the container's main process as a host PID: the tree sampler works
+        p = psutil.Process(h.pid)
+        assert p.is_running() and p.name() != "docker-init"  # the server, not the container's init
+        assert p.parent().name() == "docker-init"
+        data = bytes(range(256)) * 4096  # 1 MiB
+        f = _ftp(h.target)
+        f.storbinary("STOR probe.bin", io.BytesIO(data))
+        buf = io.BytesIO()
+        f.retrbinary("RETR probe.bin", buf.write)
+        f.quit()
+        assert buf.getvalue() == data
+        mem = h.cgroup_memory()
+        assert set(mem) >= {"current", "peak", "anon"}, mem
+        assert 0 < mem["anon"] <= mem["current"] <= mem["peak"]
+        attrs = client.api.inspect_container(cid)
+        assert attrs["HostConfig"]["CpusetCpus"] == "0"
+        assert attrs["Config"]["Labels"]["xferlab.test"] == SESSION_LABEL
+    finally:
+        h.stop()
+    h.stop()  # idempotent
+    assert not h.alive()
+    assert not client.containers.list(all=True, filters={"id": cid})
+
+
+def test_limits_sysctls_tmpfs_storage(dbackend, client):
+    h = dbackend.start(ServerRequest("pyftpdlib", variant={"storage": "tmpfs", "memory": "512m",
+                                                             "sysctls": {"net.core.somaxconn": "8192"}}))
+    try:
+        c = client.containers.get(h.container_id)
+        hc = c.attrs["HostConfig"]
+        assert hc["Memory"] == 512 * 2**20
+        assert hc["Sysctls"]["net.core.somaxconn"] == "8192"
+        assert hc["Sysctls"]["net.ipv4.tcp_tw_reuse"] == "1"
+        assert "/srv/ftp" in hc["Tmpfs"]
+        code, out = c.exec_run(["sh", "-c", "cat /proc/sys/net/core/somaxconn; ulimit -n; "
+                                            "grep ' /srv/ftp ' /proc/mounts"])
+        lines = out.decode().split("\n")
+        assert code == 0 and lines[0] == "8192"
+        assert int(lines[1]) == h.build_info["rlimit_nofile"][0] >= 4096
+        assert "tmpfs" in lines[2]
+        assert h.build_info["storage"] == "tmpfs" and h.build_info["memory_limit"] == "512m"
+    finally:
+        h.stop()
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_masquerade_address_in_pasv_reply(dbackend, name):
+    h = dbackend.start(ServerRequest(name, variant={"masquerade_address": "203.0.113.7"}))
+    try:
+        f = _ftp(h.target)
+        resp = f.sendcmd("PASV")
+        f.close()
+        assert resp.startswith("227") and "203,0,113,7" in resp, resp
+        port = [int(x) for x in resp.split("(")[1].split(")")[0].split(",")][-2:]
+        assert 30000 <= port[0] * 256 + port[1] <= 31999, resp
+    finally:
+        h.stop()
+
+
+def test_host_network_variant(dbackend):
+    h = dbackend.start(ServerRequest("vsftpd", variant={"network": "host"}))
+    try:
+        assert h.target.host == "127.0.0.1" and h.build_info["network"] == "host"
+        f = _ftp(h.target)
+        f.storbinary("STOR a", io.BytesIO(b"x" * 1000))
+        assert f.size("a") == 1000
+        f.quit()
+    finally:
+        h.stop()
+
+
+def test_start_failure_names_the_reason_and_leaves_nothing(dbackend, client):
+    with pytest.raises(ServerFailed) as ei:
+        dbackend.start(ServerRequest("pyftpdlib", variant={"sysctls": {"net.nonexistent.knob": "1"}}))
+    assert "pyftpdlib" in str(ei.value) and "docker could not start" in str(ei.value)
+    assert not client.containers.list(all=True, filters={"label": f"xferlab.test={SESSION_LABEL}"})
+
+
+def test_container_killed_is_reported_dead(dbackend, client):
+    h = dbackend.start(ServerRequest("proftpd"))
+    try:
+        client.containers.get(h.container_id).kill()
+        assert not h.alive()
+        assert "exit" in (h.exit_reason() or "")
+    finally:
+        h.stop()
+
+
+def test_unknown_variant_values_are_skips(dbackend):
+    with pytest.raises(ServerSkipped, match="storage"):
+        dbackend.start(ServerRequest("vsftpd", variant={"storage": "floppy"}))
+    with pytest.raises(ServerSkipped, match="one version per image"):
+        dbackend.check(ServerRequest("vsftpd", version="2.3.5"))
+
+
+def test_auto_backend_is_docker_when_engine_answers(client):
+    from runner.execute import resolve_backend
+
+    assert resolve_backend("auto").name == "docker"
