@@ -65,16 +65,23 @@ class CellOutcome:
 
 
 def resolve_backend(name: str) -> Backend:
-    """The backend object for a spec's ``backend`` (``auto`` = docker when an engine
-    answers and the docker backend exists, else local). Raises ValueError for an
-    unknown name."""
+    """The backend object for a spec's ``backend``: ``auto`` = docker when an engine
+    answers and its base image exists or can be bootstrapped (root + debootstrap),
+    else local (DESIGN.md "Defaults"). Raises ValueError for an unknown name."""
     from runner.backends import get_backend
 
     if name == "auto":
         try:
-            return get_backend("docker")
+            backend = get_backend("docker")
         except (ValueError, ImportError, RuntimeError):
             return get_backend("local")
+        from runner import images
+
+        if not images.image_exists(backend.client, images.BASE_TAG) and not images.can_bootstrap():
+            log.warning("docker engine answers but %s is missing and cannot be bootstrapped here "
+                        "(needs root and debootstrap): using the local backend", images.BASE_TAG)
+            return get_backend("local")
+        return backend
     return get_backend(name)
 
 

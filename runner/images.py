@@ -147,6 +147,11 @@ def apt_mirror(suite: str = SUITE, roots: Iterable[Path] = (Path("/etc/apt/sourc
                      f"{', '.join(str(r) for r in roots)}; debootstrap needs a mirror")
 
 
+def can_bootstrap() -> bool:
+    """True when :func:`bootstrap_base` can run here: root and debootstrap present."""
+    return os.geteuid() == 0 and bool(shutil.which("debootstrap") or Path("/usr/sbin/debootstrap").exists())
+
+
 def image_exists(client, tag: str) -> bool:
     """True when the engine has an image tagged ``tag``."""
     import docker
@@ -309,8 +314,9 @@ def ensure_server_image(name: str, version: str | None = None, *, client=None, p
     """Build the image for server ``name`` at ``version`` unless an image with the same
     tag and the same context hash (label ``xferlab.context_hash``) exists.
 
-    Returns (tag, image ID, built now). Raises KeyError-free ImageError for an unknown
-    server, a server without a Dockerfile, a missing base image or a failed build."""
+    The base image is bootstrapped first when missing (:func:`bootstrap_base`).
+    Returns (tag, image ID, built now). Raises ImageError for an unknown server, a
+    server without a Dockerfile, a base image that cannot be bootstrapped, or a failed build."""
     spec = SERVER_IMAGES.get(name)
     if spec is None:
         raise ImageError(f"no image for server {name!r}; known: {', '.join(SERVER_IMAGES)}")
@@ -322,7 +328,10 @@ def ensure_server_image(name: str, version: str | None = None, *, client=None, p
     client = client or _client()
     import docker
 
-    base_id = client.images.get(BASE_TAG).id if image_exists(client, BASE_TAG) else ""
+    if not image_exists(client, BASE_TAG):  # first use on this engine: make the base offline
+        progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
+        bootstrap_base(progress=progress, client=client)
+    base_id = client.images.get(BASE_TAG).id
     buildargs = {spec.version_arg: version or ""} if spec.version_arg else {}
     chash = context_hash(spec.context, {"buildargs": buildargs, "base": base_id})
     tag = server_tag(name, version)
@@ -350,7 +359,10 @@ def ensure_lab_image(tag: str, *, client=None, progress: Progress = print, rebui
     client = client or _client()
     import docker
 
-    base_id = client.images.get(BASE_TAG).id if image_exists(client, BASE_TAG) else ""
+    if not image_exists(client, BASE_TAG):  # first use on this engine: make the base offline
+        progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
+        bootstrap_base(progress=progress, client=client)
+    base_id = client.images.get(BASE_TAG).id
     if context == REPO_ROOT:  # the app image: hash what it copies, not the whole checkout
         parts = [REPO_ROOT / p for p in ("pyproject.toml", "runner", "dashboard", "migrations", "alembic.ini",
                                          "servers", dockerfile)]
