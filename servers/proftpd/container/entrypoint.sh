@@ -20,6 +20,8 @@ DefaultServer         on
 Port                  ${FTP_PORT:-21}
 UseIPv6               off
 MaxInstances          $MAX_CLIENTS
+# The largest listen backlog proftpd accepts (docs/methodology.md, "Listen backlog")
+TCPBacklog            255
 MaxClients            none
 MaxClientsPerHost     none
 MaxConnectionsPerHost none
