@@ -12,6 +12,8 @@
     xferlab worker                                      run queued campaigns (for the dashboard)
     xferlab images bootstrap|build|list                 container images, built offline (docker backend)
     xferlab dashboard                                   serve the web dashboard
+    xferlab loadgen --host H --port P ... --start-at T   one load phase from this host, as JSON (multi-host)
+    xferlab serve --server JSON --bind ADDR             one server on this host, driven over stdin (multi-host)
     xferlab db                                          where the database is; migrate it
 """
 from __future__ import annotations
@@ -94,6 +96,8 @@ def _build_spec(args: argparse.Namespace):
             w.setdefault("params", {}).update(overrides)
     if args.no_pin:
         data["pinning"] = {}
+    if getattr(args, "inventory", None):
+        data["hosts"] = {**(data.get("hosts") or {}), "inventory": args.inventory}
     return parse_spec(data, args.spec or f"preset {args.preset or 'classic'} with command-line options")
 
 
@@ -376,6 +380,18 @@ def cmd_images(args: argparse.Namespace) -> int:
     return int(images.main(args) or 0)
 
 
+def cmd_loadgen(args: argparse.Namespace) -> int:
+    from runner import loadgen_remote
+
+    return int(loadgen_remote.main(args) or 0)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from runner import multihost
+
+    return int(multihost.serve_main(args) or 0)
+
+
 def cmd_dashboard(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -408,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", choices=("auto", "local", "docker"))
     r.add_argument("--no-pin", action="store_true", help="no CPU pinning")
     r.add_argument("--format", choices=FORMATS, help="format of the printed tables (default text)")
+    r.add_argument("--inventory", help="run across hosts: Ansible inventory with groups servers and clients "
+                                       "(docs/multi-host.md)")
     r.set_defaults(func=cmd_run)
 
     rs = sub.add_parser("resume", help="finish the queued cells of an interrupted campaign")
@@ -464,6 +482,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     _images_args(im)
     im.set_defaults(func=cmd_images)
+
+    lg = sub.add_parser("loadgen", help="run one load phase from this host at a given time, print JSON (multi-host)")
+    from runner.loadgen_remote import add_arguments as _loadgen_args
+
+    _loadgen_args(lg)
+    lg.set_defaults(func=cmd_loadgen)
+
+    se = sub.add_parser("serve", help="start one server on this host, driven over stdin (multi-host)")
+    from runner.multihost import add_serve_arguments as _serve_args
+
+    _serve_args(se)
+    se.set_defaults(func=cmd_serve)
 
     ds = sub.add_parser("dashboard", help="serve the web dashboard")
     ds.add_argument("--host", default="127.0.0.1")

@@ -62,6 +62,7 @@ class CellOutcome:
     samples: list = field(default_factory=list)
     build_info: dict[str, Any] | None = None
     summary: str = ""
+    environment: dict[str, Any] | None = None  # set by runner.multihost: the cell's own hosts
 
 
 def resolve_backend(name: str) -> Backend:
@@ -99,6 +100,10 @@ def run_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *, reporter: Repo
     from runner.load.run import LoadError, run_workload_sync
     from runner.metrics.sampler import TreeSampler
 
+    if spec.hosts is not None:  # server and load generators on other hosts
+        from runner.multihost import run_cell as run_multihost_cell
+
+        return run_multihost_cell(cell, spec, reporter=reporter)
     srv = ServerSpec.model_validate(cell.server_spec)
     req = srv.request(spec.max_clients)
     params = WorkloadParams.model_validate(cell.params)
@@ -246,7 +251,12 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
            env_cache: dict) -> None:
     build = crud.get_or_create_build(session, info=outcome.build_info) if outcome.build_info else None
     env = None
-    if outcome.status != "skipped":
+    if outcome.status != "skipped" and outcome.environment is not None:
+        from runner.metrics.environment import environment_class
+
+        env = crud.get_or_create_environment(session, data=outcome.environment,
+                                             env_class=environment_class(outcome.environment))
+    elif outcome.status != "skipped":
         key = (cell.campaign_id, backend.name)
         if key not in env_cache:
             env_cache[key] = _environment(spec, backend)

@@ -129,6 +129,19 @@ class Pinning(BaseModel):
         return v
 
 
+class HostsSpec(BaseModel):
+    """Run the campaign across hosts (runner.multihost, docs/multi-host.md): the server on
+    a host of the inventory's ``servers`` group, load from its ``clients`` hosts."""
+
+    model_config = ConfigDict(extra="forbid")
+    inventory: str | None = Field(None, description="Ansible inventory file (groups servers, clients); "
+                                                    "needed, may be given as xferlab run --inventory")
+    server: str | None = Field(None, description="host of group servers to use; default the first")
+    clients: list[str] | None = Field(None, min_length=1, description="hosts of group clients; default all")
+    start_delay: float = Field(3.0, ge=0.5, le=120, description="s from dispatch to the common start time")
+    server_backend: Literal["local"] = Field("local", description="how xferlab serve starts the server there")
+
+
 class CampaignSpec(BaseModel):
     """A whole campaign. See the module docstring for an example."""
 
@@ -142,6 +155,7 @@ class CampaignSpec(BaseModel):
     pinning: Pinning = Field(default_factory=Pinning)
     max_clients: int = Field(2000, ge=1, description="connection limit configured in each server (seed: 2000)")
     skip_unavailable: bool = Field(True, description="record servers that cannot run as skipped instead of failing")
+    hosts: HostsSpec | None = Field(None, description="run across hosts (runner.multihost); None = this machine")
 
     @model_validator(mode="after")
     def _unique_labels(self) -> CampaignSpec:

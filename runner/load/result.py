@@ -48,6 +48,9 @@ class PhaseResult:
         client_cpu_user_s / client_cpu_system_s: CPU time the load generator process
             spent during the measured phase (s), from ``os.times()`` deltas.
         notes: free-form remarks (e.g. "login mode: sequential").
+        started_at / ended_at: wall clock (``time.time()``, epoch seconds) of the measured
+            phase's first start and last end, None when nothing was measured; used to
+            combine phases run on several client hosts (runner.multihost).
     """
 
     workload: str
@@ -60,6 +63,8 @@ class PhaseResult:
     client_cpu_user_s: float = 0.0
     client_cpu_system_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    started_at: float | None = None
+    ended_at: float | None = None
 
     @property
     def throughput_mib_s(self) -> float:

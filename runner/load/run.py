@@ -97,6 +97,7 @@ class _Phase:
         self.t0: float | None = None
         self.t1: float | None = None
         self.cpu0: os.times_result | None = None
+        self.wall_ref: tuple[float, float] | None = None  # (time.time(), perf_counter()) at begin
         self.cpu_user = 0.0
         self.cpu_sys = 0.0
         self.measuring = False
@@ -124,6 +125,7 @@ class _Phase:
         """Start the measured phase: CPU and wall clocks."""
         self.cpu0 = os.times()
         self.t0 = time.perf_counter()
+        self.wall_ref = (time.time(), self.t0)
         self.measuring = True
 
     def end(self) -> None:
@@ -164,13 +166,19 @@ class _Phase:
             elapsed = (self.t1 if self.t1 is not None else time.perf_counter()) - self.t0
         else:
             elapsed = 0.0
+        started_at = ended_at = None
+        if self.wall_ref is not None and self.t0 is not None:  # wall clock of the measured phase
+            started_at = self.wall_ref[0] + (self.t0 - self.wall_ref[1])
+            ended_at = (self.wall_ref[0] + (self.t1 - self.wall_ref[1]) if self.t1 is not None
+                        else started_at + max(elapsed, 0.0))
         notes = list(self.notes)
         for kind, msg in sorted(self.first_error.items()):
             notes.append(f"first {kind} error: {msg}")
         return PhaseResult(
             workload=self.workload, elapsed_s=max(elapsed, 0.0), bytes=self.bytes, ops=self.ops,
             latencies_ms=self.latencies_ms, errors=dict(self.errors), clients=self.clients,
-            client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes)
+            client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes,
+            started_at=started_at, ended_at=ended_at)
 
     # -- sessions -----------------------------------------------------------------
     async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:

@@ -76,6 +76,30 @@ def xferlab_version() -> str | None:
         return None
 
 
+#: Where the Ansible tuning role records what it applied (ansible/roles/tuning);
+#: the environment variable XFERLAB_TUNING_FILE names another path.
+TUNING_RECORD = "/etc/xferlab/tuning.json"
+
+
+def read_tuning_record() -> dict[str, Any] | None:
+    """The tuning the Ansible ``tuning`` role applied to this host, as it recorded it in
+    ``$XFERLAB_TUNING_FILE`` (default ``/etc/xferlab/tuning.json``): a dict with keys
+    ``sysctls``, ``sysctls_host_wide``, ``nofile``, ``cpu_governor``, ... None when the
+    file is absent; ``{"error": "..."}`` when it is unreadable or not a JSON object."""
+    path = os.environ.get("XFERLAB_TUNING_FILE") or TUNING_RECORD
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return {"error": f"{path}: {exc.strerror}"}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {"error": f"{path}: not JSON: {exc}"}
+    return data if isinstance(data, dict) else {"error": f"{path}: not a JSON object"}
+
+
 def snapshot(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Describe this machine now.
 
@@ -84,7 +108,8 @@ def snapshot(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     ``cores`` (logical CPUs, os.cpu_count), ``cores_usable`` (this process's affinity),
     ``mem_total`` (bytes), ``sysctls`` ({name: value or None} for SYSCTLS),
     ``rlimit_nofile`` ({"soft", "hard"}; -1 = unlimited), ``cpu_governor`` (list, may be
-    empty), ``python`` (version), ``python_implementation``, ``xferlab_version``; then the
+    empty), ``python`` (version), ``python_implementation``, ``xferlab_version``, and
+    ``tuning`` (:func:`read_tuning_record`) when the tuning role's record is present; then the
     items of ``extra`` (e.g. ``{"backend": "local"}``), which override same-named keys.
     """
     u = os.uname()
@@ -107,6 +132,9 @@ def snapshot(extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "xferlab_version": xferlab_version(),
     }
+    tuning = read_tuning_record()
+    if tuning is not None:
+        snap["tuning"] = tuning
     if extra:
         snap.update(extra)
     return snap

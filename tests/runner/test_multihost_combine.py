@@ -1,0 +1,71 @@
+"""runner.multihost's pure parts: splitting clients over hosts, combining per-host results,
+the loadgen JSON round trip, the spec's hosts block. The real thing across hosts is in
+tests/integration/test_multihost.py."""
+from __future__ import annotations
+
+import pytest
+
+from runner.load.result import ClientFigures, PhaseResult
+from runner.loadgen_remote import result_from_json, result_to_json
+from runner.multihost import combine, split_clients
+
+
+def _r(workload: str, elapsed: float, nbytes: int, lat: list[float], clients: list[ClientFigures],
+       start: float, end: float, errors: dict | None = None) -> PhaseResult:
+    return PhaseResult(workload, elapsed, nbytes, len(lat), lat, errors or {}, clients, 0.5, 0.25, ["n"],
+                       start, end)
+
+
+def test_split_clients() -> None:
+    assert split_clients(300, 2) == [150, 150]
+    assert split_clients(5, 2) == [3, 2]
+    assert split_clients(1, 3) == [1, 0, 0]
+    with pytest.raises(ValueError):
+        split_clients(3, 0)
+
+
+def test_combine_concurrent_uses_union_window_and_merges() -> None:
+    a = _r("retr_concurrent", 1.0, 10 << 20, [900.0, 1000.0], [ClientFigures(5 << 20, 0.9),
+                                                              ClientFigures(5 << 20, 1.0)], 100.0, 101.0)
+    b = _r("retr_concurrent", 1.5, 10 << 20, [1400.0, 1500.0], [ClientFigures(5 << 20, 1.4),
+                                                               ClientFigures(5 << 20, 1.5, True)], 100.2, 101.7,
+           {"timeout": 1})
+    c = combine([("cli1", a), ("cli2", b)])
+    assert c.bytes == 20 << 20 and c.ops == 4
+    assert c.elapsed_s == pytest.approx(1.7)
+    assert c.throughput_mib_s == pytest.approx(20 / 1.7)
+    assert sorted(c.latencies_ms) == [900.0, 1000.0, 1400.0, 1500.0]
+    assert len(c.clients) == 4 and c.errors == {"timeout": 1}
+    assert c.client_cpu_user_s == 1.0 and c.client_cpu_system_s == 0.5
+    assert (c.started_at, c.ended_at) == (100.0, 101.7)
+    assert any(n.startswith("cli2: ") for n in c.notes)
+
+
+def test_combine_single_stream_sums_throughputs() -> None:
+    a = _r("retr", 2.0, 200 << 20, [10.0], [], 0.0, 2.0)  # 100 MiB/s
+    b = _r("retr", 1.0, 300 << 20, [10.0], [], 0.0, 1.0)  # 300 MiB/s
+    c = combine([("a", a), ("b", b)])
+    assert c.throughput_mib_s == pytest.approx(400.0)
+
+
+def test_combine_rejects_mixed_or_empty() -> None:
+    with pytest.raises(ValueError):
+        combine([])
+    with pytest.raises(ValueError):
+        combine([("a", _r("login", 1, 0, [], [], 0, 1)), ("b", _r("quit", 1, 0, [], [], 0, 1))])
+
+
+def test_loadgen_json_round_trip() -> None:
+    r = _r("retr_concurrent", 1.0, 3, [1.5], [ClientFigures(3, 1.0, False)], 5.0, 6.0)
+    assert result_from_json(result_to_json(r)) == r
+
+
+def test_spec_hosts_block() -> None:
+    from runner.spec import SpecError, parse_spec
+
+    base = {"servers": [{"name": "pyftpdlib"}], "workloads": [{"name": "login"}]}
+    spec = parse_spec({**base, "hosts": {"inventory": "inv.ini", "clients": ["cli1"]}})
+    assert spec.hosts.inventory == "inv.ini" and spec.hosts.start_delay == 3.0
+    assert parse_spec(base).hosts is None
+    with pytest.raises(SpecError, match="hosts.bogus"):
+        parse_spec({**base, "hosts": {"inventory": "x", "bogus": 1}})
