@@ -1,0 +1,1 @@
+"""Dashboard routes, one module per resource."""

@@ -1,0 +1,187 @@
+/* xferlab dashboard: sortable tables, live campaign progress, charts (Chart.js 3.9). Our own code. */
+"use strict";
+
+const UNIT_MULT = { K: 1024, M: 1048576, G: 1073741824, T: 1099511627776 };
+
+function sortValue(text) {
+  const t = text.trim().replace(/,/g, "");
+  const m = t.match(/^[#]?(-?\d+(?:\.\d+)?)([KMGT])?/);
+  if (!m) return null;
+  return parseFloat(m[1]) * (m[2] ? UNIT_MULT[m[2]] : 1);
+}
+
+function makeSortable(table) {
+  const ths = table.querySelectorAll("thead th");
+  ths.forEach((th, idx) => {
+    th.addEventListener("click", () => {
+      const dir = th.dataset.dir === "asc" ? "desc" : "asc";
+      ths.forEach(h => delete h.dataset.dir);
+      th.dataset.dir = dir;
+      const body = table.tBodies[0];
+      const rows = Array.from(body.rows);
+      const fixed = rows.filter(r => r.classList.contains("geomean"));
+      const sortable = rows.filter(r => !r.classList.contains("geomean"));
+      sortable.sort((a, b) => {
+        const ta = a.cells[idx] ? a.cells[idx].textContent : "", tb = b.cells[idx] ? b.cells[idx].textContent : "";
+        const na = sortValue(ta), nb = sortValue(tb);
+        let c;
+        if (na !== null && nb !== null) c = na - nb;
+        else if (na !== null) c = -1;
+        else if (nb !== null) c = 1;
+        else c = ta.localeCompare(tb);
+        return dir === "asc" ? c : -c;
+      });
+      sortable.concat(fixed).forEach(r => body.appendChild(r));
+    });
+  });
+}
+
+function fmtDuration(s) {
+  if (s === null || s === undefined) return "–";
+  if (s < 90) return Math.round(s) + " s";
+  if (s < 5400) return (s / 60).toFixed(1) + " min";
+  return (s / 3600).toFixed(1) + " h";
+}
+
+function watchCampaign(el) {
+  const id = el.dataset.campaign;
+  let lastDone = parseInt(el.dataset.done, 10);
+  let polls = 0;
+  const maxPolls = 20000; // bounded: about 11 hours at 2 s
+  async function tick() {
+    polls += 1;
+    let c;
+    try {
+      const r = await fetch(`/api/campaigns/${id}`, { headers: { Accept: "application/json" } });
+      if (!r.ok) throw new Error(r.status);
+      c = await r.json();
+    } catch (e) {
+      if (polls < maxPolls) setTimeout(tick, 5000);
+      return;
+    }
+    const finished = c.cells_done + c.cells_failed + c.cells_skipped;
+    document.getElementById("status").innerHTML = `<span class="status status-${c.status}">${c.status}</span>`;
+    document.getElementById("cells").textContent = `${c.cells_done} / ${c.cells_total}`;
+    document.getElementById("failed").textContent = c.cells_failed;
+    document.getElementById("skipped").textContent = c.cells_skipped;
+    document.getElementById("eta").textContent = fmtDuration(c.eta_s);
+    document.getElementById("bar-fill").style.width = (100 * finished / Math.max(1, c.cells_total)).toFixed(1) + "%";
+    document.getElementById("running").textContent = c.running.length
+      ? c.running.map(x => `${x.server} · ${x.title} · repeat ${x.repeat + 1}`).join("; ") : "none";
+    el.dataset.status = c.status;
+    if (finished !== lastDone) {
+      lastDone = finished;
+      el.dataset.done = finished;
+      const r = await fetch(`/campaigns/${id}/figures`);
+      if (r.ok) {
+        document.getElementById("figures").innerHTML = await r.text();
+        document.querySelectorAll("#figures table.sortable").forEach(makeSortable);
+      }
+      const lat = document.querySelector("#latest tbody");
+      if (lat) lat.innerHTML = c.latest.map(x => `<tr><td class="num">${x.seq}</td><td>${esc(x.server)}</td><td>${esc(x.title)}</td><td class="num">${x.repeat + 1}</td><td class="num">${esc(x.figure || "")}</td><td class="num">${x.duration_s !== null ? x.duration_s.toFixed(1) + " s" : ""}</td></tr>`).join("");
+      const fail = document.getElementById("failures");
+      if (fail && c.failures.length) fail.innerHTML = `<div class="scroll"><table class="data"><thead><tr><th class="num">#</th><th>server</th><th>benchmark</th><th class="num">repeat</th><th>status</th><th>reason</th></tr></thead><tbody>` +
+        c.failures.map(x => `<tr><td class="num">${x.seq}</td><td>${esc(x.server)}</td><td>${esc(x.title)}</td><td class="num">${x.repeat + 1}</td><td><span class="status status-${x.status}">${x.status}</span></td><td class="reason">${esc(x.error || "")}</td></tr>`).join("") + "</tbody></table></div>";
+    }
+    if (["queued", "running", "interrupted"].includes(c.status) && polls < maxPolls) {
+      setTimeout(tick, 1000);
+    } else {
+      const f = document.getElementById("cancel-form");
+      if (f) f.remove();
+    }
+  }
+  if (["queued", "running", "interrupted"].includes(el.dataset.status)) setTimeout(tick, 1000);
+}
+
+function esc(s) {
+  return String(s).replace(/[&<>"']/g, ch => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[ch]));
+}
+
+function jsonData(id) {
+  const el = document.getElementById(id);
+  return el ? JSON.parse(el.textContent) : null;
+}
+
+function chartBox(container, title) {
+  const box = document.createElement("div");
+  box.className = "chart-box";
+  const canvas = document.createElement("canvas");
+  canvas.setAttribute("aria-label", title);
+  box.appendChild(canvas);
+  container.appendChild(box);
+  return canvas;
+}
+
+const COLORS = ["#1d5fbf", "#d9822b", "#2a9d5c", "#b3261e", "#7b3fbf", "#5b6b7b", "#c2a100", "#0097a7"];
+
+function compareCharts() {
+  const d = jsonData("compare-data");
+  const box = document.getElementById("bar-charts");
+  if (!d || !box || typeof Chart === "undefined") return;
+  d.rows.forEach(row => {
+    const canvas = chartBox(box, row.title);
+    new Chart(canvas, {
+      type: "bar",
+      data: { labels: [d.a, d.b], datasets: [{ label: `median (${row.unit})`, data: [row.a, row.b],
+        backgroundColor: [COLORS[0], row.significant ? COLORS[3] : COLORS[5]] }] },
+      options: { maintainAspectRatio: false, animation: false,
+        plugins: { title: { display: true, text: [row.title, row.ratio] }, legend: { display: false },
+          tooltip: { callbacks: { label: ctx => {
+            const lo = ctx.dataIndex === 0 ? row.a_lo : row.b_lo, hi = ctx.dataIndex === 0 ? row.a_hi : row.b_hi;
+            return `${ctx.parsed.y.toPrecision(4)} ${row.unit}` + (lo !== null ? ` (CI ${lo.toPrecision(4)} – ${hi.toPrecision(4)})` : "");
+          } } } },
+        scales: { y: { beginAtZero: true, title: { display: true, text: row.unit } }, x: { ticks: { autoSkip: false, maxRotation: 30 } } } },
+    });
+  });
+}
+
+async function memoryCharts() {
+  const refs = jsonData("memory-refs");
+  const box = document.getElementById("memory-charts");
+  if (!refs || !box || typeof Chart === "undefined") return;
+  for (const ref of refs) {
+    const r = await fetch(`/api/memory-timeline?campaign=${ref.campaign}&server=${encodeURIComponent(ref.server)}`);
+    if (!r.ok) continue;
+    const d = await r.json();
+    if (!d.timelines.length) { const p = document.createElement("p"); p.className = "muted"; p.textContent = `${ref.name}: no memory timeline recorded`; box.appendChild(p); continue; }
+    const canvas = chartBox(box, `memory of ${ref.name}`);
+    new Chart(canvas, {
+      type: "line",
+      data: { datasets: d.timelines.map((t, i) => ({ label: t.workload, data: t.points.map(p => ({ x: p[0], y: p[1] / 1048576 })),
+        borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length], pointRadius: 0, borderWidth: 1.5 })) },
+      options: { maintainAspectRatio: false, animation: false, parsing: false,
+        plugins: { title: { display: true, text: `${ref.name}: server USS over time` }, legend: { labels: { boxWidth: 10 } } },
+        scales: { x: { type: "linear", title: { display: true, text: "s since server start" } }, y: { beginAtZero: true, title: { display: true, text: "MiB (USS)" } } } },
+    });
+  }
+}
+
+function timelineChart() {
+  const d = jsonData("timeline-data");
+  const canvas = document.getElementById("timeline");
+  if (!d || !canvas || typeof Chart === "undefined") return;
+  const labels = d.points.map(p => `#${p.campaign_id} ${p.version}`.trim());
+  const env = d.env_changed;
+  new Chart(canvas, {
+    type: "line",
+    data: { labels, datasets: [
+      { label: "CI high", data: d.points.map(p => p.ci_high ?? p.median), borderWidth: 0, pointRadius: 0, fill: false, backgroundColor: "rgba(29,95,191,.15)" },
+      { label: "CI low", data: d.points.map(p => p.ci_low ?? p.median), borderWidth: 0, pointRadius: 0, fill: "-1", backgroundColor: "rgba(29,95,191,.15)" },
+      { label: `median (${d.unit})`, data: d.points.map(p => p.median), borderColor: COLORS[0], backgroundColor: env.map(e => e ? COLORS[3] : COLORS[0]),
+        pointStyle: env.map(e => e ? "triangle" : "circle"), pointRadius: env.map(e => e ? 7 : 3.5), tension: 0 },
+    ] },
+    options: { maintainAspectRatio: false, animation: false,
+      plugins: { legend: { labels: { filter: item => item.datasetIndex === 2 } },
+        tooltip: { callbacks: { afterLabel: ctx => env[ctx.dataIndex] ? "environment changed: not compared" : "" } } },
+      scales: { y: { title: { display: true, text: d.unit } } } },
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("table.sortable").forEach(makeSortable);
+  const p = document.getElementById("progress");
+  if (p) watchCampaign(p);
+  compareCharts();
+  memoryCharts();
+  timelineChart();
+});

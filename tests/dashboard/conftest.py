@@ -1,0 +1,81 @@
+"""Dashboard test fixtures: the FastAPI app on the real test PostgreSQL, and a helper
+that stores campaigns with given sample values (real rows through the store helpers)."""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+
+import pytest
+
+TOKEN = "test-token-123"
+
+SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 0.2, "op_timeout": 20,
+         "phase_timeout": 60}
+
+
+@pytest.fixture
+def app(engine):
+    """The dashboard app on the test database, with token TOKEN."""
+    from dashboard.app import create_app
+    from dashboard.settings import DashboardSettings
+
+    return create_app(DashboardSettings(api_token=TOKEN), engine=engine)
+
+
+@pytest.fixture
+def client(app) -> Iterator:
+    """A TestClient (no auth header)."""
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as c:
+        yield c
+
+
+@pytest.fixture
+def auth() -> dict[str, str]:
+    """Headers carrying the token."""
+    return {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def store_campaign(engine) -> Callable[..., int]:
+    """``store_campaign(servers, values, workloads=("retr", "login"), env_class="envA", repeats=4)``
+    creates a campaign through runner.store.campaigns and finishes every cell as ``done``
+    with the primary metric from ``values[(server index, workload)]`` (a list, one per repeat),
+    plus memory samples with a timeline. Returns the campaign id."""
+    from sqlalchemy.orm import Session
+
+    from runner.load.workloads import WORKLOADS
+    from runner.spec import parse_spec
+    from runner.store import campaigns as crud
+    from runner.store.models import Cell, Sample
+
+    def make(servers: list[dict], values: dict, workloads=("retr", "login"), env_class: str = "envA",
+             repeats: int = 4, name: str = "seeded") -> int:
+        spec = parse_spec({"name": name, "repeats": repeats, "servers": servers, "backend": "local",
+                           "workloads": [{"name": w, "params": SMALL} for w in workloads]})
+        with Session(engine, expire_on_commit=False) as s:
+            camp = crud.create_campaign(s, spec=spec, backend="local")
+            s.commit()
+            env = crud.get_or_create_environment(s, data={"kernel": env_class}, env_class=env_class)
+            cells = list(s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq))
+            labels = list(dict.fromkeys(c.server_label for c in cells))
+            rnd = random.Random(camp.id)
+            for c in cells:
+                c.status = "running"
+                c.started_at = crud.now()
+                idx = labels.index(c.server_label)
+                v = values[(idx, c.workload)][c.repeat]
+                info = WORKLOADS[c.workload]
+                samples = [Sample(metric=info.primary, stat="value", value=v, unit=info.unit),
+                           Sample(metric="errors", stat="total", value=0.0, unit="count")]
+                for stat, mem in (("start", 5e6), ("peak", 9e6 + idx * 1e6), ("end", 8e6)):
+                    raw = [[t * 0.1, 5e6 + t * 1e5, 4e6 + t * 1e5, 1] for t in range(20)] if stat == "peak" else None
+                    samples.append(Sample(metric="server_mem_uss", stat=stat, value=mem * (1 + rnd.random() / 100),
+                                          unit="bytes", raw=raw))
+                    samples.append(Sample(metric="server_mem_rss_minus_shared", stat=stat, value=mem * 0.9,
+                                          unit="bytes"))
+                crud.finish_cell(s, cell=c, status="done", samples=samples, environment=env)
+            return camp.id
+
+    return make

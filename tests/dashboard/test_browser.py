@@ -1,0 +1,227 @@
+"""Browser tests: real headless Chromium (Debian's) driven by Playwright, the dashboard
+served by uvicorn, a real ``xferlab worker`` subprocess, real pyftpdlib servers.
+
+Screenshots of every page (1280 px and phone width) go to artifacts/screenshots/.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser, pytest.mark.integration,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is absent (apt-get install chromium)"),
+]
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+TOKEN = "browser-token"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync"]
+PHONE = {"width": 390, "height": 844}
+WIDE = {"width": 1280, "height": 900}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(engine):
+    """The dashboard on 127.0.0.1:PORT (uvicorn in a thread); yields the base URL."""
+    import uvicorn
+
+    from dashboard.app import create_app
+    from dashboard.settings import DashboardSettings
+
+    port = _free_port()
+    app = create_app(DashboardSettings(api_token=TOKEN), engine=engine)
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True)
+    th.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    th.join(10)
+
+
+@pytest.fixture
+def worker(xferlab_env, tmp_path):
+    """A real ``python -m runner.cli worker`` process on the test database; SIGTERM at the end."""
+    log = open(tmp_path / "worker.log", "w")
+    p = subprocess.Popen([sys.executable, "-m", "runner.cli", "worker", "--poll", "0.5"], env=xferlab_env,
+                         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    yield p
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait(10)
+    log.close()
+    print((tmp_path / "worker.log").read_text()[-3000:])
+    assert rc == 0, f"worker exited {rc}"
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _shots(page, name: str) -> None:
+    """Screenshot the current page at 1280 px and at phone width."""
+    page.set_viewport_size(WIDE)
+    page.screenshot(path=str(SHOTS / f"{name}-1280.png"), full_page=True)
+    page.set_viewport_size(PHONE)
+    page.screenshot(path=str(SHOTS / f"{name}-phone.png"), full_page=True)
+    # at phone width nothing may stick out sideways except inside the scrollable table wrappers
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 2, f"{name}: page is {overflow}px wider than a phone screen"
+    page.set_viewport_size(WIDE)
+
+
+def _wait_done(base: str, cid: int, timeout: float = 400) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = json.loads(urllib.request.urlopen(f"{base}/api/campaigns/{cid}", timeout=10).read())
+        if d["status"] not in ("queued", "running"):
+            return d
+        time.sleep(1)
+    raise AssertionError(f"campaign {cid} not finished after {timeout}s: {d}")
+
+
+def _post_spec(base: str, spec: dict) -> int:
+    req = urllib.request.Request(f"{base}/api/campaigns", data=json.dumps(spec).encode(), method="POST",
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+    return json.loads(urllib.request.urlopen(req, timeout=30).read())["id"]
+
+
+def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runner.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, check=True)
+
+
+def test_launch_watch_compare_export(server, worker, browser, xferlab_env, tmp_path):
+    page = browser.new_page(viewport=WIDE, accept_downloads=True)
+    page.set_default_timeout(30_000)
+    page.goto(f"{server}/login?next=/launch")
+    _shots(page, "login")
+    page.fill("input[name=token]", TOKEN)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server}/launch")
+    # fill the form, first with a bad value: the error shows beside its field
+    page.fill("input[name=name]", "browser")
+    page.fill("input[name=repeats]", "0")
+    page.select_option("select[name=backend]", "local")
+    page.select_option("select[name='servers.0.name']", "pyftpdlib")
+    page.fill("input[name='servers.0.version']", "2.2.0")
+    page.select_option("select[name='servers.1.name']", "pyftpdlib")
+    page.fill("input[name='servers.1.version']", "2.2.0")
+    page.fill("input[name='servers.1.variant']", "use_sendfile=false")
+    page.uncheck("input[value='preset:classic']")
+    page.check("input[name=workloads][value=retr]")
+    page.check("input[name=workloads][value=login]")
+    for f, v in (("clients", "10"), ("file_size", "256K"), ("transfer_size", "4M"), ("duration", "0.2"),
+                 ("op_timeout", "20"), ("phase_timeout", "60")):
+        page.fill(f"input[name='params.{f}']", v)
+    page.click("#launch-button")
+    err = page.locator(".field-error[data-field=repeats]")
+    assert "greater than or equal to 1" in err.inner_text()
+    _shots(page, "launch-errors")
+    page.fill("input[name=repeats]", "2")
+    page.click("#launch-button")
+    page.wait_for_url(f"{server}/campaigns/*")
+    cid = int(page.url.rsplit("/", 1)[1])
+    _shots(page, "campaign-running")
+    # the page polls the API; wait until it shows the campaign finished
+    page.wait_for_selector("#progress[data-status=done]", timeout=400_000)
+    page.wait_for_selector("#campaign-table")
+    assert page.inner_text("#cells") == "8 / 8"
+    assert "RETR (server -> client)" in page.inner_text("#figures")
+    _shots(page, "campaign-done")
+
+    page.click("a.compare-link")
+    page.wait_for_selector("#comparison-table")
+    page.wait_for_function("document.querySelectorAll('#bar-charts canvas').length >= 2")
+    page.wait_for_function("document.querySelectorAll('#memory-charts canvas').length >= 2")
+    assert "RETR (server -> client)" in page.inner_text("#comparison-table")
+    assert page.locator("#memory-table").count() == 1
+    _shots(page, "compare")
+    # sortable: click the benchmark header, rows reorder (geometric mean stays last)
+    page.click("#comparison-table th[data-key=title]")
+    assert page.locator("#comparison-table th[data-dir=asc]").count() == 1
+    # download the RST export; same bytes as the CLI's
+    with page.expect_download() as dl:
+        page.click("a.export[data-format=rst]")
+    got = Path(dl.value.path()).read_bytes()
+    a, b = "pyftpdlib 2.2.0", "pyftpdlib 2.2.0 [use_sendfile=False]"
+    out = tmp_path / "cli.rst"
+    _cli(["compare", a, b, "--campaign", str(cid), "--format", "rst", "-o", str(out)], xferlab_env)
+    assert got == out.read_bytes()
+    assert b"RETR (server -> client)" in got
+    # the campaign export too
+    page.goto(f"{server}/campaigns/{cid}")
+    with page.expect_download() as dl:
+        page.click("a.export[data-format=rst]")
+    out = tmp_path / "cli-campaign.rst"
+    _cli(["export", str(cid), "--format", "rst", "-o", str(out)], xferlab_env)
+    assert Path(dl.value.path()).read_bytes() == out.read_bytes()
+
+    page.goto(f"{server}/")
+    page.wait_for_selector("#campaigns")
+    _shots(page, "campaigns")
+
+
+def test_regression_shows(server, worker, browser):
+    """Two real campaigns of one series (label pyftpdlib-dev): the second runs pyftpdlib
+    with use_sendfile false, slower on RETR; the regressions page lists it."""
+    params = {"clients": 10, "file_size": "256K", "transfer_size": "32M", "duration": 0.5, "op_timeout": 20,
+              "phase_timeout": 60}
+
+    def spec(variant):
+        return {"name": "regression seed", "repeats": 7, "backend": "local", "pinning": {"server": [0], "client": [1]},
+                "servers": [{"name": "pyftpdlib", "version": "2.2.0", "label": "pyftpdlib-dev", "variant": variant}],
+                "workloads": [{"name": "retr", "params": params}]}
+
+    c1 = _post_spec(server, spec({}))
+    assert _wait_done(server, c1)["status"] == "done"
+    c2 = _post_spec(server, spec({"use_sendfile": False}))
+    assert _wait_done(server, c2)["status"] == "done"
+    page = browser.new_page(viewport=WIDE)
+    page.set_default_timeout(30_000)
+    page.goto(f"{server}/regressions")
+    row = page.locator("#regressions tr.kind-regression")
+    if row.count() < 1:
+        detail = urllib.request.urlopen(f"{server}/api/regressions?alpha=1&min_effect=0", timeout=30).read()
+        raise AssertionError(f"no regression listed; all changes: {detail.decode()[:3000]}")
+    text = row.first.inner_text()
+    assert "pyftpdlib" in text and "RETR" in text and f"#{c1}" in text and f"#{c2}" in text
+    _shots(page, "regressions")
+    page.goto(f"{server}/history")
+    _shots(page, "history")
+    page.goto(f"{server}/regressions")
+    page.locator("#regressions tr.kind-regression a").first.click()
+    page.wait_for_selector("#timeline")
+    page.wait_for_function("Chart.getChart(document.getElementById('timeline')) !== undefined")
+    _shots(page, "series")

@@ -1,0 +1,31 @@
+"""The worker (runner.worker) claims queued campaigns: `xferlab worker --once` as a real subprocess."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy.orm import Session
+
+from runner.spec import parse_spec
+from runner.store import campaigns as crud
+from runner.store.models import Campaign
+
+pytestmark = pytest.mark.integration
+
+
+def test_worker_once_runs_queued_campaign(engine, xferlab_env):
+    spec = parse_spec({"name": "w", "repeats": 1, "backend": "local",
+                       "servers": [{"name": "pyftpdlib", "version": "2.2.0"}],
+                       "workloads": [{"name": "login", "params": {"clients": 5, "op_timeout": 20,
+                                                                 "phase_timeout": 60}}]})
+    with Session(engine) as s:
+        cid = crud.create_campaign(s, spec=spec, backend="local").id
+        s.commit()
+    p = subprocess.run([sys.executable, "-m", "runner.cli", "worker", "--once", "--poll", "0.2"], env=xferlab_env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "worker" in p.stderr and "started" in p.stderr
+    with Session(engine) as s:
+        camp = s.get(Campaign, cid)
+        assert camp.status == "done" and camp.cells_done == 1, [c.error for c in camp.cells]
