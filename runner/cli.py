@@ -161,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     engine = _engine()
     with _session(engine) as session:
         crud.reap_dead_workers(session)
-        camp = crud.create_campaign(session, spec=spec, backend=backend.name)
+        camp = crud.create_campaign(session, spec=spec, backend=backend.name, owner=crud.worker_id())
         session.commit()
         cid, total = camp.id, camp.cells_total
     console.print(f"campaign [bold]{cid}[/] '{spec.name}': {total} cells "
@@ -236,6 +236,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise CliError(f"campaign {args.id} is {camp.status}; nothing to resume")
         queued = session.scalar(select(func.count()).where(Cell.campaign_id == camp.id, Cell.status == "queued"))
         camp.status = "running"
+        camp.owner = crud.worker_id()
         session.commit()
         total, done = camp.cells_total, camp.cells_total - queued
     console.print(f"resuming campaign {args.id}: {queued} cells left")

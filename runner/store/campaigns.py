@@ -40,12 +40,15 @@ def lab_version() -> str:
         return "0+unknown"
 
 
-def create_campaign(session: Session, *, spec: CampaignSpec, backend: str, status: str = "queued") -> Campaign:
+def create_campaign(session: Session, *, spec: CampaignSpec, backend: str, status: str = "queued",
+                    owner: str | None = None) -> Campaign:
     """Insert a campaign and all its cells (from :func:`runner.spec.expand`), status ``queued``.
 
+    ``owner`` (``host:pid``, see :func:`worker_id`) marks a campaign run in the foreground
+    by that process; workers leave it alone. None queues it for workers.
     Returns the flushed Campaign (``id`` set)."""
     camp = Campaign(name=spec.name, spec=spec.model_dump(mode="json"), status=status, backend=backend,
-                    lab_version=lab_version(), cells_total=0)
+                    lab_version=lab_version(), cells_total=0, owner=owner)
     session.add(camp)
     session.flush()
     plans = expand(spec)
@@ -66,11 +69,14 @@ def claim_next_cell(session: Session, *, campaign_id: int | None = None, worker:
     """Claim the next queued cell (lowest campaign id, then seq) with
     ``SELECT ... FOR UPDATE SKIP LOCKED`` so two workers never run the same cell;
     mark it ``running`` and its campaign ``running``. Commits. Returns None when no
-    queued cell is left (in ``campaign_id`` if given)."""
+    queued cell is left (in ``campaign_id`` if given; without it, only in campaigns
+    that no foreground process owns)."""
     q = (select(Cell).join(Campaign).where(Cell.status == "queued", Campaign.status.in_(("queued", "running")))
          .order_by(Cell.campaign_id, Cell.seq).limit(1).with_for_update(skip_locked=True, of=Cell))
     if campaign_id is not None:
         q = q.where(Cell.campaign_id == campaign_id)
+    else:  # a worker: only campaigns queued for workers, never one a foreground run owns
+        q = q.where(Campaign.owner.is_(None))
     cell = session.scalars(q).first()
     if cell is None:
         session.commit()

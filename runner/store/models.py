@@ -59,6 +59,9 @@ class Campaign(Base):
     cells_skipped: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
     lab_version: Mapped[str] = mapped_column(String(40))
+    #: ``host:pid`` of the foreground ``xferlab run``/``resume`` executing it; NULL when
+    #: queued for workers (they claim only campaigns without an owner).
+    owner: Mapped[str | None] = mapped_column(String(200))
 
     cells: Mapped[list[Cell]] = relationship(back_populates="campaign", order_by="Cell.seq")
 

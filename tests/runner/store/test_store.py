@@ -19,7 +19,7 @@ def test_migrations_create_schema(engine):
     names = set(inspect(engine).get_table_names())
     assert {"campaign", "cell", "sample", "server_build", "environment", "alembic_version"} <= names
     with engine.connect() as c:
-        assert c.execute(text("select version_num from alembic_version")).scalar() == "0001"
+        assert c.execute(text("select version_num from alembic_version")).scalar() == "0003"  # head: 0002 dashboard indexes, 0003 campaign.owner
 
 
 def test_migrate_is_idempotent(engine):
@@ -104,3 +104,14 @@ def test_builds_and_environments_deduplicated(engine):
         e1 = crud.get_or_create_environment(s, data={"kernel": "x"}, env_class="c1")
         e2 = crud.get_or_create_environment(s, data={"kernel": "x"}, env_class="c1")
         assert b1.id == b2.id and e1.id == e2.id
+
+
+def test_workers_leave_foreground_campaigns_alone(engine):
+    with Session(engine) as s:
+        owned = crud.create_campaign(s, spec=parse_spec(SPEC), backend="local", owner="somehost:1234")
+        queued = crud.create_campaign(s, spec=parse_spec(SPEC), backend="local")
+        s.commit()
+        cell = crud.claim_next_cell(s, worker="w:1")  # a worker: campaign_id not given
+        assert cell.campaign_id == queued.id
+        mine = crud.claim_next_cell(s, campaign_id=owned.id)  # the owner claims its own
+        assert mine.campaign_id == owned.id
