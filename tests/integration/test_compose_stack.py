@@ -25,7 +25,9 @@ from runner import images
 from runner.store.models import Campaign, Cell, Sample
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 
-pytestmark = [pytest.mark.docker, pytest.mark.integration]
+# Cold machine: the module fixture bootstraps the base and builds every image (about 11 min
+# measured here; bounded by each build's own timeout), so the bound is wider than the default.
+pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(2700)]
 
 ROOT = Path(__file__).resolve().parents[2]
 XFERLAB = [sys.executable, "-m", "runner.cli"]

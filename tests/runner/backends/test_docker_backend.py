@@ -15,7 +15,7 @@ import pytest
 from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 
-pytestmark = [pytest.mark.docker, pytest.mark.integration]
+pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(2700)]  # cold image builds
 
 SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd")
 

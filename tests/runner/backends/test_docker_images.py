@@ -41,6 +41,7 @@ def test_server_tags():
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(1800)  # may bootstrap the base and build vsftpd cold
 def test_images_cli_build_reuses_and_lists():
     c = docker_client_or_skip()
     ensure_base(c)
