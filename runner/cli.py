@@ -94,6 +94,8 @@ def _build_spec(args: argparse.Namespace):
     if overrides:
         for w in data["workloads"]:
             w.setdefault("params", {}).update(overrides)
+    if args.storage:
+        data["storage"] = [k.strip() for k in args.storage.split(",") if k.strip()]
     if args.no_pin:
         data["pinning"] = {}
     if getattr(args, "inventory", None):
@@ -108,12 +110,12 @@ def _parse_server(text: str) -> dict[str, Any]:
     if len(parts) > 1 and parts[1]:
         d["version"] = parts[1]
     if len(parts) > 2:
-        variant = {}
-        for kv in parts[2].split(";"):
-            if "=" not in kv:
-                raise CliError(f"--servers {text!r}: variant options are key=value, got {kv!r}")
-            k, v = kv.split("=", 1)
-            variant[k] = {"true": True, "false": False}.get(v.lower(), v)
+        from runner.backends.variants import parse_variant_text
+
+        try:
+            variant = parse_variant_text(parts[2])
+        except ValueError as e:
+            raise CliError(f"--servers {text!r}: variant options: {e}") from None
         d["variant"] = variant
     return d
 
@@ -423,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--login-mode", choices=("concurrent", "sequential"))
     r.add_argument("--passive", choices=("pasv", "epsv"))
     r.add_argument("--backend", choices=("auto", "local", "docker"))
+    r.add_argument("--storage", help="storage axis: disk, tmpfs or disk,tmpfs (each server once per kind)")
     r.add_argument("--no-pin", action="store_true", help="no CPU pinning")
     r.add_argument("--format", choices=FORMATS, help="format of the printed tables (default text)")
     r.add_argument("--inventory", help="run across hosts: Ansible inventory with groups servers and clients "

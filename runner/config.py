@@ -19,7 +19,12 @@ class Settings(BaseSettings):
             (default: the user's data directory, e.g. ``~/.local/share/xferlab``).
         cache_dir: ``XFERLAB_CACHE_DIR``; server venvs, builds and fixtures
             (default: the user's cache directory, e.g. ``~/.cache/xferlab``).
-        run_dir: ``XFERLAB_RUN_DIR``; per-cell server homes and logs (default: cache_dir/run).
+        run_dir: ``XFERLAB_RUN_DIR``; where the local backend makes each server's run
+            folder (FTP home, logs, config) for ``storage: disk`` (default: the system
+            temporary folder; it must not be a tmpfs, and servers that switch to their
+            own user must be able to traverse it).
+        tmpfs_dir: ``XFERLAB_TMPFS_DIR``; the same for ``storage: tmpfs``: a folder on a
+            tmpfs mount (default ``/dev/shm``).
     """
 
     model_config = SettingsConfigDict(env_prefix="XFERLAB_", extra="ignore")
@@ -28,6 +33,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("xferlab")))
     cache_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_cache_dir("xferlab")))
     run_dir: Path | None = None
+    tmpfs_dir: Path = Path("/dev/shm")
 
 
 @lru_cache(maxsize=1)

@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner.backends.base import ServerRequest
+from runner.backends.variants import STORAGE_KINDS, check_variant
 from runner.load.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
 
 SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external")
@@ -61,9 +62,21 @@ class ServerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Literal["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external"]
     version: str | None = Field(None, description="version to install (pyftpdlib, twisted); None = latest/installed")
-    variant: dict[str, bool | int | float | str] = Field(default_factory=dict)
+    variant: dict[str, bool | int | float | str | dict[str, int | str]] = Field(
+        default_factory=dict, description="variant options (runner.backends.variants), e.g. use_sendfile: false")
     external: ExternalTarget | None = None
     label: str | None = Field(None, description="display name; default 'name version [variant]'")
+
+    @field_validator("variant")
+    @classmethod
+    def _variant_keys(cls, v: dict[str, Any], info: Any) -> dict[str, Any]:
+        name = info.data.get("name")
+        if name is None:  # the name itself is invalid; that error is reported
+            return v
+        problems = check_variant(name, v)
+        if problems:
+            raise ValueError("; ".join(f"{key}: {msg}" for key, msg in problems))
+        return v
 
     @model_validator(mode="after")
     def _external(self) -> ServerSpec:
@@ -156,6 +169,34 @@ class CampaignSpec(BaseModel):
     max_clients: int = Field(2000, ge=1, description="connection limit configured in each server (seed: 2000)")
     skip_unavailable: bool = Field(True, description="record servers that cannot run as skipped instead of failing")
     hosts: HostsSpec | None = Field(None, description="run across hosts (runner.multihost); None = this machine")
+    storage: list[Literal["disk", "tmpfs"]] = Field(
+        default_factory=lambda: ["disk"], min_length=1,
+        description="storage axis (seed 002: SSD vs tmpfs): each server without its own variant storage "
+                    "runs once per kind listed; disk is the default and adds nothing to a label")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storage_axis(cls, data: Any) -> Any:
+        """Expand the storage axis into the servers list: a server whose variant has no
+        ``storage`` key becomes one server per kind in ``storage`` (``disk`` alone leaves
+        it as it is). Idempotent: expanded servers carry their storage key."""
+        if not isinstance(data, dict) or not isinstance(data.get("storage"), list) \
+                or not isinstance(data.get("servers"), list):
+            return data
+        kinds = [k for k in dict.fromkeys(data["storage"]) if k in STORAGE_KINDS]
+        if len(kinds) != len(set(data["storage"])) or kinds == ["disk"]:
+            return data  # bad kinds are reported by the field's own validation
+        servers = []
+        for srv in data["servers"]:
+            variant = srv.get("variant") if isinstance(srv, dict) else None
+            if not isinstance(srv, dict) or srv.get("name") == "external" or \
+                    (isinstance(variant, dict) and "storage" in variant):
+                servers.append(srv)
+                continue
+            for kind in kinds:
+                servers.append({**srv, "variant": {**(variant or {}), "storage": kind},
+                                **({"label": f"{srv['label']} [{kind}]"} if srv.get("label") else {})})
+        return {**data, "servers": servers}
 
     @model_validator(mode="after")
     def _unique_labels(self) -> CampaignSpec:

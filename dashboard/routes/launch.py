@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from sqlalchemy.orm import Session
 
 from dashboard.deps import TOKEN_COOKIE, get_session, get_settings, render, require_read, require_token
+from runner.backends.variants import parse_variant_text as parse_variant
 from runner.load.workloads import WORKLOADS, WorkloadParams
 from runner.spec import PRESETS, SERVER_NAMES, CampaignSpec, SpecError, parse_spec
 
@@ -28,32 +29,6 @@ SERVER_ROWS = 4
 PARAM_FIELDS = ("clients", "file_size", "transfer_size", "duration", "login_mode", "passive", "op_timeout",
                 "phase_timeout")
 MAX_UPLOAD = 256 * 1024
-
-
-def parse_variant(text: str) -> dict[str, Any]:
-    """``"use_sendfile=false, buf=65536"`` -> ``{"use_sendfile": False, "buf": 65536}``
-    (true/false -> bool, integers, floats, else strings). Raises ValueError naming a bad item."""
-    out: dict[str, Any] = {}
-    for item in (x.strip() for x in text.replace(";", ",").split(",")):
-        if not item:
-            continue
-        k, sep, v = item.partition("=")
-        k, v = k.strip(), v.strip()
-        if not sep or not k:
-            raise ValueError(f"expected key=value, got {item!r}")
-        low = v.lower()
-        if low in ("true", "false"):
-            out[k] = low == "true"
-        else:
-            for conv in (int, float):
-                try:
-                    out[k] = conv(v)
-                    break
-                except ValueError:
-                    continue
-            else:
-                out[k] = v
-    return out
 
 
 def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, Any], dict[str, str], list[int]]:
@@ -95,6 +70,9 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
     for f in ("repeats", "max_clients"):
         if form.get(f, "").strip():
             spec[f] = form[f].strip()
+    storage = [k.strip() for k in form.get("storage", "").split(",") if k.strip()]
+    if storage:
+        spec["storage"] = storage
     pin = {}
     for f in ("server", "client"):
         text = form.get(f"pinning.{f}", "").strip()
@@ -126,7 +104,7 @@ def field_of(path: str, rows: list[int]) -> str:
         return "servers"
     if parts[0] == "pinning" and len(parts) >= 2:
         return f"pinning.{parts[1]}"
-    if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup"):
+    if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup", "storage"):
         return parts[0]
     return ""
 

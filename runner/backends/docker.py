@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from . import variants
 from .base import ServerFailed, ServerRequest, ServerSkipped, Target
 from .probe import ProbeError, wait_ready
 
@@ -84,10 +85,6 @@ SERVER_CAPS: dict[str, list[str]] = {"pureftpd": ["SYS_NICE", "DAC_READ_SEARCH"]
 
 #: RLIMIT_NOFILE the engine accepted, by the value first asked (see DockerBackend._run).
 _NOFILE_OK: dict[int, int] = {}
-
-#: Variant keys this backend consumes itself (all are recorded in build_info).
-CONTAINER_KEYS = ("storage", "tmpfs_size", "memory", "network", "sysctls", "masquerade_address",
-                  "use_sendfile", "backlog", "idle_timeout", "pasv_ports")
 
 
 def _nr_open() -> int:
@@ -435,8 +432,10 @@ class DockerBackend:
         else:
             port, pasv, bind = CONTAINER_FTP_PORT, PASV_RANGE, "0.0.0.0"
         if var.get("pasv_ports"):
-            v = var["pasv_ports"]
-            pasv = tuple(int(x) for x in (v.split("-") if isinstance(v, str) else v))  # type: ignore[assignment]
+            try:
+                pasv = variants.parse_port_range(var["pasv_ports"])
+            except ValueError as e:
+                raise ServerSkipped(f"{req.label}: invalid pasv_ports: {e}") from None
         env = {"FTP_USER": FTP_USER, "FTP_PASSWORD": password, "FTP_HOST": bind, "FTP_PORT": str(port),
                "PASV_MIN": str(pasv[0]), "PASV_MAX": str(pasv[1]), "MAX_CLIENTS": str(req.max_clients),
                "USE_SENDFILE": "1" if var.get("use_sendfile", True) else "0",

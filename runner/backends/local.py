@@ -1,6 +1,9 @@
 """Local backend: FTP servers as child processes on 127.0.0.1.
 
-Each :meth:`LocalBackend.start` creates a fresh run dir (``tempfile.mkdtemp``)::
+Each :meth:`LocalBackend.start` creates a fresh run dir (``tempfile.mkdtemp`` under
+``XFERLAB_RUN_DIR``, default the system temporary folder, or with the variant
+``storage: tmpfs`` under ``XFERLAB_TMPFS_DIR``, default ``/dev/shm``; the filesystem
+type found is recorded as ``build_info["storage_fs"]``)::
 
     <run>/home/     the FTP user's home (Target.root): fixtures go here
     <run>/logs/     server.log (stdout+stderr) and the server's own log files
@@ -43,7 +46,7 @@ from typing import Any, Callable
 
 import psutil
 
-from . import debs
+from . import debs, variants
 from .base import ServerFailed, ServerRequest, ServerSkipped, Target
 from .probe import ProbeError, probe_once, wait_ready
 from .venvs import FileLock, cache_dir, ensure_venv
@@ -85,13 +88,10 @@ def _pasv_range(variant: dict[str, Any]) -> tuple[int, int] | None:
     v = variant.get("pasv_ports")
     if not v:
         return None
-    if isinstance(v, str):
-        lo, hi = (int(x) for x in v.split("-"))
-    else:
-        lo, hi = int(v[0]), int(v[1])
-    if not (1024 <= lo <= hi <= 65535):
-        raise ServerSkipped(f"invalid pasv_ports {v!r}: want LO-HI within 1024-65535")
-    return lo, hi
+    try:
+        return variants.parse_port_range(v)
+    except ValueError as e:
+        raise ServerSkipped(f"invalid pasv_ports: {e}") from None
 
 
 def _nr_open() -> int:
@@ -178,19 +178,52 @@ def _tree_pids(pid: int) -> list[psutil.Process]:
 
 @dataclass
 class RunDir:
-    """Per-start scratch folder: ``path``, ``home`` (FTP root), ``logs``."""
+    """Per-start scratch folder: ``path``, ``home`` (FTP root), ``logs``; ``storage``
+    (``disk`` or ``tmpfs``) and ``fs_type`` (the filesystem it is on, e.g. ``ext4``)."""
 
     path: Path
     home: Path
     logs: Path
+    storage: str = "disk"
+    fs_type: str = ""
 
     @classmethod
-    def create(cls, name: str) -> "RunDir":
-        p = Path(tempfile.mkdtemp(prefix=f"xferlab-{name}-"))
+    def create(cls, name: str, storage: str = "disk") -> "RunDir":
+        """Make the folder on ``storage``.
+
+        Raises:
+            ServerSkipped: the configured folder is missing, or is not on the kind of
+                filesystem asked for (``disk`` on a tmpfs, ``tmpfs`` on a disk).
+        """
+        from runner.config import get_settings
+
+        settings = get_settings()
+        base = settings.tmpfs_dir if storage == "tmpfs" else (settings.run_dir or Path(tempfile.gettempdir()))
+        var = "XFERLAB_TMPFS_DIR" if storage == "tmpfs" else "XFERLAB_RUN_DIR"
+        if not base.is_dir():
+            raise ServerSkipped(f"storage={storage}: {base} is not a folder (set {var})")
+        fs = filesystem_type(base)
+        in_memory = fs in ("tmpfs", "ramfs")
+        if (storage == "tmpfs") != in_memory:
+            raise ServerSkipped(f"storage={storage}: {base} is on {fs or 'an unknown filesystem'}; "
+                                f"set {var} to a folder on {'a tmpfs' if storage == 'tmpfs' else 'a disk'}")
+        p = Path(tempfile.mkdtemp(prefix=f"xferlab-{name}-", dir=base))
         os.chmod(p, 0o755)  # servers that switch uid must traverse it
         (p / "home").mkdir()
         (p / "logs").mkdir()
-        return cls(p, p / "home", p / "logs")
+        return cls(p, p / "home", p / "logs", storage, fs)
+
+
+def filesystem_type(path: Path) -> str:
+    """Filesystem type of the mount holding ``path`` (``"ext4"``, ``"tmpfs"``...),
+    from the longest matching mount point in psutil's partition list; ``""`` if none."""
+    real = os.path.realpath(path)
+    best, fs = "", ""
+    for part in psutil.disk_partitions(all=True):
+        mp = part.mountpoint
+        if (real == mp or real.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
+            best, fs = mp, part.fstype
+    return fs
 
 
 @dataclass
@@ -767,7 +800,17 @@ class LocalBackend:
             except Exception as e:
                 raise ServerSkipped(f"external {ext['host']}:{ext['port']}: no FTP login: {e}") from e
             return
-        self._recipe(req).check(req)
+        recipe = self._recipe(req)
+        self.check_variant(req)
+        recipe.check(req)
+
+    @staticmethod
+    def check_variant(req: ServerRequest) -> None:
+        """Raise ServerSkipped when ``req.variant`` has a key this backend cannot apply
+        (docker-only keys such as ``memory``, ``network``; see runner.backends.variants)."""
+        reason = variants.backend_problem(req.name, req.variant, "local")
+        if reason:
+            raise ServerSkipped(reason)
 
     @staticmethod
     def _external_target(req: ServerRequest) -> Target:
@@ -803,11 +846,12 @@ class LocalBackend:
             return ExternalHandle(target, int(pid) if pid is not None else None, info)
 
         recipe = self._recipe(req)
+        self.check_variant(req)
         recipe.check(req)
         last_err: Exception | None = None
         for attempt in range(2):  # second try only for a port grabbed between probe and bind
             handle = None
-            run = RunDir.create(req.name)
+            run = RunDir.create(req.name, str(req.variant.get("storage", "disk")))
             try:
                 port = free_port()
                 launch = recipe.launch(req, run, port)
@@ -846,7 +890,7 @@ class LocalBackend:
                 "run_dir": str(run.path), "argv": [a if a != launch.target.password else "***"
                                                    for a in launch.argv],
                 "cpu": list(cpu) if cpu else None, "max_clients": req.max_clients,
-                "requested_version": req.version}
+                "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type}
         handle = LocalServerHandle(proc, launch.target, info, run, self.keep_run_dirs, self.stop_timeout)
         t = launch.target
         try:

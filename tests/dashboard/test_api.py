@@ -91,6 +91,20 @@ def test_launch_form_errors_beside_fields(client, auth):
     d = client.get(f"/api/campaigns/{cid}").json()
     assert d["cells_total"] == 4 and d["spec"]["servers"][1]["variant"] == {"use_sendfile": False}
     assert d["spec"]["workloads"][0]["params"]["file_size"] == 256 * 1024
+    # the storage select: both kinds run every server once on disk and once on tmpfs
+    form.update({"storage": "disk,tmpfs", "servers.1.variant": "use_sendfile=false, backlog=512"})
+    r = client.post("/launch", data=form, follow_redirects=False)
+    assert r.status_code == 303, r.text[:2000]
+    d = client.get(f"/api/campaigns/{r.headers['location'].rsplit('/', 1)[1]}").json()
+    assert d["cells_total"] == 8
+    assert [s.get("variant") for s in d["spec"]["servers"]] == [
+        {"storage": "disk"}, {"storage": "tmpfs"}, {"use_sendfile": False, "backlog": 512, "storage": "disk"},
+        {"use_sendfile": False, "backlog": 512, "storage": "tmpfs"}]
+    # a variant key the server does not honour is shown beside the variant field
+    form.update({"storage": "disk", "servers.1.variant": "idle_timeout=5"})
+    r = client.post("/launch", data=form, follow_redirects=False)
+    assert r.status_code == 422 and "idle_timeout: pyftpdlib does not honour it" in r.text
+    assert 'data-field="servers.1.variant"' in r.text
 
 
 def test_launch_yaml_upload(client):

@@ -97,3 +97,36 @@ def test_load_spec_file_errors(tmp_path):
     j = tmp_path / "s.json"
     j.write_text('{"servers": [{"name": "tpd"}], "workloads": [{"name": "login"}], "repeats": 2}')
     assert load_spec(j).repeats == 2
+
+
+def test_variant_keys_checked_before_anything_runs():
+    with pytest.raises(SpecError) as ei:
+        parse_spec(_spec(servers=[{"name": "pyftpdlib", "version": "2.2.0", "variant": {"use_sendfle": False}},
+                                  {"name": "vsftpd", "variant": {"backlog": 64, "storage": "floppy"}},
+                                  {"name": "tpd", "variant": {"use_sendfile": "no", "pasv_ports": "10-20"}}]))
+    errs = dict(ei.value.errors)
+    assert errs["servers.0.variant"].startswith("use_sendfle: unknown variant option; pyftpdlib takes: ")
+    assert "use_sendfile" in errs["servers.0.variant"]
+    assert errs["servers.1.variant"] == ("backlog: vsftpd does not honour it (servers that do: pyftpdlib, twisted); "
+                                         "storage: want 'disk' or 'tmpfs', got 'floppy'")
+    assert errs["servers.2.variant"] == ("use_sendfile: want true or false, got 'no'; "
+                                         "pasv_ports: want LO-HI within 1024-65535, got '10-20'")
+
+
+def test_storage_axis_expands_servers_once():
+    spec = parse_spec(_spec(servers=[{"name": "pyftpdlib", "version": "2.2.0"},
+                                     {"name": "tpd", "variant": {"storage": "disk"}},
+                                     {"name": "twisted", "label": "tw"}],
+                            storage=["disk", "tmpfs"], repeats=1))
+    labels = [s.display() for s in spec.servers]
+    assert labels == ["pyftpdlib 2.2.0 [storage=disk]", "pyftpdlib 2.2.0 [storage=tmpfs]",
+                      "tpd [storage=disk]", "tw [disk]", "tw [tmpfs]"]
+    assert len(expand(spec)) == 8 * 5
+    # stored and parsed again (the worker does): no second expansion
+    again = parse_spec(spec.model_dump(mode="json"))
+    assert [s.display() for s in again.servers] == labels
+    # disk alone (the default) changes nothing; tmpfs alone marks every server
+    assert [s.display() for s in parse_spec(_spec()).servers] == ["pyftpdlib 2.2.0"]
+    assert [s.display() for s in parse_spec(_spec(storage=["tmpfs"])).servers] == ["pyftpdlib 2.2.0 [storage=tmpfs]"]
+    with pytest.raises(SpecError, match="storage.0: Input should be 'disk' or 'tmpfs'"):
+        parse_spec(_spec(storage=["ssd"]))

@@ -242,3 +242,47 @@ def test_get_backend():
     assert "local" in BACKENDS
     with pytest.raises(ValueError, match="local"):
         get_backend("docker-nope")
+
+
+@pytest.mark.parametrize("name", ["pyftpdlib", "vsftpd"])
+def test_storage_tmpfs_puts_the_home_on_a_tmpfs(backend, name):
+    """storage: tmpfs: the FTP home is on a tmpfs (a forking server that switches user,
+    vsftpd, still reaches it); the default is on disk. Both recorded in build_info."""
+    if local.filesystem_type(local.Path("/dev/shm")) != "tmpfs":
+        pytest.skip("/dev/shm is not a tmpfs here")
+    req = ServerRequest(name, "2.2.0" if name == "pyftpdlib" else None, variant={"storage": "tmpfs"})
+    try:
+        backend.check(req)
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    h = backend.start(req)
+    try:
+        assert local.filesystem_type(h.target.root) == "tmpfs"
+        ftp_roundtrip(h.target)
+        assert h.build_info["storage"] == "tmpfs" and h.build_info["storage_fs"] == "tmpfs"
+    finally:
+        h.stop()
+    assert not h.run_dir.exists()
+    info = _run_server(backend, ServerRequest(name, "2.2.0" if name == "pyftpdlib" else None))
+    assert info["storage"] == "disk" and info["storage_fs"] not in ("tmpfs", "ramfs", "")
+
+
+def test_storage_disk_on_a_tmpfs_is_a_skip(backend, monkeypatch):
+    """XFERLAB_RUN_DIR on a tmpfs cannot give storage=disk: skipped with the reason."""
+    from runner.config import get_settings
+
+    monkeypatch.setenv("XFERLAB_RUN_DIR", "/dev/shm")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(ServerSkipped, match="storage=disk: /dev/shm is on tmpfs; set XFERLAB_RUN_DIR"):
+            backend.start(ServerRequest("pyftpdlib", "2.2.0"))
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+
+
+def test_docker_only_variant_is_a_skip_under_local(backend):
+    with pytest.raises(ServerSkipped, match="'memory' needs the docker backend"):
+        backend.check(ServerRequest("pyftpdlib", "2.2.0", variant={"memory": "512m"}))
+    with pytest.raises(ServerSkipped, match="'masquerade_address' needs the docker backend"):
+        backend.start(ServerRequest("twisted", variant={"masquerade_address": "192.0.2.1"}))

@@ -1,0 +1,205 @@
+"""Variant options: the catalogue of ``variant:`` keys a server build can take.
+
+A variant option changes how one server build is configured (``use_sendfile: false``)
+or where it runs (``storage: tmpfs``). Every key is listed here with the servers that
+honour it and the backends that can apply it, so that a typo or a key a server would
+silently ignore is rejected when the spec is validated, before anything runs
+(:func:`check_variant`), and a key the chosen backend cannot apply makes the server
+*skipped with its reason* (:func:`backend_problem`), never silently ignored.
+
+``storage`` is the storage axis of seed 002 (the upload servers written to an SSD and
+to tmpfs): ``disk`` (the default) or ``tmpfs`` for the FTP home the server reads and
+writes. The local backend puts the server's run folder on a tmpfs mount
+(``XFERLAB_TMPFS_DIR``, default ``/dev/shm``) or on disk (``XFERLAB_RUN_DIR``, default
+the system temporary folder, which must not itself be a tmpfs); the docker backend
+mounts a fresh named volume or a ``tmpfs`` at the container's FTP root.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any, Callable
+
+ALL_SERVERS = frozenset({"pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd"})
+STORAGE_KINDS = ("disk", "tmpfs")
+
+
+def _bool(v: Any) -> None:
+    if not isinstance(v, bool):
+        raise ValueError(f"want true or false, got {v!r}")
+
+
+def _positive_int(v: Any) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"want a whole number >= 1, got {v!r}")
+
+
+def _one_of(*allowed: str) -> Callable[[Any], None]:
+    def check(v: Any) -> None:
+        if v not in allowed:
+            raise ValueError(f"want {' or '.join(repr(a) for a in allowed)}, got {v!r}")
+    return check
+
+
+def _port_range(v: Any) -> None:
+    parse_port_range(v)
+
+
+def _address(v: Any) -> None:
+    try:
+        ipaddress.ip_address(str(v))
+    except ValueError:
+        raise ValueError(f"want an IP address (e.g. 192.0.2.10), got {v!r}") from None
+
+
+def _size(v: Any) -> None:
+    if not isinstance(v, str) or not v or not (v[:-1].isdigit() if v[-1] in "kKmMgG" else v.isdigit()):
+        raise ValueError(f"want a size such as 512m or 2g, got {v!r}")
+
+
+def _sysctls(v: Any) -> None:
+    if not isinstance(v, dict) or not v or not all(isinstance(k, str) and k.startswith("net.") for k in v):
+        raise ValueError(f"want a mapping of net.* sysctls to values (per-container namespace), got {v!r}")
+
+
+def parse_port_range(v: Any) -> tuple[int, int]:
+    """``"30000-30999"`` (or a ``[lo, hi]`` pair) -> ``(30000, 30999)``.
+
+    Raises:
+        ValueError: not LO-HI with 1024 <= LO <= HI <= 65535.
+    """
+    try:
+        lo, hi = (int(x) for x in (v.split("-") if isinstance(v, str) else v))
+    except (TypeError, ValueError):
+        raise ValueError(f"want LO-HI, e.g. 30000-30999, got {v!r}") from None
+    if not 1024 <= lo <= hi <= 65535:
+        raise ValueError(f"want LO-HI within 1024-65535, got {v!r}")
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class VariantOption:
+    """One variant key.
+
+    Attributes:
+        help: what it does, one line.
+        servers: server names that honour it.
+        backends: backends that can apply it (``local``, ``docker``).
+        check: raises ValueError naming what is wrong with a value.
+        docker_only_servers: servers that honour it under the docker backend only.
+    """
+
+    help: str
+    servers: frozenset[str]
+    backends: frozenset[str]
+    check: Callable[[Any], None]
+    docker_only_servers: frozenset[str] = frozenset()
+
+
+BOTH = frozenset({"local", "docker"})
+DOCKER = frozenset({"docker"})
+
+#: Every variant key xferlab knows, by name.
+VARIANT_OPTIONS: dict[str, VariantOption] = {
+    "use_sendfile": VariantOption("false: read+send through a buffer instead of sendfile() for RETR",
+                                  frozenset({"pyftpdlib", "vsftpd", "proftpd", "tpd"}), BOTH, _bool),
+    "storage": VariantOption("where the FTP home lives: disk (default) or tmpfs (seed 002's storage axis)",
+                             ALL_SERVERS, BOTH, _one_of(*STORAGE_KINDS)),
+    "pasv_ports": VariantOption("passive data port range LO-HI",
+                                frozenset({"pyftpdlib", "vsftpd", "proftpd", "pureftpd", "tpd"}), BOTH,
+                                _port_range),
+    "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)",
+                                        frozenset({"pyftpdlib", "vsftpd", "proftpd", "pureftpd", "tpd",
+                                                   "twisted"}), BOTH, _address,
+                                        docker_only_servers=frozenset({"twisted"})),
+    "backlog": VariantOption("listen() backlog (default 1024)", frozenset({"pyftpdlib", "twisted"}), BOTH,
+                             _positive_int),
+    "idle_timeout": VariantOption("idle session timeout, s (default 300)", frozenset({"tpd"}), BOTH,
+                                  _positive_int),
+    "tmpfs_size": VariantOption("size of the tmpfs with storage=tmpfs (default 2g)", ALL_SERVERS, DOCKER,
+                                _size),
+    "memory": VariantOption("container memory limit (default 4g)", ALL_SERVERS, DOCKER, _size),
+    "network": VariantOption("container network: bridge (default) or host", ALL_SERVERS, DOCKER,
+                             _one_of("bridge", "host")),
+    "sysctls": VariantOption("extra net.* sysctls of the container's network namespace", ALL_SERVERS, DOCKER,
+                             _sysctls),
+}
+
+
+def parse_variant_text(text: str) -> dict[str, Any]:
+    """``"use_sendfile=false, backlog=512"`` -> ``{"use_sendfile": False, "backlog": 512}``
+    (items separated by commas or semicolons; true/false -> bool, then int, float, else
+    str), as the CLI's ``--servers`` and the dashboard's launch form take them.
+
+    Raises:
+        ValueError: an item is not ``key=value``.
+    """
+    out: dict[str, Any] = {}
+    for item in (x.strip() for x in text.replace(";", ",").split(",")):
+        if not item:
+            continue
+        k, sep, v = item.partition("=")
+        k, v = k.strip(), v.strip()
+        if not sep or not k:
+            raise ValueError(f"expected key=value, got {item!r}")
+        low = v.lower()
+        if low in ("true", "false"):
+            out[k] = low == "true"
+            continue
+        for conv in (int, float):
+            try:
+                out[k] = conv(v)
+                break
+            except ValueError:
+                continue
+        else:
+            out[k] = v
+    return out
+
+
+def describe(server: str) -> str:
+    """One line per variant key ``server`` honours: ``key: help [docker only]``."""
+    lines = []
+    for key, opt in VARIANT_OPTIONS.items():
+        if server in opt.servers:
+            only = " [docker backend only]" if opt.backends == DOCKER or server in opt.docker_only_servers else ""
+            lines.append(f"{key}: {opt.help}{only}")
+    return "\n".join(lines)
+
+
+def check_variant(server: str, variant: dict[str, Any]) -> list[tuple[str, str]]:
+    """Validate ``variant`` for ``server`` (any backend).
+
+    Returns:
+        ``[(key, message), ...]``, empty when every key is known, honoured by ``server``
+        and has a valid value. ``external`` takes no variant keys (xferlab does not
+        configure a server it did not start).
+    """
+    problems: list[tuple[str, str]] = []
+    for key, value in variant.items():
+        opt = VARIANT_OPTIONS.get(key)
+        if opt is None:
+            ours = sorted(k for k, o in VARIANT_OPTIONS.items() if server in o.servers)
+            problems.append((key, f"unknown variant option; {server} takes: {', '.join(ours) or 'none'}"))
+            continue
+        if server not in opt.servers:
+            who = ", ".join(sorted(opt.servers))
+            problems.append((key, f"{server} does not honour it (servers that do: {who})"))
+            continue
+        try:
+            opt.check(value)
+        except ValueError as exc:
+            problems.append((key, str(exc)))
+    return problems
+
+
+def backend_problem(server: str, variant: dict[str, Any], backend: str) -> str | None:
+    """Why ``backend`` cannot apply ``variant`` to ``server``, or None when it can.
+    The backends raise ServerSkipped with this reason."""
+    for key in variant:
+        opt = VARIANT_OPTIONS.get(key)
+        if opt is None:
+            continue
+        if backend not in opt.backends or (backend != "docker" and server in opt.docker_only_servers):
+            return f"{server}: variant option {key!r} needs the docker backend (this cell runs under {backend})"
+    return None
