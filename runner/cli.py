@@ -345,9 +345,12 @@ def cmd_servers(args: argparse.Namespace) -> int:
     if args.fetch:
         path = local.fetch_debian_server(args.fetch)
         console.print(f"{args.fetch}: extracted to {path}")
-    t = Table("server", "status", "reason / how")
+    from runner.backends.variants import options_for
+
+    t = Table("server", "status (local backend)", "reason / how", "variant options (* docker backend only)")
     for name, reason in local.available_servers():
-        t.add_row(name, "[green]can run[/]" if reason is None else "[yellow]skipped[/]", reason or "")
+        t.add_row(name, "[green]can run[/]" if reason is None else "[yellow]skipped[/]", reason or "",
+                  ", ".join(options_for(name)))
     console.print(t)
     return 0
 

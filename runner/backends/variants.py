@@ -157,14 +157,11 @@ def parse_variant_text(text: str) -> dict[str, Any]:
     return out
 
 
-def describe(server: str) -> str:
-    """One line per variant key ``server`` honours: ``key: help [docker only]``."""
-    lines = []
-    for key, opt in VARIANT_OPTIONS.items():
-        if server in opt.servers:
-            only = " [docker backend only]" if opt.backends == DOCKER or server in opt.docker_only_servers else ""
-            lines.append(f"{key}: {opt.help}{only}")
-    return "\n".join(lines)
+def options_for(server: str) -> list[str]:
+    """The variant keys ``server`` honours, in catalogue order, each marked ``*`` when
+    only the docker backend can apply it (``xferlab servers`` prints this)."""
+    return [key + ("*" if opt.backends == DOCKER or server in opt.docker_only_servers else "")
+            for key, opt in VARIANT_OPTIONS.items() if server in opt.servers]
 
 
 def check_variant(server: str, variant: dict[str, Any]) -> list[tuple[str, str]]:

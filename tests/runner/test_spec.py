@@ -130,3 +130,18 @@ def test_storage_axis_expands_servers_once():
     assert [s.display() for s in parse_spec(_spec(storage=["tmpfs"])).servers] == ["pyftpdlib 2.2.0 [storage=tmpfs]"]
     with pytest.raises(SpecError, match="storage.0: Input should be 'disk' or 'tmpfs'"):
         parse_spec(_spec(storage=["ssd"]))
+
+
+def test_variant_catalogue_per_server():
+    from runner.backends.variants import backend_problem, options_for, parse_variant_text
+
+    assert options_for("twisted") == ["storage", "masquerade_address*", "backlog", "tmpfs_size*", "memory*",
+                                      "network*", "sysctls*"]
+    assert "idle_timeout" in options_for("tpd") and "idle_timeout" not in options_for("pyftpdlib")
+    assert backend_problem("pyftpdlib", {"network": "host"}, "local").endswith(
+        "variant option 'network' needs the docker backend (this cell runs under local)")
+    assert backend_problem("pyftpdlib", {"network": "host", "storage": "tmpfs"}, "docker") is None
+    assert parse_variant_text("use_sendfile=false; backlog=512, memory=1g") == {
+        "use_sendfile": False, "backlog": 512, "memory": "1g"}
+    with pytest.raises(ValueError, match="expected key=value, got 'oops'"):
+        parse_variant_text("oops")
