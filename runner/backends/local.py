@@ -332,7 +332,7 @@ class _PyftpdlibRecipe(_PyRecipe):
 
 class _TwistedRecipe(_PyRecipe):
     """Twisted's FTP server via ``servers/twisted/serve.py`` (seed 000's script).
-    Variant keys: ``backlog``."""
+    Variant keys: ``backlog``, ``pasv_ports``, ``masquerade_address``."""
 
     name = "twisted"
     package = "twisted"
@@ -344,9 +344,15 @@ class _TwistedRecipe(_PyRecipe):
         pass_file = run.path / "pass.dat"
         pass_file.write_text(f"{FTP_USER}:{password}\n")
         backlog = int(req.variant.get("backlog", 1024))
+        opts = ["--backlog", str(backlog)]
+        pr = _pasv_range(req.variant)
+        if pr:
+            opts += ["--pasv-ports", f"{pr[0]}-{pr[1]}"]
+        if req.variant.get("masquerade_address"):
+            opts += ["--masquerade", str(req.variant["masquerade_address"])]
         argv = [str(v.python), str(script), "--host", HOST, "--port", str(port),
-                "--passwd-file", str(pass_file), "--home", str(run.home), "--backlog", str(backlog)]
-        cfg = {"script_sha256": _sha256(script.read_text()), "backlog": backlog, "user": FTP_USER}
+                "--passwd-file", str(pass_file), "--home", str(run.home), *opts]
+        cfg = {"script_sha256": _sha256(script.read_text()), "options": opts, "user": FTP_USER}
         (run.path / "config.json").write_text(json.dumps(cfg, indent=1))
         return Launch(argv, Target(HOST, port, FTP_USER, password, run.home),
                       json.dumps(cfg, sort_keys=True),

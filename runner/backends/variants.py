@@ -86,14 +86,12 @@ class VariantOption:
         servers: server names that honour it.
         backends: backends that can apply it (``local``, ``docker``).
         check: raises ValueError naming what is wrong with a value.
-        docker_only_servers: servers that honour it under the docker backend only.
     """
 
     help: str
     servers: frozenset[str]
     backends: frozenset[str]
     check: Callable[[Any], None]
-    docker_only_servers: frozenset[str] = frozenset()
 
 
 BOTH = frozenset({"local", "docker"})
@@ -105,13 +103,9 @@ VARIANT_OPTIONS: dict[str, VariantOption] = {
                                   frozenset({"pyftpdlib", "vsftpd", "proftpd", "tpd"}), BOTH, _bool),
     "storage": VariantOption("where the FTP home lives: disk (default) or tmpfs (seed 002's storage axis)",
                              ALL_SERVERS, BOTH, _one_of(*STORAGE_KINDS)),
-    "pasv_ports": VariantOption("passive data port range LO-HI",
-                                frozenset({"pyftpdlib", "vsftpd", "proftpd", "pureftpd", "tpd"}), BOTH,
-                                _port_range),
-    "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)",
-                                        frozenset({"pyftpdlib", "vsftpd", "proftpd", "pureftpd", "tpd",
-                                                   "twisted"}), BOTH, _address,
-                                        docker_only_servers=frozenset({"twisted"})),
+    "pasv_ports": VariantOption("passive data port range LO-HI", ALL_SERVERS, BOTH, _port_range),
+    "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)", ALL_SERVERS,
+                                        BOTH, _address),
     "backlog": VariantOption("listen() backlog (default 1024)", frozenset({"pyftpdlib", "twisted"}), BOTH,
                              _positive_int),
     "idle_timeout": VariantOption("idle session timeout, s (default 300)", frozenset({"tpd"}), BOTH,
@@ -160,7 +154,7 @@ def parse_variant_text(text: str) -> dict[str, Any]:
 def options_for(server: str) -> list[str]:
     """The variant keys ``server`` honours, in catalogue order, each marked ``*`` when
     only the docker backend can apply it (``xferlab servers`` prints this)."""
-    return [key + ("*" if opt.backends == DOCKER or server in opt.docker_only_servers else "")
+    return [key + ("*" if opt.backends == DOCKER else "")
             for key, opt in VARIANT_OPTIONS.items() if server in opt.servers]
 
 
@@ -197,6 +191,6 @@ def backend_problem(server: str, variant: dict[str, Any], backend: str) -> str |
         opt = VARIANT_OPTIONS.get(key)
         if opt is None:
             continue
-        if backend not in opt.backends or (backend != "docker" and server in opt.docker_only_servers):
+        if backend not in opt.backends:
             return f"{server}: variant option {key!r} needs the docker backend (this cell runs under {backend})"
     return None

@@ -3,7 +3,9 @@
 Run by xferlab's local backend with the interpreter of a per-version venv::
 
     python serve.py --host 127.0.0.1 --port 2121 --passwd-file pass.dat --home DIR \
-        [--backlog 1024]
+        [--backlog 1024] [--pasv-ports LO-HI] [--masquerade ADDR]
+
+The container image runs the same script (``servers/twisted/container/entrypoint.sh``).
 
 ``pass.dat`` holds ``user:password`` (FilePasswordDB's default format). As in the seed:
 RLIMIT_NOFILE soft raised to hard; Portal(FTPRealm(home), [AllowAnonymousAccess(),
@@ -13,6 +15,9 @@ authenticated user's home is ``--home`` itself (FTPRealm's userHome is overridde
 the user logs into the run dir, like the other servers, instead of ``<home>/<user>``),
 and credentials are encoded to bytes before FilePasswordDB compares them (on Python 3
 the seed's script as written refuses every login: str username vs bytes file entries).
+For passive mode from another host: a passive port range
+(``FTPFactory.passivePortRange``) and a masquerade address (Twisted has none: the
+address in the 227 reply is rewritten).
 """
 import argparse
 import resource
@@ -27,6 +32,8 @@ def main(argv=None):
     ap.add_argument("--passwd-file", required=True)
     ap.add_argument("--home", required=True)
     ap.add_argument("--backlog", type=int, default=1024)
+    ap.add_argument("--pasv-ports", default=None, help="LO-HI")
+    ap.add_argument("--masquerade", default=None, help="IPv4 address announced in PASV replies")
     ap.add_argument("--verbose", action="store_true", help="Twisted log to stderr")
     a = ap.parse_args(argv)
 
@@ -37,7 +44,7 @@ def main(argv=None):
     from twisted.cred.credentials import UsernamePassword
     from twisted.cred.portal import Portal
     from twisted.internet import reactor
-    from twisted.protocols.ftp import FTPFactory, FTPRealm
+    from twisted.protocols import ftp
     from twisted.python import filepath
 
     home = a.home
@@ -52,14 +59,25 @@ def main(argv=None):
                 c = UsernamePassword(c.username.encode(), pw)
             return FilePasswordDB.requestAvatarId(self, c)
 
-    class Realm(FTPRealm):
+    class Realm(ftp.FTPRealm):
         def getHomeDirectory(self, avatarId):  # every user logs into --home
             return filepath.FilePath(home)
 
+    class FTP(ftp.FTP):
+        def reply(self, key, *args):
+            if key == ftp.ENTERING_PASV_MODE and a.masquerade and args:
+                port_hi, port_lo = args[0].split(",")[-2:]
+                args = (ftp.encodeHostPort(a.masquerade, int(port_hi) * 256 + int(port_lo)),)
+            return ftp.FTP.reply(self, key, *args)
+
     p = Portal(Realm(home, userHome=home),
                [AllowAnonymousAccess(), PasswordDB(a.passwd_file)])
-    f = FTPFactory(p)
+    f = ftp.FTPFactory(p)
+    f.protocol = FTP
     f.welcomeMessage = "xferlab twisted ready"
+    if a.pasv_ports:
+        lo, hi = (int(x) for x in a.pasv_ports.split("-"))
+        f.passivePortRange = range(lo, hi + 1)
     if a.verbose:
         from twisted.python import log
         log.startLogging(sys.stderr)

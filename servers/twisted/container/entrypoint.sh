@@ -9,7 +9,7 @@ mkdir -p /srv/ftp /run/xferlab
 umask 077
 printf '%s:%s\n' "$FTP_USER" "$FTP_PASSWORD" > /run/xferlab/pass.dat
 export PYTHONUNBUFFERED=1
-exec /opt/venv/bin/python /opt/xferlab/serve_container.py --host "${FTP_HOST:-0.0.0.0}" \
+exec /opt/venv/bin/python /opt/xferlab/serve.py --host "${FTP_HOST:-0.0.0.0}" \
      --port "${FTP_PORT:-21}" --passwd-file /run/xferlab/pass.dat --home /srv/ftp \
      --backlog "${BACKLOG:-1024}" --pasv-ports "${PASV_MIN:-30000}-${PASV_MAX:-31999}" \
      ${PASV_ADDRESS:+--masquerade "$PASV_ADDRESS"}

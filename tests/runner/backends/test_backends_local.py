@@ -284,5 +284,23 @@ def test_storage_disk_on_a_tmpfs_is_a_skip(backend, monkeypatch):
 def test_docker_only_variant_is_a_skip_under_local(backend):
     with pytest.raises(ServerSkipped, match="'memory' needs the docker backend"):
         backend.check(ServerRequest("pyftpdlib", "2.2.0", variant={"memory": "512m"}))
-    with pytest.raises(ServerSkipped, match="'masquerade_address' needs the docker backend"):
-        backend.start(ServerRequest("twisted", variant={"masquerade_address": "192.0.2.1"}))
+
+
+def test_twisted_passive_range_and_masquerade(backend):
+    """servers/twisted/serve.py (local and container): PASV replies announce the
+    masquerade address and a port inside pasv_ports."""
+    h = backend.start(ServerRequest("twisted", variant={"pasv_ports": "41000-41009",
+                                                        "masquerade_address": "192.0.2.7"}))
+    try:
+        ftp = ftplib.FTP()
+        ftp.connect(h.target.host, h.target.port, timeout=15)
+        try:
+            ftp.login(h.target.user, h.target.password)
+            reply = ftp.sendcmd("PASV")
+            nums = [int(x) for x in reply[reply.index("(") + 1:reply.index(")")].split(",")]
+            assert nums[:4] == [192, 0, 2, 7], reply
+            assert 41000 <= nums[4] * 256 + nums[5] <= 41009, reply
+        finally:
+            ftp.close()
+    finally:
+        h.stop()
