@@ -254,10 +254,19 @@ _SKIP_PARTS = {"__pycache__", ".git", "build", ".venv", "node_modules"}
 
 def context_hash(context: Path, extra: dict[str, Any] | None = None) -> str:
     """16 hex chars of sha256 over every file of a build context (relative path + bytes;
-    ``build/``, ``__pycache__``, ``.git`` skipped) and ``extra`` (build args, base image
-    ID): the key deciding whether an image is rebuilt."""
+    ``build/``, ``__pycache__``, ``.git`` skipped, and what the context's
+    ``.dockerignore`` leaves out of the build, as the engine reads it) and ``extra``
+    (build args, base image ID): the key deciding whether an image is rebuilt."""
+    ignore = context / ".dockerignore"
+    if ignore.is_file():
+        from docker.utils.build import exclude_paths
+
+        patterns = [ln.strip() for ln in ignore.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        files = sorted(context / rel for rel in exclude_paths(str(context), patterns))
+    else:
+        files = sorted(context.rglob("*"))
     h = hashlib.sha256()
-    for f in sorted(context.rglob("*")):
+    for f in files:
         rel = f.relative_to(context)
         if f.is_file() and not (set(rel.parts) & _SKIP_PARTS):
             h.update(str(rel).encode() + b"\0")

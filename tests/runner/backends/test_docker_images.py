@@ -35,6 +35,18 @@ def test_context_hash_changes_with_content(tmp_path: Path):
     assert images.context_hash(tmp_path) != h1
 
 
+def test_context_hash_follows_dockerignore(tmp_path: Path):
+    """Files the engine would not send (.dockerignore) do not make a rebuild."""
+    (tmp_path / "Dockerfile").write_text("FROM x\n")
+    (tmp_path / ".dockerignore").write_text("# test output\nartifacts\n")
+    (tmp_path / "artifacts").mkdir()
+    h1 = images.context_hash(tmp_path)
+    (tmp_path / "artifacts" / "shot.png").write_bytes(b"png")
+    assert images.context_hash(tmp_path) == h1
+    (tmp_path / "app.py").write_text("x = 1\n")
+    assert images.context_hash(tmp_path) != h1
+
+
 def test_server_tags():
     assert images.server_tag("pyftpdlib", "2.2.0") == "xferlab/pyftpdlib:2.2.0"
     assert images.server_tag("vsftpd", None) == "xferlab/vsftpd:default"
