@@ -175,3 +175,74 @@ def test_server_container_killed_mid_cell_fails_that_cell_only(stack, tmp_path):
             assert "server not running" in cells[1].error and "exit" in cells[1].error, cells[1].error
     finally:
         eng.dispose()
+
+
+def test_whole_stack_dashboard_queues_worker_runs(tmp_path):
+    """`docker-compose up` of the whole lab (postgres, dashboard, worker, all from images
+    built offline): a campaign queued through the dashboard's API is claimed and run by
+    the worker container against containerized servers, and its figures are served back."""
+    import json
+    import urllib.request
+
+    client = docker_client_or_skip()
+    try:
+        compose = images.compose_command()
+    except images.ImageError as e:
+        pytest.skip(str(e))
+    ensure_base(client)
+    for tag in ("xferlab/postgres:15", "xferlab/app:latest"):
+        images.ensure_lab_image(tag, client=client, progress=print)
+    for name in ("pyftpdlib", "tpd"):
+        images.ensure_server_image(name, client=client, progress=print)
+    project = f"xflstack{os.getpid()}"
+    token = secrets.token_hex(12)
+    pg_port, web_port = _free_port(), _free_port()
+    env = {**os.environ, "POSTGRES_PASSWORD": secrets.token_hex(12), "XFERLAB_PG_PORT": str(pg_port),
+           "XFERLAB_DASHBOARD_PORT": str(web_port), "XFERLAB_API_TOKEN": token, "COMPOSE_PROJECT_NAME": project,
+           "XFERLAB_DOCKER_LABELS": f"xferlab.test={SESSION_LABEL}"}
+    base = [*compose, "-f", str(ROOT / "docker-compose.yml"), "-p", project]
+    web = f"http://127.0.0.1:{web_port}"
+
+    def get(path: str) -> dict:
+        return json.loads(urllib.request.urlopen(web + path, timeout=10).read())
+
+    try:
+        r = subprocess.run([*base, "up", "-d", "--no-build"], env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        deadline = time.monotonic() + 120
+        while True:  # the dashboard answers once postgres is healthy and migrations ran
+            try:
+                get("/api/campaigns")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, subprocess.run([*base, "logs", "--tail", "50"], env=env,
+                                                                   capture_output=True, text=True).stdout
+                time.sleep(1)
+        assert urllib.request.urlopen(web + "/static/vendor/chart.min.js", timeout=10).status == 200
+        spec = {"name": "whole-stack", "repeats": 1, "backend": "docker", "warmup": False,
+                "servers": [{"name": "pyftpdlib"}, {"name": "tpd"}],
+                "workloads": [{"name": w, "params": SMALL} for w in ("retr", "login")]}
+        req = urllib.request.Request(web + "/api/campaigns", data=json.dumps(spec).encode(), method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {token}"})
+        cid = json.loads(urllib.request.urlopen(req, timeout=30).read())["id"]
+        deadline = time.monotonic() + 400
+        while (d := get(f"/api/campaigns/{cid}"))["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, d
+            time.sleep(2)
+        logs = subprocess.run([*base, "logs", "--tail", "60", "worker"], env=env, capture_output=True,
+                              text=True).stdout
+        assert d["status"] == "done" and d["cells_done"] == 4, (d, logs)
+        # the cells were run by the worker container's process (host PID namespace: host PIDs)
+        wid = subprocess.run([*base, "ps", "-q", "worker"], env=env, capture_output=True, text=True,
+                             timeout=60).stdout.strip()
+        top = client.containers.get(wid).top()
+        pids = {row[top["Titles"].index("PID")] for row in top["Processes"]}
+        assert len(d["latest"]) == 4 and {c["worker"].rsplit(":", 1)[1] for c in d["latest"]} <= pids, top
+        page = urllib.request.urlopen(f"{web}/campaigns/{cid}", timeout=10).read().decode()
+        assert "RETR (server -> client)" in page and "tpd" in page
+        rst = urllib.request.urlopen(f"{web}/api/campaigns/{cid}/export?format=rst", timeout=10).read().decode()
+        assert "RETR (server -> client)" in rst
+    finally:
+        subprocess.run([*base, "down", "-v", "--remove-orphans"], env=env, capture_output=True, timeout=300)
+        cleanup_session(client)
