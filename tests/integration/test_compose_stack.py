@@ -181,6 +181,7 @@ def test_whole_stack_dashboard_queues_worker_runs(tmp_path):
     """`docker-compose up` of the whole lab (postgres, dashboard, worker, all from images
     built offline): a campaign queued through the dashboard's API is claimed and run by
     the worker container against containerized servers, and its figures are served back."""
+    import html
     import json
     import urllib.request
 
@@ -239,7 +240,7 @@ def test_whole_stack_dashboard_queues_worker_runs(tmp_path):
         top = client.containers.get(wid).top()
         pids = {row[top["Titles"].index("PID")] for row in top["Processes"]}
         assert len(d["latest"]) == 4 and {c["worker"].rsplit(":", 1)[1] for c in d["latest"]} <= pids, top
-        page = urllib.request.urlopen(f"{web}/campaigns/{cid}", timeout=10).read().decode()
+        page = html.unescape(urllib.request.urlopen(f"{web}/campaigns/{cid}", timeout=10).read().decode())
         assert "RETR (server -> client)" in page and "tpd" in page
         rst = urllib.request.urlopen(f"{web}/api/campaigns/{cid}/export?format=rst", timeout=10).read().decode()
         assert "RETR (server -> client)" in rst
