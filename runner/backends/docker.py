@@ -328,6 +328,9 @@ class DockerBackend:
         self.labels = {**env_labels, **(labels or {})}
         self.build = build
         self._images: dict[tuple[str, str | None], tuple[str, str, bool]] = {}
+        reaped = reap_orphans(self.client)
+        if reaped:
+            self.progress(f"removed {reaped} server container(s) left by a killed xferlab process")
 
     # ------------------------------------------------------------------ images
 
@@ -447,8 +450,7 @@ class DockerBackend:
             env["HTTP_PORT"] = str(_free_port() if network == "host" else 8080)
         nofile = min(_nr_open(), 1048576)
         sysctls = {**DEFAULT_SYSCTLS, **{k: str(v) for k, v in (var.get("sysctls") or {}).items()}}
-        labels = {LABEL: "server", "xferlab.server": req.name, "xferlab.owner_pid": str(os.getpid()),
-                  **self.labels}
+        labels = {LABEL: "server", "xferlab.server": req.name, **owner_labels(), **self.labels}
         name = f"xferlab-{req.name}-{secrets.token_hex(4)}"
         kwargs: dict[str, Any] = dict(
             image=image_id, name=name, detach=True, environment=env, labels=labels,
@@ -543,6 +545,59 @@ class DockerBackend:
             chash = (self.client.images.get(image_id).labels or {}).get("xferlab.context_hash")
             info["version"] = req.version or (f"src-{chash}" if chash else None)
         return handle
+
+
+def owner_labels() -> dict[str, str]:
+    """Labels naming the xferlab process that starts a container: host name, PID and
+    the process's start time (so a reused PID is not taken for the owner)."""
+    import socket
+
+    import psutil
+
+    return {"xferlab.owner_host": socket.gethostname(), "xferlab.owner_pid": str(os.getpid()),
+            "xferlab.owner_started": f"{psutil.Process().create_time():.2f}"}
+
+
+def reap_orphans(client) -> int:
+    """Remove the server containers (and their volumes) that an xferlab process on
+    this host started and can no longer stop because it is gone (killed with SIGKILL,
+    the machine's OOM killer...): their ``xferlab.owner_pid`` process no longer exists
+    or was started at another time than ``xferlab.owner_started``. Containers of live
+    owners and of other hosts are left alone. Returns how many containers were removed.
+    Called whenever a DockerBackend is made, so the next campaign cleans up."""
+    import socket
+
+    import psutil
+
+    host = socket.gethostname()
+
+    def dead(labels: dict[str, str]) -> bool:
+        if labels.get("xferlab.owner_host") != host or not labels.get("xferlab.owner_pid", "").isdigit():
+            return False
+        try:
+            started = psutil.Process(int(labels["xferlab.owner_pid"])).create_time()
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.Error:
+            return False
+        return f"{started:.2f}" != labels.get("xferlab.owner_started")
+
+    flt = {"label": [f"{LABEL}=server", "xferlab.owner_host"]}
+    n = 0
+    for c in client.containers.list(all=True, filters=flt):
+        if dead(c.labels or {}):
+            try:
+                c.remove(force=True, v=True)
+                n += 1
+            except docker.errors.APIError:
+                pass
+    for v in client.volumes.list(filters=flt):
+        if dead(v.attrs.get("Labels") or {}):
+            try:
+                v.remove(force=True)
+            except docker.errors.APIError:  # still in use by a container being removed
+                pass
+    return n
 
 
 def cleanup(client=None, *, label: str = LABEL, value: str | None = None) -> int:

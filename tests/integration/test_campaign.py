@@ -119,3 +119,11 @@ def test_kill_midway_keeps_finished_cells(tmp_path, xferlab_env, engine):
         camp = s.get(Campaign, 1)
         assert camp.cells_done + camp.cells_failed == camp.cells_total
         assert camp.cells_done >= camp.cells_total - 1
+        backend = camp.backend
+    if backend == "docker":  # the killed runner's server container was removed by the next run
+        import docker
+
+        client = docker.from_env()
+        left = client.containers.list(all=True, filters={"label": f"xferlab.owner_pid={proc.pid}"})
+        assert not left, [(c.name, c.status) for c in left]
+        assert not client.volumes.list(filters={"label": f"xferlab.owner_pid={proc.pid}"})

@@ -152,3 +152,37 @@ def test_auto_backend_is_docker_when_engine_answers(client):
     from runner.execute import resolve_backend
 
     assert resolve_backend("auto").name == "docker"
+
+
+def test_containers_of_a_killed_runner_are_reaped(client, dbackend):
+    """A runner killed with SIGKILL cannot stop its server container; the next
+    DockerBackend on this host removes it and its volume, and leaves live owners' alone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from runner.backends.docker import DockerBackend
+
+    code = ("import time; from runner.backends.docker import DockerBackend; "
+            "from runner.backends.base import ServerRequest; "
+            f"DockerBackend(labels={{'xferlab.test': {SESSION_LABEL!r}}}).start(ServerRequest('pyftpdlib')); "
+            "print('up', flush=True); time.sleep(120)")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         cwd=Path(__file__).resolve().parents[3])
+    try:
+        assert p.stdout.readline().strip() == "up"
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(30)
+    mine = dbackend.start(ServerRequest("pyftpdlib"))  # a live owner's container: kept
+    try:
+        flt = {"label": f"xferlab.owner_pid={p.pid}"}
+        assert [c.status for c in client.containers.list(all=True, filters=flt)] == ["running"]
+        msgs: list[str] = []
+        DockerBackend(client=client, progress=msgs.append)
+        assert msgs == ["removed 1 server container(s) left by a killed xferlab process"]
+        assert not client.containers.list(all=True, filters=flt) and not client.volumes.list(filters=flt)
+        assert mine.alive()
+    finally:
+        mine.stop()
