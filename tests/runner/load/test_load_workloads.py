@@ -225,3 +225,32 @@ def test_seed_scale_300_sessions(target):
     r = run_workload_sync("retr_concurrent", target, small(clients=300, file_size=64 * KIB))
     assert r.errors == {} and r.ops == 300 and r.bytes == 300 * 64 * KIB, r.notes
     assert len(r.clients) == 300
+
+
+def test_no_garbage_collection_inside_a_phase(target):
+    """The client's cyclic GC is paused for the phase (a gen-2 pause of a long
+    campaign's heap would be timed as server latency), and restored afterwards."""
+    import gc
+
+    stamps: list[tuple[float, int]] = []
+
+    def cb(phase, info):
+        if phase == "start":
+            stamps.append((time.time(), info["generation"]))
+
+    junk = [[i] for i in range(200_000)]  # a heap worth collecting, cycles created below
+    gc.callbacks.append(cb)
+    try:
+        assert gc.isenabled()
+        r = run_workload_sync("login", target, small(clients=50))
+        for _ in range(20_000):  # cyclic garbage: collections must run again after the phase
+            a: list = []
+            a.append(a)
+    finally:
+        gc.callbacks.remove(cb)
+    assert r.error_count == 0 and r.started_at is not None
+    inside = [g for t, g in stamps if r.started_at <= t <= r.ended_at]
+    assert inside == [], f"collections during the measured phase: {inside}"
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert any(t > r.ended_at for t, _ in stamps), "the collector did not run again after the phase"
+    del junk
