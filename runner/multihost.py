@@ -188,8 +188,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``xferlab serve`` (used by runner/cli.py)."""
     p.add_argument("--server", required=True, help="server spec as JSON (runner.spec.ServerSpec)")
     p.add_argument("--bind", required=True, help="address the server listens on")
-    p.add_argument("--backend", default="local", choices=("local",),
-                   help="how to start the server on this host (local: child process)")
+    p.add_argument("--backend", default="local", choices=("local", "docker"),
+                   help="how to start the server on this host (local: child process; docker: a container "
+                        "with host networking, listening on --bind)")
     p.add_argument("--max-clients", type=int, default=2000)
     p.add_argument("--cpu", default=None, help="pin the server to CPUs, e.g. 0 or 0,1")
     p.add_argument("--max-seconds", type=float, default=6 * 3600.0,
@@ -200,6 +201,25 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
 def _say(obj: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
     sys.stdout.flush()
+
+
+async def _serve_fixture(target: Any, size: int) -> str:
+    """The RETR fixture of ``size`` bytes in the server's home: written directly when the
+    home is a local path (local backend), else uploaded by STOR over one session
+    (docker backend). Returns its name."""
+    from runner.load.fixtures import ensure_server_file
+    from runner.load.ftp import FTPSession
+
+    if target.root is not None:
+        return await ensure_server_file(None, target.root, size)
+    session = FTPSession(target.host, target.port, op_timeout=120)
+    try:
+        await session.connect()
+        await session.login(target.user, target.password)
+        await session.type_binary()
+        return await ensure_server_file(session, None, size)
+    finally:
+        session.close()
 
 
 def serve_main(args: argparse.Namespace) -> int:
@@ -216,15 +236,16 @@ def serve_main(args: argparse.Namespace) -> int:
       "alive"}``; ``stop`` or EOF -> ``{"event": "stopped", "peak_uss",
       "peak_rss_minus_shared", "timeline", "alive"}`` and exit 0.
 
-    The server and the sampler stop when this process ends (and the server gets SIGKILL
-    if it dies: PR_SET_PDEATHSIG). Returns the exit status."""
+    The server and the sampler stop when this process ends (a local server gets SIGKILL
+    if it dies: PR_SET_PDEATHSIG; a container of a killed ``serve`` is removed by the next
+    docker backend on that host, see runner.backends.docker.reap_orphans). Returns the
+    exit status."""
     import asyncio
     import signal
     import socket
 
     from runner.backends import local
     from runner.backends.base import ServerFailed, ServerSkipped
-    from runner.load.fixtures import ensure_server_file
     from runner.metrics.environment import snapshot
     from runner.metrics.sampler import TreeSampler
     from runner.spec import ServerSpec
@@ -235,10 +256,19 @@ def serve_main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _say({"format": SERVE_FORMAT, "event": "failed", "reason": f"--server: {exc}"})
         return 2
-    # The local backend's recipes bind to runner.backends.local.HOST (127.0.0.1); this
-    # process exists only to serve one server, so it points that at --bind.
-    local.HOST = args.bind
-    backend = local.LocalBackend()
+    if args.backend == "docker":
+        from runner.backends.docker import DockerBackend
+
+        try:
+            backend: Any = DockerBackend(network="host", bind=args.bind)
+        except RuntimeError as exc:
+            _say({"format": SERVE_FORMAT, "event": "skipped", "reason": str(exc)})
+            return 0
+    else:
+        # The local backend's recipes bind to runner.backends.local.HOST (127.0.0.1); this
+        # process exists only to serve one server, so it points that at --bind.
+        local.HOST = args.bind
+        backend = local.LocalBackend()
     req = srv.request(args.max_clients)
     cpu = [int(c) for c in args.cpu.split(",")] if args.cpu else None
     def on_alarm(signum: int, frame: Any) -> None:
@@ -272,7 +302,7 @@ def serve_main(args: argparse.Namespace) -> int:
                 break
             cmd, _, arg = line.strip().partition(" ")
             if cmd == "fixture":
-                fname = asyncio.run(ensure_server_file(None, t.root, int(arg)))
+                fname = asyncio.run(_serve_fixture(t, int(arg)))
                 _say({"event": "fixture", "name": fname})
             elif cmd == "checkpoint":
                 snap = sampler.checkpoint(arg or "checkpoint") if sampler else None

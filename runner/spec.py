@@ -152,7 +152,9 @@ class HostsSpec(BaseModel):
     server: str | None = Field(None, description="host of group servers to use; default the first")
     clients: list[str] | None = Field(None, min_length=1, description="hosts of group clients; default all")
     start_delay: float = Field(3.0, ge=0.5, le=120, description="s from dispatch to the common start time")
-    server_backend: Literal["local"] = Field("local", description="how xferlab serve starts the server there")
+    server_backend: Literal["local", "docker"] = Field(
+        "local", description="how xferlab serve starts the server there: local (a child process) or docker "
+                             "(a container with host networking, bound to the host's address)")
 
 
 class CampaignSpec(BaseModel):

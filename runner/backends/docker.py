@@ -299,6 +299,9 @@ class DockerBackend:
         labels: extra labels on containers and volumes (tests use them to clean up);
             also read from XFERLAB_DOCKER_LABELS (``k=v,k=v``).
         build: build missing/outdated images in check()/start() (else ServerSkipped).
+        bind: with host networking, the address the server listens on and announces in
+            passive replies (default 127.0.0.1; ``xferlab serve --backend docker`` on a
+            server host of a multi-host campaign gives that host's address).
 
     Raises:
         RuntimeError: no Docker engine answers (``resolve_backend("auto")`` then falls
@@ -309,7 +312,7 @@ class DockerBackend:
 
     def __init__(self, *, progress: Progress | None = None, client=None, network: str | None = None,
                  ready_timeout: float = 30.0, stop_timeout: float = 2.0, labels: dict[str, str] | None = None,
-                 build: bool = True):
+                 build: bool = True, bind: str = "127.0.0.1"):
         self.progress: Progress = progress or (lambda _m: None)
         if client is None:
             try:
@@ -323,6 +326,7 @@ class DockerBackend:
             raise ValueError(f"docker backend: network {self.network!r}: want 'bridge' or 'host'")
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
+        self.bind = bind
         env_labels = dict(kv.split("=", 1) for kv in os.environ.get("XFERLAB_DOCKER_LABELS", "").split(",")
                           if "=" in kv)
         self.labels = {**env_labels, **(labels or {})}
@@ -428,10 +432,10 @@ class DockerBackend:
         memory = str(var.get("memory", DEFAULT_MEMORY))
         password = secrets.token_hex(8)
         if network == "host":
-            port = _free_port()
+            port = _free_port(self.bind)
             lo = 10000 + (port * 7919) % 20 * 1000  # a window away from the ephemeral range
             pasv = (lo, lo + 999)
-            bind = "127.0.0.1"
+            bind = self.bind
         else:
             port, pasv, bind = CONTAINER_FTP_PORT, PASV_RANGE, "0.0.0.0"
         if var.get("pasv_ports"):
@@ -447,7 +451,7 @@ class DockerBackend:
         if var.get("masquerade_address"):
             env["PASV_ADDRESS"] = str(var["masquerade_address"])
         if req.name == "tpd":
-            env["HTTP_PORT"] = str(_free_port() if network == "host" else 8080)
+            env["HTTP_PORT"] = str(_free_port(self.bind) if network == "host" else 8080)
         nofile = min(_nr_open(), 1048576)
         sysctls = {**DEFAULT_SYSCTLS, **{k: str(v) for k, v in (var.get("sysctls") or {}).items()}}
         labels = {LABEL: "server", "xferlab.server": req.name, **owner_labels(), **self.labels}
@@ -507,7 +511,8 @@ class DockerBackend:
             except docker.errors.APIError:
                 pass
             raise ServerFailed(f"{req.label}: docker could not start {tag}: {e.explanation or e}") from e
-        handle = DockerServerHandle(self, container, Target("127.0.0.1", port, FTP_USER, password), info, volume)
+        handle = DockerServerHandle(self, container, Target(bind if network == "host" else "127.0.0.1", port,
+                                                            FTP_USER, password), info, volume)
         try:
             handle._attach_pid()
             if network == "bridge":
@@ -520,7 +525,7 @@ class DockerBackend:
                 handle.target = Target(ip, port, FTP_USER, password,
                                        http_port=int(env["HTTP_PORT"]) if "HTTP_PORT" in env else None)
             elif "HTTP_PORT" in env:
-                handle.target = Target("127.0.0.1", port, FTP_USER, password, http_port=int(env["HTTP_PORT"]))
+                handle.target = Target(bind, port, FTP_USER, password, http_port=int(env["HTTP_PORT"]))
             t = handle.target
             greeting, waited = wait_ready(t.host, t.port, t.user, t.password, timeout=self.ready_timeout,
                                           alive=handle.alive)

@@ -186,3 +186,49 @@ def test_containers_of_a_killed_runner_are_reaped(client, dbackend):
         assert mine.alive()
     finally:
         mine.stop()
+
+
+def test_serve_runs_the_server_in_a_container(client):
+    """`xferlab serve --backend docker` (the server side of a multi-host campaign):
+    a container with host networking listening on --bind, the fixture uploaded into
+    it, memory and CPU sampled from its process tree, container gone after `stop`."""
+    import ftplib
+    import json
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", "--server", '{"name": "pyftpdlib"}',
+                          "--bind", "127.0.0.1", "--backend", "docker", "--max-seconds", "300"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         cwd=Path(__file__).resolve().parents[3],
+                         env={**__import__("os").environ, "XFERLAB_DOCKER_LABELS": f"xferlab.test={SESSION_LABEL}"})
+
+    def ask(cmd: str | None) -> dict:
+        if cmd is not None:
+            p.stdin.write(cmd + "\n")
+            p.stdin.flush()
+        return json.loads(p.stdout.readline())
+
+    try:
+        ready = ask(None)
+        assert ready["event"] == "ready", ready
+        t, info = ready["target"], ready["build_info"]
+        assert t["host"] == "127.0.0.1" and info["backend"] == "docker" and info["network"] == "host"
+        assert ready["environment"]["backend"] == "docker"
+        fx = ask(f"fixture {1 << 20}")
+        got = io.BytesIO()
+        f = ftplib.FTP()
+        f.connect(t["host"], t["port"], timeout=15)
+        f.login(t["user"], t["password"])
+        f.retrbinary(f"RETR {fx['name']}", got.write)
+        f.quit()
+        assert len(got.getvalue()) == 1 << 20
+        assert ask("checkpoint loaded")["uss"] > 0
+        assert ask("cpu")["user"] is not None
+        stopped = ask("stop")
+        assert stopped["event"] == "stopped" and stopped["alive"] is True and stopped["peak_uss"] > 0
+        assert p.wait(60) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert not client.containers.list(all=True, filters={"label": f"xferlab.owner_pid={p.pid}"})
