@@ -270,6 +270,11 @@ def serve_main(args: argparse.Namespace) -> int:
         local.HOST = args.bind
         backend = local.LocalBackend()
     req = srv.request(args.max_clients)
+    if args.backend == "docker" and req.variant.get("network", "host") != "host":
+        _say({"format": SERVE_FORMAT, "event": "skipped",
+              "reason": f"{req.label}: across hosts the server container uses host networking "
+                        f"(variant network={req.variant['network']!r} cannot be reached from the client hosts)"})
+        return 0
     cpu = [int(c) for c in args.cpu.split(",")] if args.cpu else None
     def on_alarm(signum: int, frame: Any) -> None:
         raise TimeoutError(f"--max-seconds {args.max_seconds:g} reached")

@@ -587,20 +587,26 @@ def reap_orphans(client) -> int:
             return False
         return f"{started:.2f}" != labels.get("xferlab.owner_started")
 
-    flt = {"label": [f"{LABEL}=server", "xferlab.owner_host"]}
+    return _remove(client, {"label": [f"{LABEL}=server", "xferlab.owner_host"]}, dead)
+
+
+def _remove(client, flt: dict[str, Any], want: Callable[[dict[str, str]], bool]) -> int:
+    """Remove the containers, then the volumes, matching the engine filter ``flt`` whose
+    labels satisfy ``want``; errors of single removals are ignored (a volume may still be
+    in use). Returns how many containers were removed."""
     n = 0
     for c in client.containers.list(all=True, filters=flt):
-        if dead(c.labels or {}):
+        if want(c.labels or {}):
             try:
                 c.remove(force=True, v=True)
                 n += 1
             except docker.errors.APIError:
                 pass
     for v in client.volumes.list(filters=flt):
-        if dead(v.attrs.get("Labels") or {}):
+        if want(v.attrs.get("Labels") or {}):
             try:
                 v.remove(force=True)
-            except docker.errors.APIError:  # still in use by a container being removed
+            except docker.errors.APIError:
                 pass
     return n
 
@@ -609,17 +615,4 @@ def cleanup(client=None, *, label: str = LABEL, value: str | None = None) -> int
     """Remove containers and volumes labelled ``label`` (``label=value`` if given).
     Returns how many containers were removed. For test fixtures and `xferlab images`."""
     client = client or docker.from_env()
-    flt = {"label": f"{label}={value}" if value is not None else label}
-    n = 0
-    for c in client.containers.list(all=True, filters=flt):
-        try:
-            c.remove(force=True, v=True)
-            n += 1
-        except docker.errors.APIError:
-            pass
-    for v in client.volumes.list(filters=flt):
-        try:
-            v.remove(force=True)
-        except docker.errors.APIError:
-            pass
-    return n
+    return _remove(client, {"label": f"{label}={value}" if value is not None else label}, lambda _labels: True)

@@ -232,3 +232,16 @@ def test_serve_runs_the_server_in_a_container(client):
         if p.poll() is None:
             p.kill()
     assert not client.containers.list(all=True, filters={"label": f"xferlab.owner_pid={p.pid}"})
+
+
+def test_serve_refuses_a_bridge_container_across_hosts(client):
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "runner.cli", "serve", "--bind", "127.0.0.1", "--backend", "docker",
+                        "--server", '{"name": "pyftpdlib", "variant": {"network": "bridge"}}'],
+                       capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3])
+    said = json.loads(r.stdout.splitlines()[0])
+    assert r.returncode == 0 and said["event"] == "skipped", r.stdout + r.stderr
+    assert "host networking" in said["reason"] and "network='bridge'" in said["reason"]
