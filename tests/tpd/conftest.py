@@ -55,7 +55,16 @@ class TpdServer:
     """A running tpd instance with its ports, home and log."""
 
     def __init__(self, binary: Path, tmp: Path, *, http: bool = True,
-                 extra: list[str] | None = None, first_user_ro: bool = False):
+                 extra: list[str] | None = None, first_user_ro: bool = False,
+                 prefix: list[str] | None = None, asan_options: str = ""):
+        """Start tpd from `binary` with its home under `tmp`.
+
+        extra: more tpd options; asan_options: appended to ASAN_OPTIONS;
+        prefix: a command the server is run under
+        that execs it (e.g. ``["prlimit", "--nofile=40:40", "--"]``), so
+        ``self.proc.pid`` is the server's pid.  Raises RuntimeError if the
+        server does not accept FTP connections within 15 s.
+        """
         self.tmp = tmp
         self.home = tmp / "home"
         self.home.mkdir(exist_ok=True)
@@ -84,9 +93,11 @@ class TpdServer:
         if http:
             args += ["--http-listen", f"127.0.0.1:{self.http_port}"]
         args += extra or []
+        args = list(prefix or []) + args
         self.args = args
         self.log = open(self.log_path, "wb")
-        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=23",
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=23"
+                   + (":" + asan_options if asan_options else ""),
                    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=env)
@@ -108,6 +119,14 @@ class TpdServer:
     def log_text(self) -> str:
         self.log.flush()
         return self.log_path.read_text(errors="replace")
+
+    def rss_bytes(self) -> int:
+        """Resident set size of the server process (VmRSS), in bytes."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS for pid %d" % self.proc.pid)
 
     def fd_count(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
@@ -136,13 +155,15 @@ def _check_clean(srv: TpdServer) -> None:
 
 @pytest.fixture
 def make_server(tpd_binary, tmp_path):
-    """Factory: start extra servers (with options); all are checked on exit."""
+    """Factory: start extra servers (with options); all are checked on exit.
+    ``binary=`` overrides the session's binary (e.g. BUILD / "tpd" for RSS
+    measurements, which ASan's quarantine and shadow memory would distort)."""
     servers: list[TpdServer] = []
 
-    def factory(**kw) -> TpdServer:
+    def factory(binary: Path | None = None, **kw) -> TpdServer:
         d = tmp_path / f"srv{len(servers)}"
         d.mkdir()
-        srv = TpdServer(tpd_binary, d, **kw)
+        srv = TpdServer(binary or tpd_binary, d, **kw)
         servers.append(srv)
         return srv
 

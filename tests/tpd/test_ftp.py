@@ -421,11 +421,14 @@ def test_concurrent_ftplib_clients(server):
         except Exception as e:  # noqa: BLE001
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(50)]
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(50)]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + 60
     for t in threads:
-        t.join(60)
+        t.join(max(0.0, deadline - time.monotonic()))
+    hung = [t.name for t in threads if t.is_alive()]
+    assert not hung, f"{len(hung)} client threads still running after 60 s"
     assert not errors
 
 
@@ -436,13 +439,14 @@ def test_thousand_concurrent_sessions(make_server):
     srv = make_server(extra=["--log-level", "warn"])
     (srv.home / "t.txt").write_bytes(b"ok")
 
-    async def session(i, ready: asyncio.Event, sessions):
+    async def session(i, ready: asyncio.Event, sessions, logged_in: asyncio.Event):
         reader, writer = await asyncio.open_connection("127.0.0.1", srv.ftp_port)
         assert (await reader.readline()).startswith(b"220")
         writer.write(b"USER alice\r\nPASS secret\r\n")
         assert (await reader.readline()).startswith(b"331")
         assert (await reader.readline()).startswith(b"230")
         sessions.append((reader, writer))
+        logged_in.set()
         await ready.wait()
         writer.write(b"PWD\r\n")
         assert (await reader.readline()).startswith(b"257")
@@ -453,12 +457,21 @@ def test_thousand_concurrent_sessions(make_server):
     async def main():
         ready = asyncio.Event()
         sessions = []
+        # at most 200 connects + logins in flight at once (the listen
+        # backlog is not what this test measures); a session releases its
+        # slot once logged in and then holds its connection until `ready`
         sem = asyncio.Semaphore(200)
 
         async def limited(i):
+            logged_in = asyncio.Event()
             async with sem:
-                pass
-            await session(i, ready, sessions)
+                task = asyncio.create_task(session(i, ready, sessions, logged_in))
+                waiter = asyncio.create_task(logged_in.wait())
+                done, _ = await asyncio.wait(
+                    [task, waiter], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                assert done, f"session {i}: no login within 30 s"
+            await task
 
         tasks = [asyncio.create_task(limited(i)) for i in range(1000)]
         deadline = time.monotonic() + 60

@@ -1,5 +1,6 @@
 """Bounded libFuzzer runs of the FTP command parser and the HTTP request
-parser (servers/tpd/fuzz/).  Skipped when clang is not installed; a failing
+parser (servers/tpd/fuzz/); the HTTP target also drives the Location
+encoder (301/201 headers) and the directory-listing line formatter.  Skipped when clang is not installed; a failing
 build with clang present (e.g. libclang-rt-14-dev missing) is a test failure.
 TPD_FUZZ_SECONDS (default 25) sets the time per target."""
 from __future__ import annotations
@@ -18,7 +19,10 @@ SEEDS = {
     "fuzz_http": [b"GET /a%20b?q HTTP/1.1\r\nHost: x\r\nRange: bytes=1-5\r\n\r\n",
                   b"PUT /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                   b"5;ext\r\nhello\r\n0\r\nTrailer: x\r\n\r\n",
-                  b"POST /p HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc"],
+                  b"POST /p HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc",
+                  b"GET /%2fevil.example.com%2f%2e%2e HTTP/1.1\r\nHost: x\r\n\r\n",
+                  b"GET /%0d%0aSet-Cookie:%20x=1%0d%0aX:/.. HTTP/1.1\r\n\r\n",
+                  b"PUT /a%20b/%C3%A9%25?q HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
 }
 
 

@@ -12,8 +12,9 @@
  * Transfers: RETR uses sendfile() from the file to the data socket, at most
  * SEND_BUDGET bytes per wakeup (or pread+send with --no-sendfile); STOR and
  * APPE read the data socket into a 256 KiB buffer and write() it to the
- * file (large buffered writes); listings are generated into memory and
- * sent from there.  Replies that cannot be written at once are kept in a
+ * file (large buffered writes); a STOR that starts a new file writes a
+ * temporary name and renames it over the target only on success; listings
+ * are generated LIST_CHUNK bytes at a time as the data socket drains.  Replies that cannot be written at once are kept in a
  * per-session output buffer; a client that stops reading replies stops
  * having its commands processed, and is closed past OBUF_LIMIT.
  *
@@ -65,7 +66,9 @@ struct ftp_sess {
     off_t foff, fend;              /* RETR position and end */
     char *xbuf;                    /* STOR / no-sendfile buffer */
     size_t xlen, xoff;
-    struct obuf list;              /* generated listing */
+    struct obuf list;              /* listing chunk being sent */
+    struct lister *lister;         /* listing in progress (streamed) */
+    struct upload up;              /* STOR to a temporary name */
     uint64_t xbytes;
     int64_t xstart;
     struct obuf out;               /* pending control replies */
@@ -209,6 +212,11 @@ static int open_pasv(struct ftp_sess *s)
     fd = socket(a.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    /* tpd closes data connections first, so each passive port is left with
+     * a TIME_WAIT connection for 60 s; without SO_REUSEADDR that blocks
+     * bind() on the port and quick transfers exhaust the range (425). */
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     range = g_cfg.pasv_lo ? g_cfg.pasv_hi - g_cfg.pasv_lo + 1 : 1;
     if (range > 4096)
         range = 4096;                      /* bounded search */
@@ -258,6 +266,17 @@ static void xfer_done(struct ftp_sess *s, int code, const char *msg)
     if (s->file_fd >= 0)
         close(s->file_fd);
     s->file_fd = -1;
+    if (s->up.dirfd >= 0) {
+        /* STOR: the upload replaces the target only if it completed */
+        if (code == 226 && vfs_upload_commit(&s->up) < 0) {
+            code = 451;
+            msg = "Failure writing to local storage.";
+        } else {
+            vfs_upload_abort(&s->up);
+        }
+    }
+    vfs_list_close(s->lister);
+    s->lister = NULL;
     free(s->xbuf);
     s->xbuf = NULL;
     s->xlen = s->xoff = 0;
@@ -323,8 +342,21 @@ static void pasv_accept(struct ftp_sess *s)
         return;
     int fd = accept4(s->pasv.fd, (struct sockaddr *)&peer, &plen,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+            errno == ENOMEM) {
+            /* The pending connection stays queued, so a level-triggered
+             * listener would fire again at once and spin.  Give up this
+             * passive port: a waiting transfer gets 425, otherwise the
+             * next transfer command does ("Use PORT or PASV first"). */
+            log_warn("ftp %s: passive accept: %s", s->base.peer_str,
+                     strerror(errno));
+            ev_close(&s->pasv);
+            if (s->xfer != X_NONE)
+                xfer_done(s, 425, "Failed to establish connection.");
+        }
         return;
+    }
     if (!same_ip(&peer, &s->peer)) {
         char ps[64];
         sockaddr_to_str((struct sockaddr *)&peer, ps, sizeof(ps));
@@ -400,18 +432,36 @@ static void send_file(struct ftp_sess *s)
     conn_touch(&s->base);
 }
 
-/* LIST/NLST/MLSD: send the generated listing. */
+/*
+ * LIST/NLST/MLSD: send the listing, generated LIST_CHUNK bytes at a time
+ * when the previous chunk has gone (bounded memory per session).
+ */
 static void send_list(struct ftp_sess *s)
 {
-    size_t before = obuf_pending(&s->list);
-    int r = obuf_flush(s->data.fd, &s->list);
-    s->xbytes += before - obuf_pending(&s->list);
-    if (r > 0)
-        xfer_done(s, 226, "Directory send OK.");
-    else if (r < 0)
-        xfer_done(s, 426, "Connection closed; transfer aborted.");
-    else
-        conn_touch(&s->base);
+    for (int guard = 0; guard < 64; guard++) {
+        if (obuf_pending(&s->list) == 0) {
+            char chunk[LIST_CHUNK];
+            ssize_t n = vfs_list_read(s->lister, chunk, sizeof(chunk));
+            if (n == 0) {
+                xfer_done(s, 226, "Directory send OK.");
+                return;
+            }
+            if (obuf_append(&s->list, chunk, (size_t)n, LIST_CHUNK) < 0) {
+                xfer_done(s, 451, "Out of memory.");
+                return;
+            }
+        }
+        size_t before = obuf_pending(&s->list);
+        int r = obuf_flush(s->data.fd, &s->list);
+        s->xbytes += before - obuf_pending(&s->list);
+        if (r < 0) {
+            xfer_done(s, 426, "Connection closed; transfer aborted.");
+            return;
+        }
+        if (r == 0)
+            break;
+    }
+    conn_touch(&s->base);
 }
 
 /* STOR/APPE: read the data socket and write the file (buffered). */
@@ -772,8 +822,8 @@ static void do_list(struct ftp_sess *s, const char *arg, int style)
         arg = skip_ls_options(arg);
     if (resolve(s, arg, vp))
         return;
-    if (vfs_list(s->user, vp, style, &s->list) < 0) {
-        obuf_free(&s->list);
+    s->lister = vfs_list_open(s->user, vp, style);
+    if (!s->lister) {
         data_reset(s);
         reply(s, style == LS_MLSD && errno == ENOTDIR ? 501 : 550,
               style == LS_MLSD && errno == ENOTDIR ? "Not a directory."
@@ -915,16 +965,22 @@ static void do_store(struct ftp_sess *s, const char *arg, bool append)
     }
     if (resolve(s, arg, vp))
         return;
-    int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY;
-    if (append)
-        flags |= O_APPEND;
-    else if (rest == 0)
-        flags |= O_TRUNC;
-    int fd = vfs_open(s->user, vp, flags, 0644);
+    int fd;
+    if (!append && rest == 0) {
+        /* a whole new file: write a temporary name, rename on 226 */
+        bool existed;
+        fd = vfs_upload_open(s->user, vp, &s->up, &existed);
+    } else {
+        int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY;
+        if (append)
+            flags |= O_APPEND;
+        fd = vfs_open(s->user, vp, flags, 0644);
+    }
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
         (!append && rest > 0 && lseek(fd, rest, SEEK_SET) < 0)) {
         if (fd >= 0)
             close(fd);
+        vfs_upload_abort(&s->up);
         data_reset(s);
         reply(s, 553, "Could not create file.");
         return;
@@ -932,6 +988,7 @@ static void do_store(struct ftp_sess *s, const char *arg, bool append)
     s->xbuf = malloc(XFER_BUF_SIZE);
     if (!s->xbuf) {
         close(fd);
+        vfs_upload_abort(&s->up);
         reply(s, 451, "Out of memory.");
         return;
     }
@@ -1335,6 +1392,7 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer)
     s->pasv = (struct handler){ H_FTP_PASV, -1, 0, &s->base };
     s->data = (struct handler){ H_FTP_DATA, -1, 0, &s->base };
     s->file_fd = -1;
+    s->up.dirfd = -1;
     s->peer = *peer;
     getsockname(fd, (struct sockaddr *)&s->local, &llen);
     setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));
@@ -1370,6 +1428,9 @@ void ftp_close(struct conn *c)
     if (s->file_fd >= 0)
         close(s->file_fd);
     s->file_fd = -1;
+    vfs_upload_abort(&s->up);          /* an unfinished STOR leaves no trace */
+    vfs_list_close(s->lister);
+    s->lister = NULL;
     log_debug("ftp %s: closed", c->peer_str);
 }
 

@@ -40,9 +40,13 @@ struct http_conn {
     bool kick;                 /* more pipelined work: wake up again */
     struct obuf out;           /* response head (+ small generated body) */
     int file_fd;               /* response body file, -1 if none */
+    struct lister *lister;     /* directory listing being streamed */
+    bool chunked_out;          /* listing sent with chunked coding */
+    int minor;                 /* HTTP/1.x minor version of the request */
     off_t foff, fend;
     /* upload */
     int up_fd;                 /* -1 while discarding a refused body */
+    struct upload up;          /* temporary file renamed on success */
     int up_status;             /* 201 or 204 on success */
     int up_err;                /* error status to send after the body */
     bool up_chunked;
@@ -121,22 +125,31 @@ static const char *mime_type(const char *path)
 
 /*
  * Queue a response head (and an optional in-memory body) and switch to
- * HS_SEND.  `extra` holds additional CRLF-terminated header lines.
+ * HS_SEND.  `extra` holds additional CRLF-terminated header lines.  clen
+ * < 0 means no Content-Length: the body is chunked (c->chunked_out) or
+ * delimited by closing the connection.  Everything buffered for the
+ * connection stays below HTTP_OBUF_LIMIT.
  */
 static void respond(struct http_conn *c, int status, const char *extra,
                     const char *ctype, int64_t clen, const char *body,
                     size_t blen)
 {
-    char date[64];
+    char date[64], len[64];
     http_date(time(NULL), date, sizeof(date));
-    if (obuf_printf(&c->out, (size_t)64 << 20,
+    if (clen >= 0)
+        snprintf(len, sizeof(len), "Content-Length: %lld\r\n",
+                 (long long)clen);
+    else
+        snprintf(len, sizeof(len), "%s", c->chunked_out ?
+                 "Transfer-Encoding: chunked\r\n" : "");
+    if (obuf_printf(&c->out, HTTP_OBUF_LIMIT,
                     "HTTP/1.1 %d %s\r\nServer: tpd\r\nDate: %s\r\n"
-                    "%s%s%sContent-Length: %lld\r\nConnection: %s\r\n\r\n",
+                    "%s%s%s%sConnection: %s\r\n\r\n",
                     status, reason(status), date, extra ? extra : "",
                     ctype ? "Content-Type: " : "", ctype ? ctype : "",
-                    (long long)clen, c->keepalive ? "keep-alive" : "close") < 0
+                    len, c->keepalive ? "keep-alive" : "close") < 0
         || (body && blen && obuf_append(&c->out, body, blen,
-                                        (size_t)64 << 20) < 0)) {
+                                        HTTP_OBUF_LIMIT) < 0)) {
         c->broken = true;
         return;
     }
@@ -200,25 +213,34 @@ static void serve_get(struct http_conn *c, const char *vp, const char *raw,
         close(fd);
         size_t rl = strlen(raw);
         if (rl == 0 || raw[rl - 1] != '/') {
-            char loc[VPATH_MAX + 32];
-            int n = snprintf(loc, sizeof(loc), "Location: %s/\r\n", raw);
-            if (n < 0 || (size_t)n >= sizeof(loc)) {
+            /* Location from the normalised path, percent-encoded: no
+             * client byte reaches the header raw, never "//host" */
+            char loc[VPATH_MAX * 3 + 32], dir[VPATH_MAX + 2];
+            int n = snprintf(dir, sizeof(dir), "%s%s", vp,
+                             strcmp(vp, "/") ? "/" : "");
+            if (n < 0 || (size_t)n >= sizeof(dir) ||
+                http_location_encode(dir, loc + 10, sizeof(loc) - 12) < 0) {
                 error_reply(c, 414, false, head);
                 return;
             }
+            memcpy(loc, "Location: ", 10);
+            strcat(loc, "\r\n");
             respond(c, 301, loc, NULL, 0, NULL, 0);
             return;
         }
-        struct obuf list = { 0 };
-        if (vfs_list(u, vp, LS_NLST, &list) < 0) {
-            obuf_free(&list);
+        /* Streamed in LIST_CHUNK pieces as the socket drains: chunked for
+         * HTTP/1.1, close-delimited for HTTP/1.0. */
+        struct lister *l = head ? NULL : vfs_list_open(u, vp, LS_NLST);
+        if (!head && !l) {
             error_reply(c, errno_status(errno), false, head);
             return;
         }
-        respond(c, 200, NULL, "text/plain; charset=utf-8\r\n",
-                (int64_t)list.len, head ? NULL : list.data,
-                head ? 0 : list.len);
-        obuf_free(&list);
+        if (c->minor >= 1)
+            c->chunked_out = true;
+        else
+            c->keepalive = false;
+        respond(c, 200, NULL, "text/plain; charset=utf-8\r\n", -1, NULL, 0);
+        c->lister = l;
         return;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -274,12 +296,19 @@ static void upload_finish(struct http_conn *c)
     c->up_fd = -1;
     free(c->upbuf);
     c->upbuf = NULL;
+    /* the new content replaces the target only when the body was whole */
+    if (!c->up_err && vfs_upload_commit(&c->up) < 0)
+        c->up_err = errno_status(errno);
+    vfs_upload_abort(&c->up);
     if (c->up_err) {
         error_reply(c, c->up_err, false, false);
     } else if (c->up_status == 201) {
-        char loc[VPATH_MAX + 32];
-        snprintf(loc, sizeof(loc), "Location: %s\r\n",
-                 c->location ? c->location : "/");
+        char loc[VPATH_MAX * 3 + 32];
+        memcpy(loc, "Location: ", 10);
+        if (http_location_encode(c->location ? c->location : "/", loc + 10,
+                                 sizeof(loc) - 12) < 0)
+            strcpy(loc + 10, "/");
+        strcat(loc, "\r\n");
         respond(c, 201, loc, NULL, 0, NULL, 0);
     } else {
         respond(c, 204, NULL, NULL, 0, NULL, 0);
@@ -339,6 +368,7 @@ static void body_result(struct http_conn *c, int r)
         if (c->up_fd >= 0)
             close(c->up_fd);
         c->up_fd = -1;
+        vfs_upload_abort(&c->up);
         free(c->upbuf);
         c->upbuf = NULL;
         free(c->location);
@@ -366,21 +396,11 @@ static void start_upload(struct http_conn *c, const char *vp, const char *raw,
     } else if (strcmp(vp, "/") == 0 || raw[strlen(raw) - 1] == '/') {
         err = 405;
     } else {
-        int probe = vfs_open(u, vp, O_PATH, 0);
-        if (probe >= 0) {
-            existed = true;
-            close(probe);
-        }
-        fd = vfs_open(u, vp, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK |
-                      O_NOCTTY, 0644);
-        struct stat st;
-        if (fd < 0) {
+        /* never truncate the target: write a temporary file in the same
+         * directory, rename it over the target when the body is complete */
+        fd = vfs_upload_open(u, vp, &c->up, &existed);
+        if (fd < 0)
             err = errno_status(errno);
-        } else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            fd = -1;
-            err = 403;
-        }
     }
     bool has_body = req->chunked || req->content_length > 0;
     if (err && (!has_body || req->expect_continue)) {
@@ -394,6 +414,7 @@ static void start_upload(struct http_conn *c, const char *vp, const char *raw,
             c->broken = true;
             if (fd >= 0)
                 close(fd);
+            vfs_upload_abort(&c->up);
             return;
         }
     }
@@ -403,7 +424,7 @@ static void start_upload(struct http_conn *c, const char *vp, const char *raw,
     c->up_chunked = req->chunked;
     c->up_remaining = req->chunked ? 0 : req->content_length;
     memset(&c->dec, 0, sizeof(c->dec));
-    c->location = strdup(raw);
+    c->location = strdup(vp);
     c->state = HS_BODY;
     if (!req->chunked && req->content_length == 0) {
         upload_finish(c);
@@ -475,6 +496,8 @@ static bool try_request(struct http_conn *c)
     }
     snprintf(c->method, sizeof(c->method), "%s", req.method_str);
     c->keepalive = req.keepalive;
+    c->minor = req.minor;
+    c->chunked_out = false;
     c->sent = 0;
     int perr = target_path(&req, raw, vp);
     if (req.range && req.range_len < sizeof(range)) {
@@ -578,6 +601,31 @@ static bool send_some(struct http_conn *c)
             return false;
         close(c->file_fd);
         c->file_fd = -1;
+    }
+    if (c->lister) {
+        /* next piece of a streamed listing, once the last one has gone */
+        char chunk[LIST_CHUNK];
+        ssize_t n = vfs_list_read(c->lister, chunk, sizeof(chunk));
+        int r = 0;
+        if (n > 0 && c->chunked_out)
+            r = obuf_printf(&c->out, HTTP_OBUF_LIMIT, "%zx\r\n", (size_t)n);
+        if (n > 0 && r == 0)
+            r = obuf_append(&c->out, chunk, (size_t)n, HTTP_OBUF_LIMIT);
+        if (n > 0 && r == 0 && c->chunked_out)
+            r = obuf_append(&c->out, "\r\n", 2, HTTP_OBUF_LIMIT);
+        if (n == 0) {
+            vfs_list_close(c->lister);
+            c->lister = NULL;
+            if (c->chunked_out)
+                r = obuf_append(&c->out, "0\r\n\r\n", 5, HTTP_OBUF_LIMIT);
+        }
+        if (r < 0) {
+            c->broken = true;
+            return false;
+        }
+        c->sent += (uint64_t)(n > 0 ? n : 0);
+        conn_touch(&c->base);
+        return true;                   /* loop again: flush what was queued */
     }
     response_done(c);
     return true;
@@ -735,6 +783,7 @@ void http_accept(int fd, const struct sockaddr_storage *peer)
     c->h = (struct handler){ H_HTTP, fd, 0, &c->base };
     c->file_fd = -1;
     c->up_fd = -1;
+    c->up.dirfd = -1;
     c->state = HS_READ;
     sockaddr_to_str((const struct sockaddr *)peer, c->base.peer_str,
                     sizeof(c->base.peer_str));
@@ -758,6 +807,9 @@ void http_close(struct conn *cc)
     if (c->up_fd >= 0)
         close(c->up_fd);
     c->file_fd = c->up_fd = -1;
+    vfs_upload_abort(&c->up);          /* an unfinished PUT leaves no trace */
+    vfs_list_close(c->lister);
+    c->lister = NULL;
 }
 
 /* Release the connection's memory. */

@@ -45,6 +45,8 @@ static struct handler g_sigh = { H_SIGNAL, -1, 0, NULL };
 static struct conn *g_lru_head, *g_lru_tail;   /* oldest first */
 static struct conn *g_free_list;               /* killed this batch */
 static int g_reserve_fd = -1;                  /* for EMFILE recovery */
+static int64_t g_listen_resume;                 /* ms; 0 = listeners armed */
+#define LISTEN_BACKOFF_MS 250
 static volatile int g_stop;
 
 /* ------------------------------------------------------------------------ */
@@ -602,13 +604,35 @@ static void do_accept(struct handler *h)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if ((errno == EMFILE || errno == ENFILE) && g_reserve_fd >= 0) {
-                close(g_reserve_fd);
-                fd = accept(h->fd, NULL, NULL);
-                if (fd >= 0)
-                    close(fd);
-                g_reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                log_warn("out of file descriptors: dropped a connection");
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                errno == ENOMEM) {
+                /* accept4() reports EMFILE before it looks at the queue:
+                 * with the reserve descriptor released, EAGAIN means
+                 * nothing is pending. */
+                int dropped = 0, handled = 0;
+                if (g_reserve_fd >= 0) {
+                    close(g_reserve_fd);
+                    fd = accept(h->fd, NULL, NULL);
+                    if (fd >= 0) {
+                        close(fd);
+                        dropped = handled = 1;
+                    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                        handled = 1;
+                    }
+                    g_reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                }
+                if (!handled || g_reserve_fd < 0) {
+                    /* cannot even drop the connection: stop listening for
+                     * a while instead of spinning on level-triggered
+                     * readiness (re-armed by the main loop) */
+                    ev_set(&g_ftp_listen, 0);
+                    ev_set(&g_http_listen, 0);
+                    g_listen_resume = g_now + LISTEN_BACKOFF_MS;
+                }
+                if (dropped || !handled || g_reserve_fd < 0)
+                    log_warn("out of file descriptors: %s",
+                             dropped ? "dropped a connection"
+                                     : "pausing accept for 250 ms");
             } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
                 log_warn("accept: %s", strerror(errno));
             }
@@ -656,16 +680,22 @@ static void expire_idle(void)
     }
 }
 
-/* Milliseconds until the oldest connection expires (capped at 1 s). */
+/* Milliseconds until the oldest connection expires or paused listeners
+ * are re-armed (capped at 1 s). */
 static int next_timeout_ms(void)
 {
+    int cap = 1000;
+    if (g_listen_resume) {
+        int64_t d = g_listen_resume - g_now;
+        cap = d <= 0 ? 0 : d > 1000 ? 1000 : (int)d;
+    }
     if (!g_lru_head)
-        return 1000;
+        return cap;
     int64_t due = g_lru_head->last_active + (int64_t)g_cfg.idle_timeout * 1000
                   - g_now;
     if (due < 0)
         return 0;
-    return due > 1000 ? 1000 : (int)due;
+    return due > cap ? cap : (int)due;
 }
 
 /* Raise RLIMIT_NOFILE soft limit to the hard limit. */
@@ -759,6 +789,13 @@ int main(int argc, char **argv)
         }
         expire_idle();
         free_dead();
+        if (g_listen_resume && g_now >= g_listen_resume) {
+            g_listen_resume = 0;
+            ev_set(&g_ftp_listen, EPOLLIN);
+            ev_set(&g_http_listen, EPOLLIN);
+            if (g_reserve_fd < 0)
+                g_reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
     }
 
     /* clean shutdown: listeners first, then every connection */

@@ -11,8 +11,10 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* ------------------------------------------------------------------------ */
 /* FTP                                                                       */
@@ -444,6 +446,10 @@ int http_parse_request(const char *buf, size_t len, struct http_req *req)
         req->keepalive = !conn_close;
     else
         req->keepalive = conn_keep && !conn_close;
+    /* RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
+     * framing; the server must close the connection after responding. */
+    if (req->minor == 0 && have_te)
+        req->keepalive = false;
     return (int)next;
 }
 
@@ -628,7 +634,8 @@ static int hexval(char c)
 /*
  * Percent-decode the path part of a request target (up to '?' or '#')
  * into out (NUL-terminated).  Returns the decoded length, or -1 for bad
- * escapes, an encoded NUL, or an output overflow.
+ * escapes, a control byte (0x00-0x1F, 0x7F; encoded or not: a decoded path
+ * ends up in log lines and in Location headers), or an output overflow.
  */
 int url_decode(const char *in, size_t inlen, char *out, size_t outsz)
 {
@@ -644,10 +651,10 @@ int url_decode(const char *in, size_t inlen, char *out, size_t outsz)
             if (h < 0 || lo < 0)
                 return -1;
             c = (char)(h * 16 + lo);
-            if (c == '\0')
-                return -1;
             i += 2;
         }
+        if ((unsigned char)c < 0x20 || (unsigned char)c == 0x7F)
+            return -1;
         if (o + 1 >= outsz)
             return -1;
         out[o++] = c;
@@ -656,4 +663,131 @@ int url_decode(const char *in, size_t inlen, char *out, size_t outsz)
         return -1;
     out[o] = '\0';
     return (int)o;
+}
+
+/*
+ * Percent-encode the normalised virtual path `path` for use as the value of
+ * a Location header (RFC 3986 path-absolute): unreserved characters, '/'
+ * and the sub-delims that are safe in a path are copied, every other byte
+ * (controls, space, '%', '?', '#', non-ASCII, ...) becomes %XX.  Two
+ * leading slashes would make the reference scheme-relative ("//host/...",
+ * an open redirect), so a '/' directly after a leading '/' is encoded as
+ * %2F.  `path` must start with '/'.  Writes a NUL-terminated string to
+ * out; returns its length, or -1 if path does not start with '/' or out
+ * (outsz bytes) is too small (worst case 3 * strlen(path) + 1).
+ */
+int http_location_encode(const char *path, char *out, size_t outsz)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    if (!path || path[0] != '/' || outsz == 0)
+        return -1;
+    for (size_t i = 0; path[i]; i++) {
+        unsigned char c = (unsigned char)path[i];
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                     (c >= '0' && c <= '9') || strchr("-._~/!$&'()*+,;=:@", c);
+        if (c == '/' && i == 1)
+            plain = false;                 /* never "//": scheme-relative */
+        if (plain) {
+            if (o + 1 >= outsz)
+                return -1;
+            out[o++] = (char)c;
+        } else {
+            if (o + 3 >= outsz)
+                return -1;
+            out[o++] = '%';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    out[o] = '\0';
+    return (int)o;
+}
+
+/*
+ * MLST/MLSD fact list for st, "type=..;size=..;modify=..;perm=..;" with
+ * no trailing name.  type overrides the derived type (e.g. "cdir").
+ * Returns the snprintf result (may exceed sz: output truncated).
+ */
+int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
+                  char *buf, size_t sz)
+{
+    char mod[32];
+    struct tm tm;
+    gmtime_r(&st->st_mtime, &tm);
+    if (strftime(mod, sizeof(mod), "%Y%m%d%H%M%S", &tm) == 0)
+        strcpy(mod, "19700101000000");
+    if (!type)
+        type = S_ISDIR(st->st_mode) ? "dir" : S_ISREG(st->st_mode) ? "file"
+             : S_ISLNK(st->st_mode) ? "OS.unix=slink" : "OS.unix=special";
+    const char *perm = S_ISDIR(st->st_mode) ? (writable ? "flcdmpe" : "el")
+                                            : (writable ? "adfrw" : "r");
+    return snprintf(buf, sz,
+                    "type=%s;size=%lld;modify=%s;perm=%s;unix.mode=0%o;"
+                    "unique=%llxU%llx;",
+                    type, (long long)st->st_size, mod, perm,
+                    (unsigned)(st->st_mode & 07777),
+                    (unsigned long long)st->st_dev,
+                    (unsigned long long)st->st_ino);
+}
+
+/* "drwxr-xr-x"-style mode string. */
+static void mode_str(mode_t m, char *s)
+{
+    s[0] = S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : S_ISREG(m) ? '-' :
+           S_ISFIFO(m) ? 'p' : S_ISSOCK(m) ? 's' : S_ISCHR(m) ? 'c' :
+           S_ISBLK(m) ? 'b' : '?';
+    const char *rwx = "rwxrwxrwx";
+    for (int i = 0; i < 9; i++)
+        s[i + 1] = (m & (1u << (8 - i))) ? rwx[i] : '-';
+    s[10] = '\0';
+}
+
+/*
+ * Format one directory-listing line (CRLF-terminated) for entry `name`
+ * with attributes st: style LS_NLST (name only), LS_MLSD (RFC 3659 facts)
+ * or LS_LIST (ls -l style; `link` is the symlink target or NULL; `now`
+ * decides between the "Mon dd HH:MM" and "Mon dd  YYYY" date forms).
+ * Writes at most sz - 1 bytes plus a NUL; sz must be >= LIST_LINE_MAX.
+ * Returns the line length (always < sz, always ending in CRLF) or -1.
+ */
+int list_format_line(int style, const char *name, const struct stat *st,
+                     const char *link, bool writable, time_t now,
+                     char *line, size_t sz)
+{
+    int n;
+    if (sz < LIST_LINE_MAX)
+        return -1;
+    if (style == LS_NLST) {
+        n = snprintf(line, sz, "%s\r\n", name);
+    } else if (style == LS_MLSD) {
+        n = vfs_mlst_line(st, NULL, writable, line, sz);
+        if (n < 0 || (size_t)n >= sz)
+            return -1;
+        n += snprintf(line + n, sz - (size_t)n, " %s\r\n", name);
+    } else {
+        char ms[11], date[32];
+        struct tm tm;
+        mode_str(st->st_mode, ms);
+        localtime_r(&st->st_mtime, &tm);
+        size_t dl;
+        if (st->st_mtime > now - 180 * 86400 && st->st_mtime < now + 3600)
+            dl = strftime(date, sizeof(date), "%b %e %H:%M", &tm);
+        else
+            dl = strftime(date, sizeof(date), "%b %e  %Y", &tm);
+        if (dl == 0)
+            strcpy(date, "Jan  1  1970");
+        n = snprintf(line, sz, "%s %3lu ftp      ftp      %12lld %s %s%s%s\r\n",
+                     ms, (unsigned long)st->st_nlink, (long long)st->st_size,
+                     date, name, link ? " -> " : "", link ? link : "");
+    }
+    if (n < 0)
+        return -1;
+    if ((size_t)n >= sz) {                 /* truncated: keep the CRLF */
+        n = (int)sz - 1;
+        line[n - 2] = '\r';
+        line[n - 1] = '\n';
+        line[n] = '\0';
+    }
+    return n;
 }

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <netinet/in.h>
 
 /* ---- limits (documented in README.md) ---------------------------------- */
@@ -38,6 +39,9 @@
 #define SEND_BUDGET    (4 << 20)      /* bytes sent per wakeup per conn   */
 #define OBUF_LIMIT     (256 * 1024)   /* unread control output => close   */
 #define LIST_MAX_ENTRIES 200000       /* directory listing cap            */
+#define LIST_LINE_MAX  (VPATH_MAX * 2 + 512) /* one formatted listing line */
+#define LIST_CHUNK     (32 * 1024)    /* listing bytes generated at a time */
+#define HTTP_OBUF_LIMIT (256 * 1024)  /* buffered HTTP response bytes     */
 
 /* ---- logging ------------------------------------------------------------ */
 enum { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
@@ -193,15 +197,35 @@ int chunk_decode(struct chunk_dec *d, char *buf, size_t len,
 int http_parse_range(const char *s, size_t len, int64_t size,
                      int64_t *start, int64_t *end);
 int url_decode(const char *in, size_t inlen, char *out, size_t outsz);
+int http_location_encode(const char *path, char *out, size_t outsz);
+enum { LS_LIST, LS_NLST, LS_MLSD };
+int list_format_line(int style, const char *name, const struct stat *st,
+                     const char *link, bool writable, time_t now,
+                     char *line, size_t sz);
+int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
+                  char *buf, size_t sz);
 
 /* ---- vfs.c --------------------------------------------------------------- */
 int vfs_open(const struct user *u, const char *vpath, int flags, mode_t mode);
 int vfs_open_parent(const struct user *u, const char *vpath,
                     const char **name);
-enum { LS_LIST, LS_NLST, LS_MLSD };
-int vfs_list(const struct user *u, const char *vpath, int style,
-             struct obuf *out);
-int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
-                  char *buf, size_t sz);
+/* Streaming directory listings: at most one LIST_LINE_MAX line and the
+ * DIR stream are held; the caller pulls bounded chunks. */
+struct lister;
+struct lister *vfs_list_open(const struct user *u, const char *vpath,
+                             int style);
+ssize_t vfs_list_read(struct lister *l, char *buf, size_t cap);
+void vfs_list_close(struct lister *l);
+/* Uploads that replace a file: written to a temporary name in the target's
+ * directory, renamed over the target on success, unlinked on failure. */
+struct upload {
+    int dirfd;             /* O_PATH parent directory, -1 when idle     */
+    char tmp[64];          /* temporary name in dirfd                   */
+    char *name;            /* final name in dirfd (malloc'd)            */
+};
+int  vfs_upload_open(const struct user *u, const char *vpath,
+                     struct upload *up, bool *existed);
+int  vfs_upload_commit(struct upload *up);
+void vfs_upload_abort(struct upload *up);
 
 #endif /* TPD_H */

@@ -103,125 +103,225 @@ int vfs_open_parent(const struct user *u, const char *vpath, const char **name)
     return vfs_open(u, parent, O_PATH | O_DIRECTORY, 0);
 }
 
-/* "drwxr-xr-x"-style mode string. */
-static void mode_str(mode_t m, char *s)
-{
-    s[0] = S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : S_ISREG(m) ? '-' :
-           S_ISFIFO(m) ? 'p' : S_ISSOCK(m) ? 's' : S_ISCHR(m) ? 'c' :
-           S_ISBLK(m) ? 'b' : '?';
-    const char *rwx = "rwxrwxrwx";
-    for (int i = 0; i < 9; i++)
-        s[i + 1] = (m & (1u << (8 - i))) ? rwx[i] : '-';
-    s[10] = '\0';
-}
-
 /*
- * MLST/MLSD fact list for st, "type=..;size=..;modify=..;perm=..;" with
- * no trailing name.  type overrides the derived type (e.g. "cdir").
+ * A directory listing being streamed.  Holds the open directory stream and
+ * at most one formatted line that did not fit the caller's last buffer, so
+ * the memory of a listing in progress is bounded (about LIST_LINE_MAX plus
+ * the DIR buffer) whatever the size of the directory.
  */
-int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
-                  char *buf, size_t sz)
-{
-    char mod[32];
-    struct tm tm;
-    gmtime_r(&st->st_mtime, &tm);
-    strftime(mod, sizeof(mod), "%Y%m%d%H%M%S", &tm);
-    if (!type)
-        type = S_ISDIR(st->st_mode) ? "dir" : S_ISREG(st->st_mode) ? "file"
-             : S_ISLNK(st->st_mode) ? "OS.unix=slink" : "OS.unix=special";
-    const char *perm = S_ISDIR(st->st_mode) ? (writable ? "flcdmpe" : "el")
-                                            : (writable ? "adfrw" : "r");
-    return snprintf(buf, sz,
-                    "type=%s;size=%lld;modify=%s;perm=%s;unix.mode=0%o;"
-                    "unique=%llxU%llx;",
-                    type, (long long)st->st_size, mod, perm,
-                    (unsigned)(st->st_mode & 07777),
-                    (unsigned long long)st->st_dev,
-                    (unsigned long long)st->st_ino);
-}
+struct lister {
+    DIR *d;                /* NULL for a single-file listing             */
+    int style;             /* LS_*                                       */
+    bool writable;
+    bool done;
+    int count;             /* entries produced (LIST_MAX_ENTRIES cap)    */
+    size_t plen;           /* pending line length (0 = none)             */
+    char pending[LIST_LINE_MAX];
+};
 
-/* Append one listing entry in the requested style. */
-static int list_entry(int dirfd, const char *name, const struct stat *st,
-                      int style, bool writable, struct obuf *out)
+/* Format one entry of l into l->pending. */
+static void lister_format(struct lister *l, int dirfd, const char *name,
+                          const struct stat *st)
 {
-    char line[VPATH_MAX * 2 + 512];
-    int n;
-    if (style == LS_NLST) {
-        n = snprintf(line, sizeof(line), "%s\r\n", name);
-    } else if (style == LS_MLSD) {
-        n = vfs_mlst_line(st, NULL, writable, line, sizeof(line));
-        n += snprintf(line + n, sizeof(line) - (size_t)n, " %s\r\n", name);
-    } else {
-        char ms[11], date[32], target[VPATH_MAX] = "";
-        struct tm tm;
-        mode_str(st->st_mode, ms);
-        localtime_r(&st->st_mtime, &tm);
-        time_t now = time(NULL);
-        if (st->st_mtime > now - 180 * 86400 && st->st_mtime < now + 3600)
-            strftime(date, sizeof(date), "%b %e %H:%M", &tm);
-        else
-            strftime(date, sizeof(date), "%b %e  %Y", &tm);
-        if (S_ISLNK(st->st_mode) && dirfd >= 0) {
-            ssize_t l = readlinkat(dirfd, name, target + 4, sizeof(target) - 5);
-            if (l > 0) {
-                memcpy(target, " -> ", 4);
-                target[4 + l] = '\0';
-            }
+    char target[VPATH_MAX];
+    const char *link = NULL;
+    if (l->style == LS_LIST && S_ISLNK(st->st_mode) && dirfd >= 0) {
+        ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            link = target;
         }
-        n = snprintf(line, sizeof(line), "%s %3lu ftp      ftp      %12lld %s %s%s\r\n",
-                     ms, (unsigned long)st->st_nlink, (long long)st->st_size,
-                     date, name, target);
     }
-    if (n < 0)
-        return -1;
-    if ((size_t)n >= sizeof(line))
-        n = sizeof(line) - 1;
-    return obuf_append(out, line, (size_t)n, (size_t)1 << 30);
+    int n = list_format_line(l->style, name, st, link, l->writable,
+                             time(NULL), l->pending, sizeof(l->pending));
+    l->plen = n > 0 ? (size_t)n : 0;
 }
 
 /*
- * Produce a LIST / NLST / MLSD listing of vpath into out.  A regular file
- * lists as itself for LIST and NLST.  Returns 0 or -1 with errno set.
+ * Start a LIST / NLST / MLSD listing of vpath.  A regular file lists as
+ * itself for LIST and NLST.  Returns the lister (free with
+ * vfs_list_close) or NULL with errno set (ENOTDIR for MLSD of a file).
  */
-int vfs_list(const struct user *u, const char *vpath, int style,
-             struct obuf *out)
+struct lister *vfs_list_open(const struct user *u, const char *vpath,
+                             int style)
 {
+    struct lister *l = malloc(sizeof(*l));
+    if (!l)
+        return NULL;
+    memset(l, 0, offsetof(struct lister, pending));
+    l->style = style;
+    l->writable = u->can_write;
     int fd = vfs_open(u, vpath, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0) {
         if (errno == ENOTDIR && style != LS_MLSD) {
             struct stat st;
             int f2 = vfs_open(u, vpath, O_PATH, 0);
-            if (f2 < 0)
-                return -1;
-            int r = fstat(f2, &st);
-            close(f2);
-            if (r < 0)
-                return -1;
+            int r = f2 >= 0 ? fstat(f2, &st) : -1;
+            int e = errno;
+            if (f2 >= 0)
+                close(f2);
+            if (r < 0) {
+                free(l);
+                errno = e;
+                return NULL;
+            }
             const char *base = strrchr(vpath, '/');
-            return list_entry(-1, base ? base + 1 : vpath, &st, style,
-                              u->can_write, out);
+            lister_format(l, -1, base ? base + 1 : vpath, &st);
+            l->done = true;
+            return l;
         }
-        return -1;
+        free(l);
+        return NULL;
     }
-    DIR *d = fdopendir(fd);
-    if (!d) {
+    l->d = fdopendir(fd);
+    if (!l->d) {
+        int e = errno;
         close(fd);
-        return -1;
+        free(l);
+        errno = e;
+        return NULL;
     }
-    struct dirent *de;
-    int count = 0;
-    while ((de = readdir(d)) != NULL && count < LIST_MAX_ENTRIES) {
+    return l;
+}
+
+/*
+ * Copy the next whole listing lines into buf (cap >= LIST_LINE_MAX bytes).
+ * Returns the bytes written, 0 at the end of the listing.
+ */
+ssize_t vfs_list_read(struct lister *l, char *buf, size_t cap)
+{
+    size_t o = 0;
+    for (;;) {
+        if (l->plen) {
+            if (o + l->plen > cap)
+                break;
+            memcpy(buf + o, l->pending, l->plen);
+            o += l->plen;
+            l->plen = 0;
+        }
+        if (l->done || !l->d)
+            break;
+        struct dirent *de = readdir(l->d);
+        if (!de || l->count >= LIST_MAX_ENTRIES) {
+            l->done = true;
+            break;
+        }
         if (de->d_name[0] == '.' &&
             (de->d_name[1] == '\0' ||
              (de->d_name[1] == '.' && de->d_name[2] == '\0')))
             continue;
         struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(dirfd(l->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
-        if (list_entry(dirfd(d), de->d_name, &st, style, u->can_write, out))
-            break;
-        count++;
+        lister_format(l, dirfd(l->d), de->d_name, &st);
+        l->count++;
     }
-    closedir(d);
-    return 0;
+    return (ssize_t)o;
+}
+
+/* Release a lister (NULL is fine). */
+void vfs_list_close(struct lister *l)
+{
+    if (!l)
+        return;
+    if (l->d)
+        closedir(l->d);
+    free(l);
+}
+
+static unsigned g_upload_seq;
+
+/*
+ * Open a temporary file for an upload that replaces vpath: the parent
+ * directory is opened beneath u's home, the file is created there under a
+ * unique name ".tpd-up.<pid>.<n>" (O_EXCL, never following symlinks).
+ * *existed tells whether vpath existed.  Returns the write descriptor and
+ * fills *up, or -1 with errno set (EISDIR if vpath is a directory, EPERM
+ * for the root, EACCES for a non-regular target).
+ */
+int vfs_upload_open(const struct user *u, const char *vpath,
+                    struct upload *up, bool *existed)
+{
+    const char *name;
+    struct stat st;
+    up->dirfd = -1;
+    up->name = NULL;
+    *existed = false;
+    int probe = vfs_open(u, vpath, O_PATH, 0);
+    if (probe >= 0) {
+        int r = fstat(probe, &st);
+        close(probe);
+        if (r < 0)
+            return -1;
+        if (S_ISDIR(st.st_mode)) {
+            errno = EISDIR;
+            return -1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            errno = EACCES;
+            return -1;
+        }
+        *existed = true;
+    } else if (errno != ENOENT) {
+        return -1;              /* e.g. EXDEV: a symlink leaving the home */
+    }
+    int dfd = vfs_open_parent(u, vpath, &name);
+    if (dfd < 0)
+        return -1;
+    up->name = strdup(name);
+    if (!up->name) {
+        close(dfd);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (int i = 0; i < 16; i++) {
+        snprintf(up->tmp, sizeof(up->tmp), ".tpd-up.%ld.%u", (long)getpid(),
+                 g_upload_seq++);
+        int fd = openat(dfd, up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                        O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                        *existed ? (st.st_mode & 0777) : 0644);
+        if (fd >= 0) {
+            if (*existed)
+                (void)fchmod(fd, st.st_mode & 0777);  /* keep the old mode */
+            up->dirfd = dfd;
+            return fd;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    int e = errno;
+    close(dfd);
+    free(up->name);
+    up->name = NULL;
+    errno = e;
+    return -1;
+}
+
+/* Rename the finished upload over its target.  Returns 0 or -1 (errno). */
+int vfs_upload_commit(struct upload *up)
+{
+    if (up->dirfd < 0)
+        return 0;
+    int r = renameat(up->dirfd, up->tmp, up->dirfd, up->name);
+    int e = errno;
+    if (r < 0)
+        unlinkat(up->dirfd, up->tmp, 0);
+    close(up->dirfd);
+    up->dirfd = -1;
+    free(up->name);
+    up->name = NULL;
+    errno = e;
+    return r;
+}
+
+/* Discard a failed upload: the temporary file goes, the target stays. */
+void vfs_upload_abort(struct upload *up)
+{
+    if (up->dirfd < 0)
+        return;
+    unlinkat(up->dirfd, up->tmp, 0);
+    close(up->dirfd);
+    up->dirfd = -1;
+    free(up->name);
+    up->name = NULL;
 }
