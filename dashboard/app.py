@@ -2,23 +2,62 @@
 
 Run it with ``xferlab dashboard`` (uvicorn, ``dashboard.app:create_app`` as a factory)
 and ``xferlab worker`` alongside: the dashboard queues campaigns, the worker runs them.
-OpenAPI documentation of the JSON API is at ``/docs`` (``/openapi.json``).
+OpenAPI documentation of the JSON API is at ``/docs`` and ``/redoc`` (``/openapi.json``),
+behind the read check (the token is needed when the dashboard is private).
 """
 from __future__ import annotations
 
 import logging
 import time
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import Engine
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from dashboard.deps import STATIC_DIR, PageError, render
+from dashboard.deps import STATIC_DIR, PageError, render, require_read, token_ok
 from dashboard.settings import DashboardSettings
 
 log = logging.getLogger(__name__)
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from the ASGI ``receive`` of a request whose body grew past the limit (413)."""
+
+
+class BodyLimit:
+    """ASGI middleware: cut off any request body at ``settings.max_body`` bytes.
+
+    Counts the bytes the application reads; the read that passes the limit raises
+    :class:`BodyTooLarge` (answered 413), so a body sent without ``Content-Length``
+    (chunked) is never read beyond the limit plus one chunk. Declared lengths are checked
+    earlier, before any read, by :func:`dashboard.deps.require_token`."""
+
+    def __init__(self, app: ASGIApp, settings: DashboardSettings):
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.settings.max_body
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise BodyTooLarge(413, f"request body larger than the limit of {limit} bytes "
+                                            "(XFERLAB_DASHBOARD_MAX_BODY)")
+            return message
+
+        await self.app(scope, limited, send)
 
 
 def _is_api(request: Request) -> bool:
@@ -59,9 +98,11 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
 
     app = FastAPI(title="xferlab dashboard", version="1",
                   description="Launch FTP server benchmark campaigns, watch them, compare, find regressions, "
-                              "export tables. Mutating endpoints need the XFERLAB_API_TOKEN as a Bearer token.")
+                              "export tables. Mutating endpoints need the XFERLAB_API_TOKEN as a Bearer token.",
+                  docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings or DashboardSettings()
     app.state.engine = engine
+    app.add_middleware(BodyLimit, settings=app.state.settings)
 
     @app.exception_handler(PageError)
     async def _page_error(request: Request, exc: PageError):
@@ -88,7 +129,34 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
 
     @app.exception_handler(DatabaseError)
     async def _db_error(request: Request, exc: DatabaseError):
-        return _error(request, 503, f"database unavailable: {exc}")
+        # the reason names paths and the server's address: only for token holders
+        log.error("database unavailable: %s", exc)
+        if token_ok(request):
+            return _error(request, 503, f"database unavailable: {exc}")
+        return _error(request, 503, "database unavailable (the reason is in the dashboard's log)")
+
+    from sqlalchemy.exc import DataError
+
+    @app.exception_handler(DataError)
+    async def _data_error(request: Request, exc: DataError):
+        # PostgreSQL refused a value (a number out of its column's range, a NUL byte in text):
+        # bad input that the parameter checks did not catch, not a server fault
+        reason = str(getattr(exc, "orig", exc)).splitlines()[0][:200]
+        log.warning("%s %s: value refused by the database: %s", request.method, request.url.path, reason)
+        return _error(request, 422, f"a value the database cannot store or compare: {reason}")
+
+    # the API documentation, behind the read check (private dashboards need the token)
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_read)])
+    def openapi_json():
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=[Depends(require_read)])
+    def swagger_docs():
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - API")
+
+    @app.get("/redoc", include_in_schema=False, dependencies=[Depends(require_read)])
+    def redoc_docs():
+        return get_redoc_html(openapi_url="/openapi.json", title=f"{app.title} - API")
 
     @app.middleware("http")
     async def _server_timing(request: Request, call_next):
@@ -102,8 +170,9 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
     @app.get("/static/vendor/chart.min.js", include_in_schema=False)
     def chartjs(request: Request):
         path = request.app.state.settings.chartjs_path
-        if not path.is_file():
-            return PlainTextResponse(f"/* Chart.js not found at {path}: install Debian's libjs-chart.js or set "
+        if not path.is_file():  # the path itself only for token holders: no file details on open pages
+            where = f" at {path}" if token_ok(request) else ""
+            return PlainTextResponse(f"/* Chart.js not found{where}: install Debian's libjs-chart.js or set "
                                      "XFERLAB_CHARTJS_PATH (see docs/dashboard.md) */\n", status_code=404,
                                      media_type="application/javascript")
         return FileResponse(path, media_type="application/javascript")

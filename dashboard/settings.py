@@ -1,36 +1,45 @@
-"""Dashboard settings: one pydantic-settings class read from ``XFERLAB_*`` variables."""
+"""Dashboard settings: :class:`runner.config.Settings` plus the dashboard's own ``XFERLAB_*``
+variables (listed with the others in docs/configuration.md)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from runner.config import Settings
 
 DEBIAN_CHARTJS = Path("/usr/share/javascript/chart.js/chart.min.js")
 
 
-class DashboardSettings(BaseSettings):
-    """Settings of the dashboard.
+class DashboardSettings(Settings):
+    """Settings of the dashboard: every runner setting, and the fields below."""
 
-    Attributes:
-        api_token: ``XFERLAB_API_TOKEN``; the secret that mutating endpoints (launch,
-            cancel) require, as ``Authorization: Bearer TOKEN``, an ``X-Xferlab-Token``
-            header, or the cookie set by the login page. No default: when unset,
-            mutating endpoints answer 403 and say so.
-        private: ``XFERLAB_DASHBOARD_PRIVATE``; when true, read pages and read API
-            endpoints require the token too (default false: reads are open).
-        chartjs_path: ``XFERLAB_CHARTJS_PATH``; Chart.js 3.x UMD build served as
-            ``/static/vendor/chart.min.js`` (default: Debian's libjs-chart.js file).
-        regression_alpha: ``XFERLAB_REGRESSION_ALPHA``; default significance level of
-            the Mann-Whitney U test on the regressions page (0.05).
-        regression_min_effect: ``XFERLAB_REGRESSION_MIN_EFFECT``; default minimum
-            relative change of the medians (0.05 = 5%).
-    """
-
-    model_config = SettingsConfigDict(env_prefix="XFERLAB_", extra="ignore")
+    model_config = SettingsConfigDict(populate_by_name=True)
 
     api_token: str | None = None
+    """``XFERLAB_API_TOKEN``: the secret that mutating endpoints (launch, cancel) require,
+    as ``Authorization: Bearer TOKEN``, an ``X-Xferlab-Token`` header, or the cookie set by
+    the login page. No default: when unset, mutating endpoints answer 403 and say so."""
+
     private: bool = Field(False, validation_alias="XFERLAB_DASHBOARD_PRIVATE")
+    """``XFERLAB_DASHBOARD_PRIVATE``: when true, read pages and read API endpoints require
+    the token too (default false: reads are open)."""
+
     chartjs_path: Path = DEBIAN_CHARTJS
+    """``XFERLAB_CHARTJS_PATH``: Chart.js 3.x UMD build served as
+    ``/static/vendor/chart.min.js`` (default: Debian's libjs-chart.js file)."""
+
     regression_alpha: float = Field(0.05, gt=0, le=1)
+    """``XFERLAB_REGRESSION_ALPHA``: default false-discovery rate of the regressions page
+    (the Benjamini-Hochberg q below which a Mann-Whitney U test counts as a change)."""
+
     regression_min_effect: float = Field(0.05, ge=0)
+    """``XFERLAB_REGRESSION_MIN_EFFECT``: default minimum relative change of the medians
+    on the regressions page (0.05 = 5%)."""
+
+    max_body: int = Field(256 * 1024, ge=1024, validation_alias="XFERLAB_DASHBOARD_MAX_BODY")
+    """``XFERLAB_DASHBOARD_MAX_BODY``: largest request body accepted, in bytes (default
+    262144 = 256 KiB: a spec as JSON or YAML, or an uploaded spec file with its multipart
+    framing). A larger ``Content-Length`` is answered 413 before the body is read; a body
+    sent without one is cut off at this size with a 413."""

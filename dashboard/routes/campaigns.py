@@ -10,9 +10,9 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from dashboard.deps import get_session, render, require_read, require_token
-from runner.load.workloads import WORKLOADS
+from dashboard.deps import INT4_MAX, CampaignId, get_session, public_error, render, require_read, require_token
 from runner.store.models import Campaign, Cell, Sample
+from runner.workloads import WORKLOADS
 
 router = APIRouter()
 
@@ -74,7 +74,7 @@ def _title(cell: Cell) -> str:
     info = WORKLOADS.get(cell.workload)
     if info is None:
         return cell.workload
-    from runner.load.workloads import WorkloadParams
+    from runner.workloads import WorkloadParams
 
     try:
         return info.title_for(WorkloadParams.model_validate(cell.params))
@@ -168,26 +168,37 @@ def campaign_detail(session: Session, *, campaign_id: int, latest: int = 10) -> 
                  spec=camp.spec or {})
 
 
+def redact(request: Request, info: CampaignInfo) -> CampaignInfo:
+    """``info`` with the campaign's and its cells' errors as this viewer may see them
+    (:func:`dashboard.deps.public_error`: no inventory file details without the token)."""
+    info.error = public_error(request, info.error)
+    if isinstance(info, CampaignDetail):
+        for c in (*info.running, *info.failures, *info.latest):
+            c.error = public_error(request, c.error)
+    return info
+
+
 # -- API ----------------------------------------------------------------------
 
 @router.get("/api/campaigns", response_model=list[CampaignInfo], tags=["campaigns"],
             dependencies=[Depends(require_read)])
-def api_campaigns(limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+def api_campaigns(request: Request, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0, le=INT4_MAX),
                   session: Session = Depends(get_session)):
     """Campaigns, newest first, with progress counters and the estimated time left."""
-    return list_campaigns(session, limit=limit, offset=offset)
+    return [redact(request, c) for c in list_campaigns(session, limit=limit, offset=offset)]
 
 
 @router.get("/api/campaigns/{campaign_id}", response_model=CampaignDetail, tags=["campaigns"],
             dependencies=[Depends(require_read)])
-def api_campaign(campaign_id: int, session: Session = Depends(get_session)):
-    """One campaign: progress, running cell, failures with their reason, latest figures, ETA (s). 404 if unknown."""
-    return campaign_detail(session, campaign_id=campaign_id)
+def api_campaign(request: Request, campaign_id: CampaignId, session: Session = Depends(get_session)):
+    """One campaign: progress, running cell, failures with their reason, latest figures, ETA (s). 404 if unknown.
+    Without the token, reasons about the hosts inventory are replaced by a generic line."""
+    return redact(request, campaign_detail(session, campaign_id=campaign_id))
 
 
 @router.post("/api/campaigns/{campaign_id}/cancel", response_model=CampaignInfo, tags=["campaigns"],
              dependencies=[Depends(require_token)])
-def api_cancel(campaign_id: int, session: Session = Depends(get_session)):
+def api_cancel(campaign_id: CampaignId, session: Session = Depends(get_session)):
     """Cancel a queued or running campaign (queued cells are cancelled; a running cell
     finishes). 404 for an unknown id, 409 when it already finished. Needs the token."""
     from fastapi import HTTPException
@@ -205,12 +216,12 @@ def api_cancel(campaign_id: int, session: Session = Depends(get_session)):
 
 @router.get("/", include_in_schema=False, dependencies=[Depends(require_read)])
 def page_index(request: Request, session: Session = Depends(get_session)):
-    return render(request, "index.html", campaigns=list_campaigns(session, limit=200))
+    return render(request, "index.html", campaigns=[redact(request, c) for c in list_campaigns(session, limit=200)])
 
 
 @router.get("/campaigns/{campaign_id}", include_in_schema=False, dependencies=[Depends(require_read)])
-def page_campaign(request: Request, campaign_id: int, session: Session = Depends(get_session)):
-    detail = campaign_detail(session, campaign_id=campaign_id)
+def page_campaign(request: Request, campaign_id: CampaignId, session: Session = Depends(get_session)):
+    detail = redact(request, campaign_detail(session, campaign_id=campaign_id))
     labels = list(dict.fromkeys(session.scalars(select(Cell.server_label).where(Cell.campaign_id == campaign_id)
                                                 .order_by(Cell.seq))))
     return render(request, "campaign.html", c=detail, labels=labels, tables=_tables(session, campaign_id))
@@ -225,7 +236,7 @@ def _tables(session: Session, campaign_id: int):
 
 
 @router.get("/campaigns/{campaign_id}/figures", include_in_schema=False, dependencies=[Depends(require_read)])
-def page_campaign_figures(request: Request, campaign_id: int, session: Session = Depends(get_session)):
+def page_campaign_figures(request: Request, campaign_id: CampaignId, session: Session = Depends(get_session)):
     """HTML fragment: the campaign table so far (refreshed by the page as cells land)."""
     if session.get(Campaign, campaign_id) is None:
         raise LookupError(f"no campaign {campaign_id}")
@@ -233,7 +244,7 @@ def page_campaign_figures(request: Request, campaign_id: int, session: Session =
 
 
 @router.post("/campaigns/{campaign_id}/cancel", include_in_schema=False, dependencies=[Depends(require_token)])
-def page_cancel(campaign_id: int, session: Session = Depends(get_session)):
+def page_cancel(campaign_id: CampaignId, session: Session = Depends(get_session)):
     from runner.store import campaigns as crud
 
     crud.cancel_campaign(session, campaign_id=campaign_id)

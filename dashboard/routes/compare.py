@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from dashboard.deps import get_session, render, require_read
+from dashboard.deps import CampaignQuery, OptionalCampaign, get_session, render, require_read
 from runner.store.models import Campaign, Cell, Sample
 
 router = APIRouter()
@@ -94,7 +94,7 @@ def _table_json(t) -> dict[str, Any] | None:
 
 
 @router.get("/api/compare", tags=["compare"], dependencies=[Depends(require_read)])
-def api_compare(a: str = _operand(), b: str = _operand(), campaign: int | None = None,
+def api_compare(a: str = _operand(), b: str = _operand(), campaign: OptionalCampaign = None,
                 session: Session = Depends(get_session)) -> dict[str, Any]:
     """Comparison of ``a`` (reference) and ``b``: the table's rows (text as in the
     exports) and raw records (medians, CI, ratio, Mann-Whitney p, significance),
@@ -105,7 +105,7 @@ def api_compare(a: str = _operand(), b: str = _operand(), campaign: int | None =
 
 
 @router.get("/api/memory-timeline", tags=["compare"], dependencies=[Depends(require_read)])
-def api_memory_timeline(campaign: int, server: str = Query(..., min_length=1, max_length=300),
+def api_memory_timeline(campaign: CampaignQuery, server: str = Query(..., min_length=1, max_length=300),
                         session: Session = Depends(get_session)) -> dict[str, Any]:
     """Memory over time of ``server`` in ``campaign``: one timeline per workload,
     points ``[t_s, uss_bytes, rss_minus_shared_bytes, nprocs]``. 404 for an unknown campaign."""
@@ -117,7 +117,7 @@ def api_memory_timeline(campaign: int, server: str = Query(..., min_length=1, ma
 
 @router.get("/compare", include_in_schema=False, dependencies=[Depends(require_read)])
 def page_compare(request: Request, a: str | None = Query(None, max_length=300),
-                 b: str | None = Query(None, max_length=300), campaign: int | None = None,
+                 b: str | None = Query(None, max_length=300), campaign: OptionalCampaign = None,
                  session: Session = Depends(get_session)):
     ctx: dict[str, Any] = {"a": a or "", "b": b or "", "campaign": campaign, "operands": _operands(session),
                            "result": None, "error": None}

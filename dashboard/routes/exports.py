@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from dashboard.deps import get_session, require_read
+from dashboard.deps import CampaignId, OptionalCampaign, get_session, public_error, require_read
 from runner.reporting import FORMATS
 
 router = APIRouter(tags=["exports"])
@@ -30,21 +30,23 @@ def _download(body: str, fmt: str, stem: str) -> Response:
 
 
 @router.get("/api/campaigns/{campaign_id}/export", dependencies=[Depends(require_read)])
-def export_campaign(campaign_id: int, format: str = Query("rst", pattern=FORMAT_PATTERN),
+def export_campaign(request: Request, campaign_id: CampaignId, format: str = Query("rst", pattern=FORMAT_PATTERN),
                     speedup: bool = False, session: Session = Depends(get_session)):
     """A campaign's report (campaign table, comparisons against the first server,
-    memory table) as a download; the same bytes as ``xferlab export ID --format F -o FILE``.
-    404 for an unknown campaign, 422 for an unknown format."""
+    memory table) as a download; the same bytes as ``xferlab export ID --format F -o FILE``
+    (without the token, failure reasons about the hosts inventory are replaced by a generic
+    line). 404 for an unknown campaign, 422 for an unknown format."""
     from runner.reporting import campaign_report
     from runner.results import load_campaign
 
     data = load_campaign(session, campaign_id=campaign_id)
+    data.failures = [(*f[:3], public_error(request, f[3]) or "") for f in data.failures]
     return _download(campaign_report(data, fmt=format, speedup=speedup), format, f"xferlab-campaign-{campaign_id}")
 
 
 @router.get("/api/compare/export", dependencies=[Depends(require_read)])
 def export_compare(a: str = Query(..., min_length=1, max_length=300), b: str = Query(..., min_length=1, max_length=300),
-                   campaign: int | None = None, format: str = Query("rst", pattern=FORMAT_PATTERN),
+                   campaign: OptionalCampaign = None, format: str = Query("rst", pattern=FORMAT_PATTERN),
                    speedup: bool = False, session: Session = Depends(get_session)):
     """The comparison table of ``a`` (reference) and ``b`` as a download; operands as
     ``xferlab compare`` (``ID``, ``ID:SERVER`` or ``SERVER`` looked up in ``campaign``);

@@ -7,36 +7,42 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
-from dashboard.deps import get_session, render, require_read, get_settings
+from dashboard.deps import get_session, get_settings, render, require_read
 from runner.history import SeriesKey, list_series, series_changes, series_points
 
 router = APIRouter()
 
-_Q = {"min_length": 1, "max_length": 400}
 
 
-def _key(server: str, track: str, workload: str, params_key: str) -> SeriesKey:
-    return SeriesKey(server, track, workload, params_key)
+def _key(server: str, track: str, workload: str, params_key: str, metric: str = "") -> SeriesKey:
+    return SeriesKey(server, track, workload, params_key, metric)
 
 
 @router.get("/api/history/series", tags=["history"], dependencies=[Depends(require_read)])
 def api_series(session: Session = Depends(get_session)) -> list[dict[str, Any]]:
     """Every series: ``server``, ``track`` (spec label, else the variant JSON),
-    ``workload``, ``params_key``, ``title``, number of ``points``, ``last_campaign``."""
+    ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary figure;
+    ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory), ``title``,
+    number of ``points``, ``last_campaign``."""
     return list_series(session)
 
 
-@router.get("/api/history", tags=["history"], dependencies=[Depends(require_read)])
-def api_history(request: Request, server: str = Query(..., **_Q), track: str = Query("{}", max_length=400),
-                workload: str = Query(..., **_Q), params_key: str = Query("", max_length=400),
+@router.get("/api/history", tags=["history"], dependencies=[Depends(require_read)],
+            response_model=dict[str, Any])
+def api_history(request: Request, server: str = Query(..., min_length=1, max_length=400),
+                track: str = Query("{}", max_length=400),
+                workload: str = Query(..., min_length=1, max_length=400), params_key: str = Query("", max_length=400),
+                metric: str = Query("", max_length=40),
                 alpha: float | None = Query(None, gt=0, le=1), min_effect: float | None = Query(None, ge=0),
-                session: Session = Depends(get_session)) -> dict[str, Any]:
+                session: Session = Depends(get_session)) -> JSONResponse:
     """One series' timeline: points (campaign, version, env_class, n, median, CI
-    bounds, raw samples) oldest first, and the changes between consecutive points
-    (Mann-Whitney U p-value, effect, kind; ``env_changed`` when the environment class
-    differs). 404 when the series has no point."""
+    bounds, raw samples) oldest first, and the verdict on each pair of consecutive
+    points (kind; for steps found by the step detector and the newest point: segment
+    levels, effect, Mann-Whitney U p-value and its Benjamini-Hochberg ``q_value``;
+    ``env_changed`` when the environment class differs). ``metric``: ``""`` (primary
+    figure) or a memory metric. 404 when the series has no point."""
     s = get_settings(request)
-    key = _key(server, track, workload, params_key)
+    key = _key(server, track, workload, params_key, metric)
     points = series_points(session, key=key)
     if not points:
         raise LookupError(f"no such series: {key.title} [{params_key}]")
@@ -53,11 +59,12 @@ def page_history(request: Request, session: Session = Depends(get_session)):
 
 
 @router.get("/history/series", include_in_schema=False, dependencies=[Depends(require_read)])
-def page_series(request: Request, server: str = Query(..., **_Q), track: str = Query("{}", max_length=400),
-                workload: str = Query(..., **_Q), params_key: str = Query("", max_length=400),
-                session: Session = Depends(get_session)):
+def page_series(request: Request, server: str = Query(..., min_length=1, max_length=400),
+                track: str = Query("{}", max_length=400),
+                workload: str = Query(..., min_length=1, max_length=400), params_key: str = Query("", max_length=400),
+                metric: str = Query("", max_length=40), session: Session = Depends(get_session)):
     s = get_settings(request)
-    key = _key(server, track, workload, params_key)
+    key = _key(server, track, workload, params_key, metric)
     points = series_points(session, key=key)
     if not points:
         raise LookupError(f"no such series: {key.title} [{params_key}]")

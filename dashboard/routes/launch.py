@@ -14,21 +14,37 @@ import json
 from typing import Any
 
 import yaml
-from fastapi import APIRouter, Depends, Form, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
 
-from dashboard.deps import TOKEN_COOKIE, get_session, get_settings, render, require_read, require_token
+from dashboard.deps import (
+    TOKEN_COOKIE,
+    check_csrf,
+    get_session,
+    get_settings,
+    render,
+    require_read,
+    require_token,
+    same_origin,
+    token_ok,
+)
 from runner.backends.variants import parse_variant_text as parse_variant
-from runner.load.workloads import WORKLOADS, WorkloadParams
 from runner.spec import PRESETS, SERVER_NAMES, CampaignSpec, SpecError, parse_spec
+from runner.spec_yaml import load_yaml
+from runner.workloads import WORKLOADS, WorkloadParams
 
 router = APIRouter()
 
 SERVER_ROWS = 4
 PARAM_FIELDS = ("clients", "file_size", "transfer_size", "duration", "login_mode", "passive", "op_timeout",
                 "phase_timeout")
-MAX_UPLOAD = 256 * 1024
+# Content types the JSON API parses (anything else is 415: a cross-site "simple" request can
+# only send text/plain, multipart/form-data, application/x-www-form-urlencoded or none)
+JSON_TYPES = ("application/json",)
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 
 
 def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, Any], dict[str, str], list[int]]:
@@ -47,9 +63,9 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
         if form.get(f"servers.{i}.label", "").strip():
             s["label"] = form[f"servers.{i}.label"].strip()
         try:
-            v = parse_variant(form.get(f"servers.{i}.variant", ""))
-            if v:
-                s["variant"] = v
+            variant = parse_variant(form.get(f"servers.{i}.variant", ""))
+            if variant:
+                s["variant"] = variant
         except ValueError as exc:
             errors[f"servers.{i}.variant"] = str(exc)
         servers.append(s)
@@ -111,12 +127,40 @@ def field_of(path: str, rows: list[int]) -> str:
 
 def queue(session: Session, spec: CampaignSpec) -> int:
     """Insert the campaign and its cells as ``queued``; commits; returns the campaign id.
-    The backend stays as the spec says (``auto`` is resolved by the worker)."""
+    The backend stays as the spec says (``auto`` is resolved by the worker).
+
+    Blocking (expanding and inserting thousands of cells takes seconds): the routes call it
+    through :func:`launch_in_thread`. Raises SpecError when the expansion refuses the spec
+    (e.g. more cells than the runner's bound); nothing is stored then."""
     from runner.store import campaigns as crud
 
-    camp = crud.create_campaign(session, spec=spec, backend=spec.backend)
+    try:
+        camp = crud.create_campaign(session, spec=spec, backend=spec.backend)
+    except SpecError:
+        session.rollback()
+        raise
     session.commit()
     return camp.id
+
+
+def _parse_and_queue(session: Session, data: Any, text: str | None, source: str) -> tuple[int, int]:
+    """Parse (YAML ``text`` when given, else the decoded ``data``), validate and queue.
+    Returns ``(campaign id, cells_total)``; raises SpecError."""
+    from runner.store.models import Campaign
+
+    spec = _spec_from_text(text, source) if text is not None else parse_spec(data, source)
+    cid = queue(session, spec)
+    camp = session.get(Campaign, cid)
+    assert camp is not None  # queue() just stored it in this session
+    return cid, camp.cells_total
+
+
+async def launch_in_thread(session: Session, *, data: Any = None, text: str | None = None,
+                           source: str = "body") -> tuple[int, int]:
+    """:func:`_parse_and_queue` in the threadpool, so that parsing, expanding and inserting a
+    large campaign never blocks the event loop (other requests are answered meanwhile).
+    Returns ``(campaign id, cells_total)``; raises SpecError."""
+    return await run_in_threadpool(_parse_and_queue, session, data, text, source)
 
 
 def _form_context(values: dict[str, str] | None = None, workloads: list[str] | None = None,
@@ -129,7 +173,8 @@ def _form_context(values: dict[str, str] | None = None, workloads: list[str] | N
     return {"values": values, "workloads_checked": workloads if workloads is not None else ["preset:classic"],
             "errors": errors or {}, "general": general or [], "yaml_error": yaml_error,
             "server_names": [n for n in SERVER_NAMES if n != "external"], "server_rows": range(SERVER_ROWS),
-            "workloads": [(n, w.title.format(clients="N", size="SIZE")) for n, w in WORKLOADS.items()], "presets": list(PRESETS),
+            "workloads": [(n, w.title.format(clients="N", size="SIZE")) for n, w in WORKLOADS.items()],
+            "presets": list(PRESETS),
             "param_fields": PARAM_FIELDS, "defaults": defaults.model_dump()}
 
 
@@ -149,9 +194,12 @@ async def page_launch_post(request: Request, session: Session = Depends(get_sess
         errors["workloads"] = "choose at least one workload or preset"
     if not rows:
         errors["servers"] = "choose at least one server"
-    spec = None
+    cid = None
     try:
-        spec = parse_spec(spec_dict, "form")
+        if not errors:
+            cid, _ = await launch_in_thread(session, data=spec_dict, source="form")
+        else:  # still validate, to show every problem at once
+            await run_in_threadpool(parse_spec, spec_dict, "form")
     except SpecError as exc:
         for path, msg in exc.errors:
             f = field_of(path, rows)
@@ -159,63 +207,70 @@ async def page_launch_post(request: Request, session: Session = Depends(get_sess
                 errors.setdefault(f, msg)
             else:
                 general.append(f"{path}: {msg}" if path else msg)
-    if errors or general or spec is None:
+    if errors or general or cid is None:
         return render(request, "launch.html", status_code=422,
                       **_form_context(values, workloads, errors, general or ["fix the fields marked below"]))
-    cid = queue(session, spec)
     return RedirectResponse(f"/campaigns/{cid}", status_code=303)
 
 
 def _spec_from_text(text: str, source: str) -> CampaignSpec:
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)  # bounded against alias and merge-key bombs
     except yaml.YAMLError as exc:
         raise SpecError([("", f"not valid YAML: {exc}")], source) from None
     return parse_spec(data, source)
 
 
 @router.post("/launch/yaml", include_in_schema=False, dependencies=[Depends(require_token)])
-async def page_launch_yaml(request: Request, file: UploadFile, session: Session = Depends(get_session)):
-    raw = await file.read(MAX_UPLOAD + 1)
+async def page_launch_yaml(request: Request, session: Session = Depends(get_session)):
+    # The body is parsed here, after require_token (token, Content-Length, CSRF): declaring
+    # ``file: UploadFile`` would make FastAPI read the whole upload before any check.
+    form = await request.form(max_files=1, max_fields=20)
+    file = form.get("file")
+    if not isinstance(file, UploadFile):
+        return render(request, "launch.html", status_code=422,
+                      **_form_context(yaml_error="no file: choose a YAML spec file to upload (form field 'file')"))
+    raw = await file.read()
+    source = file.filename or "upload"
     try:
-        if len(raw) > MAX_UPLOAD:
-            raise SpecError([("", f"file larger than {MAX_UPLOAD // 1024} KiB")], file.filename or "upload")
-        spec = _spec_from_text(raw.decode("utf-8", errors="replace"), file.filename or "upload")
+        cid, _ = await launch_in_thread(session, text=raw.decode("utf-8", errors="replace"), source=source)
     except SpecError as exc:
         return render(request, "launch.html", status_code=422, **_form_context(yaml_error=str(exc)))
-    cid = queue(session, spec)
     return RedirectResponse(f"/campaigns/{cid}", status_code=303)
 
 
 @router.post("/api/campaigns", status_code=201, tags=["campaigns"], dependencies=[Depends(require_token)],
              openapi_extra={"requestBody": {"required": True, "content": {
-                 "application/json": {"schema": CampaignSpec.model_json_schema(ref_template="#/components/schemas/{model}")},
+                 "application/json": {
+                     "schema": CampaignSpec.model_json_schema(ref_template="#/components/schemas/{model}")},
                  "application/yaml": {"schema": {"type": "string"}}}}})
 async def api_launch(request: Request, session: Session = Depends(get_session)):
     """Queue a campaign. Body: the spec as JSON (``application/json``) or YAML
-    (``application/yaml`` / ``text/yaml``), the same spec as ``xferlab run SPEC``.
-    Returns 201 ``{"id", "url", "cells_total"}``; 422 ``{"detail", "errors": [{"field", "message"}]}``
-    for an invalid spec. Needs the token."""
+    (``application/yaml``, ``application/x-yaml``, ``text/yaml``), the same spec as
+    ``xferlab run SPEC``. Returns 201 ``{"id", "url", "cells_total"}``; 415 for any other
+    ``Content-Type`` (``text/plain`` included: cross-site forms can send it); 413 for a body
+    over the limit; 422 ``{"detail", "errors": [{"field", "message"}]}`` for an invalid spec
+    (the cell bound included). Needs the token."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype not in JSON_TYPES + YAML_TYPES:
+        raise HTTPException(415, f"Content-Type {ctype or '(none)'!r} is not accepted: send the spec as "
+                                 "application/json or application/yaml")
     body = await request.body()
-    if len(body) > MAX_UPLOAD:
-        raise HTTPException(413, f"spec larger than {MAX_UPLOAD // 1024} KiB")
-    ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     try:
-        if "yaml" in ctype:
-            spec = _spec_from_text(body.decode("utf-8", errors="replace"), "body")
+        if ctype in YAML_TYPES:
+            cid, cells = await launch_in_thread(session, text=body.decode("utf-8", errors="replace"))
         else:
             try:
                 data = json.loads(body or b"null")
             except ValueError as exc:
                 raise SpecError([("", f"not valid JSON: {exc}")], "body") from None
-            spec = parse_spec(data, "body")
+            except RecursionError:  # e.g. 100,000 nested "[": under the body limit, past json's recursion
+                raise SpecError([("", "not valid JSON: nested too deeply")], "body") from None
+            cid, cells = await launch_in_thread(session, data=data)
     except SpecError as exc:
         return JSONResponse({"detail": str(exc), "errors": [{"field": p, "message": m} for p, m in exc.errors]},
                             status_code=422)
-    cid = queue(session, spec)
-    from runner.store.models import Campaign
-
-    return {"id": cid, "url": f"/campaigns/{cid}", "cells_total": session.get(Campaign, cid).cells_total}
+    return {"id": cid, "url": f"/campaigns/{cid}", "cells_total": cells}
 
 
 # -- login ---------------------------------------------------------------------
@@ -225,7 +280,13 @@ def page_login(request: Request, next: str = "/"):
     return render(request, "login.html", next=next if next.startswith("/") else "/", error=None)
 
 
-@router.post("/login", include_in_schema=False)
+async def _login_origin(request: Request) -> None:
+    """Login CSRF: a browser's cross-site POST of the login form is refused (403)."""
+    if not same_origin(request):
+        raise HTTPException(403, "cross-site request refused: the Origin of this form is not the dashboard's")
+
+
+@router.post("/login", include_in_schema=False, dependencies=[Depends(_login_origin)])
 def page_login_post(request: Request, token: str = Form(..., max_length=500), next: str = Form("/")):
     configured = get_settings(request).api_token
     target = next if next.startswith("/") and not next.startswith("//") else "/"
@@ -239,7 +300,12 @@ def page_login_post(request: Request, token: str = Form(..., max_length=500), ne
     return resp
 
 
-@router.post("/logout", include_in_schema=False)
+async def _logout_csrf(request: Request) -> None:
+    if token_ok(request):
+        await check_csrf(request)
+
+
+@router.post("/logout", include_in_schema=False, dependencies=[Depends(_logout_csrf)])
 def page_logout():
     resp = RedirectResponse("/", status_code=303)
     resp.delete_cookie(TOKEN_COOKIE)

@@ -1,4 +1,4 @@
-"""Regressions: significant changes between consecutive points of every series."""
+"""Regressions: significant steps and newest-point changes of every series (runner.history)."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from dashboard.deps import get_session, get_settings, render, require_read
-from runner.history import find_regressions
+from runner.history import DEFAULT_WINDOW, find_regressions
 
 router = APIRouter()
 
@@ -19,23 +19,31 @@ def _params(request: Request, alpha: float | None, min_effect: float | None) -> 
             min_effect if min_effect is not None else s.regression_min_effect)
 
 
-@router.get("/api/regressions", tags=["regressions"], dependencies=[Depends(require_read)])
+@router.get("/api/regressions", tags=["regressions"], dependencies=[Depends(require_read)],
+            response_model=dict[str, Any])
 def api_regressions(request: Request, alpha: float | None = Query(None, gt=0, le=1),
                     min_effect: float | None = Query(None, ge=0, le=100), improvements: bool = True,
-                    session: Session = Depends(get_session)) -> dict[str, Any]:
-    """Changes between consecutive points of every series: ``regression`` / ``improvement``
-    when the two-sided Mann-Whitney U test on the raw samples gives p < ``alpha`` and the
-    medians differ by at least ``min_effect`` (relative, 0.05 = 5%); ``env_changed`` when
-    the environment class differs (never compared). Defaults from the dashboard settings."""
+                    window: int = Query(DEFAULT_WINDOW, ge=2, le=2000),
+                    session: Session = Depends(get_session)) -> JSONResponse:
+    """Significant changes in the ``window`` most recent campaigns of every series
+    (primary figures and peak memory): steps found by the step detector and the newest
+    point of each series, ``regression`` / ``improvement`` when the levels differ by at
+    least ``min_effect`` (relative, 0.05 = 5%) and the Mann-Whitney U p-value, adjusted
+    by Benjamini-Hochberg across every test, is below ``alpha`` (``q_value``);
+    ``env_changed`` when the environment class differs (never compared). Defaults from
+    the dashboard settings; method in docs/methodology.md."""
     a, m = _params(request, alpha, min_effect)
-    changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements)
-    return JSONResponse({"alpha": a, "min_effect": m, "changes": [c.as_dict() for c in changes]})
+    changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements, window=window)
+    return JSONResponse({"alpha": a, "min_effect": m, "window": window,
+                         "changes": [c.as_dict() for c in changes]})
 
 
 @router.get("/regressions", include_in_schema=False, dependencies=[Depends(require_read)])
 def page_regressions(request: Request, alpha: float | None = Query(None, gt=0, le=1),
                      min_effect: float | None = Query(None, ge=0, le=100), improvements: bool = True,
+                     window: int = Query(DEFAULT_WINDOW, ge=2, le=2000),
                      session: Session = Depends(get_session)):
     a, m = _params(request, alpha, min_effect)
-    changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements)
-    return render(request, "regressions.html", changes=changes, alpha=a, min_effect=m, improvements=improvements)
+    changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements, window=window)
+    return render(request, "regressions.html", changes=changes, alpha=a, min_effect=m, improvements=improvements,
+                  window=window)

@@ -45,10 +45,10 @@ def store_campaign(engine) -> Callable[..., int]:
     plus memory samples with a timeline. Returns the campaign id."""
     from sqlalchemy.orm import Session
 
-    from runner.load.workloads import WORKLOADS
     from runner.spec import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
+    from runner.workloads import WORKLOADS
 
     def make(servers: list[dict], values: dict, workloads=("retr", "login"), env_class: str = "envA",
              repeats: int = 4, name: str = "seeded") -> int:
@@ -79,3 +79,27 @@ def store_campaign(engine) -> Callable[..., int]:
             return camp.id
 
     return make
+
+
+@pytest.fixture
+def live(app) -> Iterator[tuple[str, int]]:
+    """The app served by a real uvicorn on 127.0.0.1 (a thread); yields ``(host, port)``."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True)
+    th.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "uvicorn did not start"
+    yield "127.0.0.1", port
+    srv.should_exit = True
+    th.join(10)

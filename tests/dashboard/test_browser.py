@@ -6,7 +6,6 @@ Screenshots of every page (1280 px and phone width) go to artifacts/screenshots/
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -58,6 +57,7 @@ def server(engine):
     yield f"http://127.0.0.1:{port}"
     srv.should_exit = True
     th.join(10)
+    assert not th.is_alive(), "uvicorn did not shut down within 10 s"
 
 
 @pytest.fixture

@@ -66,3 +66,59 @@ def test_history_api_and_pages(client, store_campaign):
     assert "kind-regression" in html and "/compare?a=1" in html
     assert client.get("/history/series", params={k: retr[k] for k in ("server", "track", "workload",
                                                                       "params_key")}).status_code == 200
+
+
+def _scale_memory(engine, campaign_id: int, metric: str, factor: float) -> None:
+    """Multiply the peak ``metric`` samples of a campaign's cells (a memory regression)."""
+    from sqlalchemy import text
+
+    with engine.begin() as c:
+        c.execute(text("UPDATE sample SET value = value * :f WHERE metric = :m AND stat = 'peak' AND cell_id IN "
+                       "(SELECT id FROM cell WHERE campaign_id = :c)"), {"f": factor, "m": metric, "c": campaign_id})
+
+
+def test_memory_series_and_memory_regression(engine, client, store_campaign):
+    retr = [1000, 1010, 990, 1005]
+    cids = [store_campaign([_dev()], {(0, "retr"): retr, (0, "login"): [0.1] * 4}, workloads=("retr",))
+            for _ in range(4)]
+    _scale_memory(engine, cids[-1], "server_mem_uss", 1.3)  # the newest campaign's server uses 30% more
+    with Session(engine) as s:
+        series = list_series(s)
+        assert {x["metric"] for x in series} == {"", "server_mem_uss", "server_mem_rss_minus_shared"}
+        mem = next(x for x in series if x["metric"] == "server_mem_uss")
+        assert mem["points"] == 4 and mem["title"].endswith("server memory (peak USS)")
+        key = SeriesKey(mem["server"], mem["track"], mem["workload"], mem["params_key"], "server_mem_uss")
+        pts = series_points(s, key=key)
+        assert [p.unit for p in pts] == ["MiB"] * 4 and 8.5 < pts[0].median < 8.7  # 9e6 bytes * (1..1.01)
+        changes = find_regressions(s)
+    assert [(c.kind, c.key.metric, c.after.campaign_id) for c in changes] == [
+        ("regression", "server_mem_uss", cids[-1])]
+    assert changes[0].method in ("step", "latest")  # a 30% jump on 0.5% noise: the detector may take it too
+    ch = changes[0]
+    assert ch.higher_is_better is False and ch.effect == pytest.approx(0.3, abs=0.02) and ch.q_value < 0.05
+    # the API: the memory series by its metric, the regression with the new fields
+    params = {k: mem[k] for k in ("server", "track", "workload", "params_key", "metric")}
+    d = client.get("/api/history", params=params).json()
+    assert d["unit"] == "MiB" and d["series"]["metric"] == "server_mem_uss" and d["changes"][-1]["kind"] == "regression"
+    r = client.get("/api/regressions").json()
+    assert r["window"] == 50 and r["changes"][0]["series"]["metric"] == "server_mem_uss"
+    assert r["changes"][0]["method"] in ("step", "latest") and r["changes"][0]["q_value"] < 0.05
+    assert client.get("/api/history", params={**params, "metric": "cpu"}).status_code in (400, 422)
+    assert "metric=server_mem_uss" in client.get("/history").text
+    assert client.get("/history/series", params=params).status_code == 200
+
+
+def test_step_found_and_jitter_ignored_on_stored_campaigns(engine, store_campaign):
+    """Six campaigns: RETR steps down by 40% from the fourth on and stays; login jitters
+    by 6% from campaign to campaign (tight repeats). The old pair rule reported the login
+    jitter as 2 regressions and 2 improvements (each pair p = 0.029, 6%)."""
+    def camp(r, lg):
+        return store_campaign([_dev()], {(0, "retr"): [r, r + 5, r - 5, r + 2], (0, "login"): [lg, lg, lg, lg * 1.001]})
+    cids = [camp(r, lg) for r, lg in ((1000, 0.100), (1000, 0.106), (1000, 0.100), (600, 0.106), (600, 0.100),
+                                      (600, 0.100))]
+    with Session(engine) as s:
+        changes = find_regressions(s)
+    assert [(c.kind, c.key.workload, c.before.campaign_id, c.after.campaign_id) for c in changes] == [
+        ("regression", "retr", cids[2], cids[3])]
+    assert changes[0].key.metric == "" and changes[0].method == "step"
+    assert changes[0].points_before == 3 and changes[0].points_after == 3
