@@ -1,6 +1,6 @@
 # xferlab: the two commands of the README.
 #   make classic   install everything, run the classic suite against every server that can run here
-#   make test      install everything, run the test suite
+#   make test      install everything, run the test suite (with the code checks of tests/test_code_rules.py)
 .PHONY: install classic test selftest
 PYTEST_ARGS ?=
 

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     from runner.backends import ServerRequest, get_backend
-    from runner.load.workloads import WorkloadParams
+    from runner.workloads import WorkloadParams
 
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu = [cpus[0]] if len(cpus) >= 2 else None

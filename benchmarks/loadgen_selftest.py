@@ -144,7 +144,7 @@ def ours_workload(port: int, home: Path, size: int, duration: float) -> tuple[fl
     Returns (MiB/s, CPU s/GiB)."""
     from runner.backends.base import Target
     from runner.load.run import run_workload_sync
-    from runner.load.workloads import WorkloadParams
+    from runner.workloads import WorkloadParams
     r = run_workload_sync("retr", Target("127.0.0.1", port, USER, PASSWORD, root=home),
                           WorkloadParams(transfer_size=size, duration=duration))
     if r.error_count:
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     size = a.size * MIB
 
     from runner.load.fixtures import server_name, write_fixture
-    from runner.load.workloads import WorkloadParams
+    from runner.workloads import WorkloadParams
 
     home = Path(tempfile.mkdtemp(prefix="xferlab-selftest-"))
     old_aff = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None

@@ -10,37 +10,42 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from runner.backends.base import Backend, ServerFailed, ServerSkipped
-from runner.load.result import PhaseResult
-from runner.load.workloads import WorkloadParams
-from runner.measure import headline, phase_samples
+from runner.cell import (
+    CellOutcome,
+    CellRunner,
+    Reporter,
+    crashed,
+    failed,
+    measured,
+    memory_figures,
+    skipped,
+    warmup_params,
+)
+from runner.drivers import DriverUnavailable, LoadError, driver_record, get_driver
 from runner.spec import CampaignSpec, ServerSpec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell
+from runner.store.retry import store_retry
+from runner.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
 
-
-class Reporter(Protocol):
-    """Progress sink (the CLI's rich display, the worker's log)."""
-
-    def cell_started(self, cell: Cell, index: int, total: int) -> None: ...
-
-    def cell_finished(self, cell: Cell, status: str, summary: str) -> None: ...
-
-    def message(self, text: str) -> None: ...
+__all__ = ["CellOutcome", "Heartbeat", "LogReporter", "Reporter", "cell_runner", "resolve_backend", "run_campaign",
+           "run_local_cell", "warmup_params"]
 
 
 class LogReporter:
-    """Reporter that writes to the ``logging`` module."""
+    """Reporter (runner.cell.Reporter) that writes to the ``logging`` module."""
 
     def cell_started(self, cell: Cell, index: int, total: int) -> None:
         log.info("[%d/%d] %s %s repeat %d", index, total, cell.server_label, cell.workload, cell.repeat + 1)
@@ -52,65 +57,117 @@ class LogReporter:
         log.info("%s", text)
 
 
-@dataclass
-class CellOutcome:
-    """What running one cell produced (before it is stored)."""
+class Heartbeat:
+    """Keeps quiet output alive: a daemon thread that calls ``write`` with one line,
+    ``still running: ACTIVITY for 1m05s (last: DETAIL)``, whenever nothing was written
+    for ``interval`` seconds, so a CI log or ``| tee`` shows that a long image build or
+    a long cell is progressing.
 
-    status: str  # done | failed | skipped
-    error: str | None = None
-    result: PhaseResult | None = None
-    samples: list = field(default_factory=list)
-    build_info: dict[str, Any] | None = None
-    summary: str = ""
-    environment: dict[str, Any] | None = None  # set by runner.multihost: the cell's own hosts
+    The owner calls :meth:`activity` when a new thing starts (a cell, an image build),
+    :meth:`wrote` after each line it writes itself (with the line as ``detail``). Use as
+    a context manager (or :meth:`start` / :meth:`stop`). Raises ValueError for an
+    ``interval`` that is not positive."""
+
+    def __init__(self, write: Callable[[str], None], interval: float):
+        if not interval > 0:
+            raise ValueError(f"heartbeat interval must be > 0 seconds, got {interval!r}")
+        self.write = write
+        self.interval = float(interval)
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+        self._what = "starting"
+        self._since = self._last
+        self._detail = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def activity(self, what: str) -> None:
+        """A new thing is running from now on (its duration counts from here)."""
+        with self._lock:
+            self._what, self._since, self._detail = what, time.monotonic(), ""
+
+    def wrote(self, detail: str | None = None) -> None:
+        """A line was just written (the quiet time restarts); ``detail`` is shown as ``last:``."""
+        with self._lock:
+            self._last = time.monotonic()
+            if detail is not None:
+                self._detail = detail
+
+    def _loop(self) -> None:
+        tick = min(1.0, self.interval / 4)
+        while not self._stop.wait(tick):
+            with self._lock:
+                now = time.monotonic()
+                if now - self._last < self.interval:
+                    continue
+                took = int(now - self._since)
+                line = (f"still running: {self._what} for {took // 60}m{took % 60:02d}s"
+                        + (f" (last: {self._detail[:100]})" if self._detail else ""))
+                self._last = now
+            self.write(line)
+
+    def start(self) -> Heartbeat:
+        """Start the thread (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="xferlab-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the thread (waits at most one tick)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+
+    def __enter__(self) -> Heartbeat:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
-def resolve_backend(name: str) -> Backend:
+def resolve_backend(name: str, **kwargs: Any) -> Backend:
     """The backend object for a spec's ``backend``: ``auto`` = docker when an engine
     answers and its base image exists or can be bootstrapped (root + debootstrap),
-    else local (DESIGN.md "Defaults"). Raises ValueError for an unknown name."""
+    else local (DESIGN.md "Defaults"). ``kwargs`` go to the backend's constructor
+    (``progress=``: one-line messages of image builds, fetches, venvs). Raises
+    ValueError for an unknown name."""
     from runner.backends import get_backend
 
     if name == "auto":
         try:
-            backend = get_backend("docker")
+            backend = get_backend("docker", **kwargs)
         except (ValueError, ImportError, RuntimeError):
-            return get_backend("local")
+            return get_backend("local", **kwargs)
         from runner import images
+        from runner.backends.docker import DockerBackend
 
+        assert isinstance(backend, DockerBackend)
         if not images.image_exists(backend.client, images.BASE_TAG) and not images.can_bootstrap():
             log.warning("docker engine answers but %s is missing and cannot be bootstrapped here "
                         "(needs root and debootstrap): using the local backend", images.BASE_TAG)
-            return get_backend("local")
+            return get_backend("local", **kwargs)
         return backend
-    return get_backend(name)
+    return get_backend(name, **kwargs)
 
 
-def warmup_params(p: WorkloadParams) -> WorkloadParams:
-    """Parameters of the short unrecorded warm-up pass: at most 10 clients, 1 MiB
-    files, 0.3 s of streaming, one transfer of at most 16 MiB."""
-    return p.model_copy(update={"clients": min(p.clients, 10), "file_size": min(p.file_size, 1 << 20),
-                                "transfer_size": min(p.transfer_size, 16 << 20),
-                                "duration": min(p.duration, 0.3)})
-
-
-def run_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *, reporter: Reporter | None = None) -> CellOutcome:
-    """Run one cell end to end and return its outcome; never raises for server or
-    load failures (they become a ``failed``/``skipped`` outcome with the reason)."""
-    from runner.load.run import LoadError, run_workload_sync
+def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
+                   reporter: Reporter | None = None) -> CellOutcome:
+    """Run one cell on this machine (a runner.cell.CellRunner): start the server with
+    ``backend``, sample its process tree, warm up, run the measured phase with the
+    spec's driver, stop the server. Never raises for server or load failures (they
+    become a ``failed``/``skipped`` outcome with the reason)."""
     from runner.metrics.sampler import TreeSampler
 
-    if spec.hosts is not None:  # server and load generators on other hosts
-        from runner.multihost import run_cell as run_multihost_cell
-
-        return run_multihost_cell(cell, spec, reporter=reporter)
     srv = ServerSpec.model_validate(cell.server_spec)
     req = srv.request(spec.max_clients)
     params = WorkloadParams.model_validate(cell.params)
+    driver = get_driver(spec.driver)
     try:
+        driver.check()
         backend.check(req)
-    except ServerSkipped as exc:
-        return CellOutcome("skipped", f"skipped: {exc}", summary=f"skipped: {exc}")
+    except (ServerSkipped, DriverUnavailable) as exc:
+        return skipped(str(exc))
     handle = None
     sampler = None
     try:
@@ -122,9 +179,14 @@ def run_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *, reporter: Repo
             start_mem = sampler.checkpoint("start")
         else:
             start_mem = None
+        def progress(text: str) -> None:
+            if reporter is not None:
+                reporter.message(text)
+
         if spec.warmup:
-            try:
-                run_workload_sync(cell.workload, handle.target, warmup_params(params))
+            try:  # its messages too: the fixtures are usually made here
+                driver.run(cell.workload, handle.target, warmup_params(params),
+                           progress=lambda text: progress(f"warm-up: {text}"))
             except LoadError as exc:
                 raise ServerFailed(f"warm-up failed: {exc}") from exc
         cpu0 = sampler.cpu_times() if sampler else None
@@ -134,55 +196,33 @@ def run_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *, reporter: Repo
             if sampler is not None:
                 snaps[name] = sampler.checkpoint(name)
 
-        def progress(text: str) -> None:
-            if reporter is not None:
-                reporter.message(text)
-
-        result = run_workload_sync(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+        result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
         memory = None
         server_cpu = None
         timeline = None
-        if sampler is not None:
+        if sampler is not None and cpu0 is not None:
             cpu1 = sampler.cpu_times()
             server_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
             snaps["end"] = sampler.checkpoint("end")
             sampler.stop()
-            memory = {"uss": {}, "rss_minus_shared": {}}
-            for name, snap in snaps.items():
-                if snap is not None:
-                    memory["uss"][name] = snap.uss
-                    memory["rss_minus_shared"][name] = snap.rss_minus_shared
-            memory["uss"]["peak"] = sampler.peak_uss
-            memory["rss_minus_shared"]["peak"] = sampler.peak_rss_minus_shared
+            memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
+                                     for k, v in snaps.items()},
+                                    (sampler.peak_uss, sampler.peak_rss_minus_shared))
             timeline = [list(t) for t in sampler.timeline[-2000:]]
-        # docker backend: the container's memory cgroup (current/peak/anon), beside the tree's figures
-        cgroup_mem = handle.cgroup_memory() if hasattr(handle, "cgroup_memory") else None
-        samples = phase_samples(result, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
-                                cgroup_memory=cgroup_mem)
-        summary = headline(result)
-        if result.error_count:
-            kinds = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items()))
-            reason = f"{result.error_count} failed operations ({kinds})"
-            detail = "; ".join(n for n in result.notes if n.startswith(("first ", "phase timeout")))
-            if detail:
-                reason += f": {detail}"
-            if not handle.alive():  # say so when the server died under load
-                why = handle.exit_reason() if hasattr(handle, "exit_reason") else None
-                reason += f"; server not running at the end of the cell ({why or 'exited'})"
-            return CellOutcome("failed", reason, result, samples, build, summary)
-        return CellOutcome("done", None, result, samples, build, summary)
+        alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
+        return measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
+                        # docker backend: the container's memory cgroup (current/peak/anon)
+                        cgroup_memory=handle.cgroup_memory(), server_alive=alive,
+                        exit_reason=None if alive else (handle.exit_reason() or "exited"))
     except ServerSkipped as exc:
-        return CellOutcome("skipped", f"skipped: {exc}", summary=f"skipped: {exc}")
+        return skipped(str(exc))
     except (ServerFailed, LoadError) as exc:
         reason = str(exc)
         if handle is not None and not handle.alive():  # say so when the server died under load
-            why = handle.exit_reason() if hasattr(handle, "exit_reason") else None
-            reason += f"; server not running ({why or 'exited'})"
-        return CellOutcome("failed", reason, build_info=handle.build_info if handle else None, summary=reason)
+            reason += f"; server not running ({handle.exit_reason() or 'exited'})"
+        return failed(reason, build_info=handle.build_info if handle else None)
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the campaign going
-        log.debug("cell %s crashed", cell.id, exc_info=True)
-        tb = traceback.format_exc(limit=3)
-        return CellOutcome("failed", f"{type(exc).__name__}: {exc}\n{tb}", summary=f"{type(exc).__name__}: {exc}")
+        return crashed(exc, cell.id)
     finally:
         if sampler is not None:
             try:
@@ -193,10 +233,21 @@ def run_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *, reporter: Repo
             handle.stop()
 
 
+def cell_runner(spec: CampaignSpec) -> CellRunner:
+    """The cell runner for ``spec``: across hosts (runner.multihost) when it has a
+    ``hosts`` block, else this machine (:func:`run_local_cell`)."""
+    if spec.hosts is not None:
+        from runner.multihost.control import run_remote_cell
+
+        return run_remote_cell
+    return run_local_cell
+
+
 def _environment(spec: CampaignSpec, backend: Backend) -> tuple[dict[str, Any], str]:
     from runner.metrics.environment import environment_class, snapshot
 
-    snap = snapshot({"backend": backend.name, "pinning": spec.pinning.model_dump()})
+    snap = snapshot({"backend": backend.name, "pinning": spec.pinning.model_dump(),
+                     "driver": driver_record(spec.driver)})
     return snap, environment_class(snap)
 
 
@@ -217,16 +268,18 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
     try:
         while max_cells is None or ran < max_cells:
             with factory() as session:
-                cell = crud.claim_next_cell(session, campaign_id=campaign_id)
+                cell = store_retry(session, lambda: crud.claim_next_cell(session, campaign_id=campaign_id),
+                                   "claiming a cell", reporter)
                 if cell is None:
                     if stop_when_idle:
                         break
                     time.sleep(1.0)
                     continue
-                camp = session.get(Campaign, cell.campaign_id)
+                camp = store_retry(session, partial(session.get, Campaign, cell.campaign_id),
+                                   "reading the campaign", reporter)
                 assert camp is not None
                 if camp.id not in specs:
-                    specs[camp.id] = (CampaignSpec.model_validate(camp.spec), resolve_backend(camp.backend))
+                    specs[camp.id] = _campaign_backend(camp, reporter)
                 spec, backend = specs[camp.id]
                 if spec.pinning.client:
                     os.sched_setaffinity(0, spec.pinning.client)
@@ -236,15 +289,28 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                 if key in skipped_servers:
                     outcome = CellOutcome("skipped", skipped_servers[key], summary=skipped_servers[key])
                 else:
-                    outcome = run_cell(cell, spec, backend, reporter=reporter)
+                    outcome = cell_runner(spec)(cell, spec, backend, reporter=reporter)
                     if outcome.status == "skipped":
                         skipped_servers[key] = outcome.error or "skipped"
-                _store(session, cell, outcome, spec, backend, env_cache)
+                store_retry(session, partial(_store, session, cell, outcome, spec, backend, env_cache),
+                            f"storing cell {cell.id}", reporter)
                 reporter.cell_finished(cell, outcome.status, outcome.summary)
                 ran += 1
     finally:
         os.sched_setaffinity(0, orig_affinity)
     return ran
+
+
+def _campaign_backend(camp: Campaign, reporter: Reporter) -> tuple[CampaignSpec, Backend]:
+    """The spec and backend of ``camp``, the backend's progress going to ``reporter``;
+    before the first cell, a backend that can (``prepare``: docker builds its images)
+    makes what every server of a local campaign needs, saying how far it is."""
+    spec = CampaignSpec.model_validate(camp.spec)
+    backend = resolve_backend(camp.backend, progress=reporter.message)
+    prepare = getattr(backend, "prepare", None)
+    if prepare is not None and spec.hosts is None:
+        prepare([srv.request(spec.max_clients) for srv in spec.servers])
+    return spec, backend
 
 
 def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpec, backend: Backend,

@@ -1,10 +1,11 @@
-"""``xferlab loadgen``: one workload phase from this host, started at a given wall-clock
-time, printed as JSON. The multi-host runner (runner.multihost) runs it over SSH on
-every client host with a common ``--start-at`` and combines the results.
+"""``xferlab loadgen``: one workload phase from this host, made by any driver
+(runner.drivers, ``--driver``), started at a given wall-clock time, printed as JSON.
+The multi-host runner (runner.multihost.control) runs it over SSH on every client host
+with a common ``--start-at`` and combines the results.
 
 Output (stdout, one JSON object; format ``xferlab-loadgen/1``)::
 
-    {"format": "xferlab-loadgen/1", "host": "cli1", "workload": "login",
+    {"format": "xferlab-loadgen/1", "host": "cli1", "workload": "login", "driver": "xferlab-ftp",
      "start_at": 1700000000.0, "late_s": 0.002,
      "result": {"workload": ..., "elapsed_s": ..., "bytes": ..., "ops": ...,
                 "latencies_ms": [...], "errors": {...},
@@ -13,9 +14,10 @@ Output (stdout, one JSON object; format ``xferlab-loadgen/1``)::
                 "notes": [...], "started_at": ..., "ended_at": ...},
      "environment": {... runner.metrics.environment.snapshot() of this host ...}}
 
-or, when nothing could be measured (runner.load.run.LoadError) or the arguments are
-wrong, ``{"format": ..., "host": ..., "error": "..."}`` with exit status 3 (2 for
-usage errors). Units as PhaseResult: bytes, seconds, milliseconds; ``started_at`` /
+or, when nothing could be measured (runner.drivers.LoadError), the driver cannot run
+here (runner.drivers.DriverUnavailable) or the arguments are wrong, ``{"format": ...,
+"host": ..., "error": "..."}`` with exit status 3 (2 for usage errors). Units as PhaseResult:
+bytes, seconds, milliseconds; ``started_at`` /
 ``ended_at`` / ``start_at`` are epoch seconds (``time.time()``), so the hosts' clocks
 must be synchronised (NTP) for the combined elapsed time to be right.
 """
@@ -30,6 +32,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from runner.drivers.result import ClientFigures, PhaseResult
+
 FORMAT = "xferlab-loadgen/1"
 #: Longest wait for ``--start-at`` (s): a start time further ahead is a usage error.
 MAX_WAIT_S = 300.0
@@ -41,7 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, required=True, help="FTP control port")
     p.add_argument("--user", required=True)
     p.add_argument("--password", required=True)
-    p.add_argument("--workload", required=True, help="workload name (runner.load.workloads)")
+    p.add_argument("--workload", required=True, help="workload name (runner.workloads)")
+    p.add_argument("--driver", default=None,
+                   help="what makes the load (runner.drivers; default xferlab's own asyncio FTP client)")
     p.add_argument("--params", default="{}", help="workload parameters as JSON (WorkloadParams fields)")
     p.add_argument("--start-at", type=float, default=None,
                    help="epoch seconds at which to start the phase (sleeps until then; default now)")
@@ -49,18 +55,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, help="host name to report (default: this host's name)")
 
 
-def result_to_json(result: Any) -> dict[str, Any]:
+def result_to_json(result: PhaseResult) -> dict[str, Any]:
     """A PhaseResult as a JSON-friendly dict (clients as ``[bytes, seconds, ok]`` lists)."""
     d = asdict(result)
     d["clients"] = [[c.bytes, c.seconds, c.ok] for c in result.clients]
     return d
 
 
-def result_from_json(d: dict[str, Any]) -> Any:
+def result_from_json(d: dict[str, Any]) -> PhaseResult:
     """Inverse of :func:`result_to_json`: a PhaseResult. Raises KeyError/TypeError on a
     malformed dict."""
-    from runner.load.result import ClientFigures, PhaseResult
-
     d = dict(d)
     d["clients"] = [ClientFigures(int(b), float(s), bool(ok)) for b, s, ok in d.get("clients", [])]
     return PhaseResult(**d)
@@ -79,15 +83,30 @@ def main(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from runner.backends.base import Target
-    from runner.load.run import LoadError, run_workload_sync
-    from runner.load.workloads import WORKLOADS, WorkloadParams
+    from runner.drivers import DEFAULT_DRIVER, DriverUnavailable, LoadError, get_driver
     from runner.metrics.environment import snapshot
+    from runner.workloads import WORKLOADS, WorkloadParams
 
     host = args.name or socket.gethostname()
     head = {"format": FORMAT, "host": host, "workload": args.workload}
     if args.workload not in WORKLOADS:
         _emit({**head, "error": f"unknown workload {args.workload!r}; known: {', '.join(WORKLOADS)}"})
         return 2
+    try:
+        driver = get_driver(args.driver or DEFAULT_DRIVER)
+    except ValueError as exc:
+        _emit({**head, "error": f"--driver: {exc}"})
+        return 2
+    head["driver"] = driver.name
+    if args.workload not in driver.workloads:
+        _emit({**head, "error": f"driver {driver.name!r} cannot run workload {args.workload!r}; "
+                                f"it runs: {', '.join(driver.workloads)}"})
+        return 2
+    try:
+        driver.check()
+    except DriverUnavailable as exc:
+        _emit({**head, "error": f"driver {driver.name!r} unavailable here: {exc}"})
+        return 3
     try:
         params = WorkloadParams.model_validate(json.loads(args.params))
     except (json.JSONDecodeError, ValidationError) as exc:
@@ -110,7 +129,7 @@ def main(args: argparse.Namespace) -> int:
     late = time.time() - start_at
     target = Target(args.host, args.port, args.user, args.password)
     try:
-        result = run_workload_sync(args.workload, target, params)
+        result = driver.run(args.workload, target, params)
     except LoadError as exc:
         _emit({**head, "start_at": start_at, "late_s": late, "error": str(exc), "environment": env})
         return 3

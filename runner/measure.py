@@ -5,9 +5,9 @@ from typing import Any
 
 import numpy as np
 
-from runner.load.result import PhaseResult
-from runner.load.workloads import WORKLOADS
+from runner.drivers.result import PhaseResult
 from runner.store.models import Sample
+from runner.workloads import WORKLOADS
 
 #: A phase whose load generator used at least this share of one CPU is flagged client-bound.
 CLIENT_BOUND_UTILIZATION = 0.90
@@ -44,7 +44,7 @@ def client_utilization(result: PhaseResult) -> float:
     return (result.client_cpu_user_s + result.client_cpu_system_s) / result.elapsed_s
 
 
-def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float]] | None = None,
+def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | None]] | None = None,
                   server_cpu: tuple[float, float] | None = None,
                   memory_timeline: list[Any] | None = None,
                   cgroup_memory: dict[str, float] | None = None) -> list[Sample]:
@@ -89,11 +89,11 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float]] | 
         out.append(Sample(metric="server_cpu", stat="user", value=server_cpu[0], unit="s"))
         out.append(Sample(metric="server_cpu", stat="system", value=server_cpu[1], unit="s"))
     for kind, metric in (("uss", "server_mem_uss"), ("rss_minus_shared", "server_mem_rss_minus_shared")):
-        for stat, v in (memory or {}).get(kind, {}).items():
-            if v is None:
+        for stat, mem in (memory or {}).get(kind, {}).items():
+            if mem is None:
                 continue
-            raw = memory_timeline if (stat == "peak" and kind == "uss" and memory_timeline) else None
-            out.append(Sample(metric=metric, stat=stat, value=float(v), unit="bytes", raw=raw))
+            timeline = memory_timeline if (stat == "peak" and kind == "uss" and memory_timeline) else None
+            out.append(Sample(metric=metric, stat=stat, value=float(mem), unit="bytes", raw=timeline))
     for stat, v in (cgroup_memory or {}).items():
         if v is not None:
             out.append(Sample(metric="server_cgroup_mem", stat=stat, value=float(v), unit="bytes"))

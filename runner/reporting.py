@@ -7,11 +7,10 @@ from dataclasses import replace
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from runner.report import FORMATS
 from runner.report.data import CampaignData
 from runner.results import latest_campaign_id, load_campaign
 from runner.store.models import Campaign, Cell
-
-FORMATS = ("text", "rst", "html", "md", "csv", "json")
 
 
 def render_tables(tables, fmt: str, *, data: CampaignData | None = None, title: str | None = None,
@@ -110,10 +109,15 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
     if da.environment.get("env_class") != db.environment.get("env_class"):
         warnings.append(f"environments differ (campaign {ca}: {da.environment.get('env_class')}, campaign {cb}: "
                         f"{db.environment.get('env_class')}): kernel, CPU, sysctls or backend changed")
+    from runner.workloads import WORKLOADS
+
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    facts = {**db.workloads, **da.workloads}
     data = CampaignData(campaign_id=cb, name=f"{da.name} vs {db.name}", servers=[na, nb], series=series,
                         environment=db.environment,
                         failures=[(na, *f[1:]) for f in da.failures if f[0] == la]
-                        + [(nb, *f[1:]) for f in db.failures if f[0] == lb])
+                        + [(nb, *f[1:]) for f in db.failures if f[0] == lb],
+                        workloads={w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, len(order)))})
     return data, na, nb, warnings
 
 

@@ -10,9 +10,9 @@ from collections import defaultdict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runner.load.workloads import WORKLOADS, WorkloadParams
-from runner.report.data import CampaignData, Series
+from runner.report.data import CampaignData, Series, WorkloadFacts
 from runner.store.models import Campaign, Cell, Environment, Sample
+from runner.workloads import WORKLOADS, WorkloadParams
 
 #: (metric, stat) pairs exported as series, with unit and direction.
 SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
@@ -30,7 +30,9 @@ MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
 
 
 def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
-    """All series of a campaign, servers in spec order. Raises LookupError for an unknown id."""
+    """All series of a campaign, servers in spec order, with the catalogue's facts of
+    its workloads (row titles, row metric, order: ``CampaignData.workloads``), so the
+    report layer needs nothing but this. Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
     if camp is None:
         raise LookupError(f"no campaign {campaign_id}")
@@ -49,9 +51,13 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
             c = done[cell_id]
             values[(c.server_label, c.workload, c.params_key, metric, stat)].append(value)
     titles = {}
+    facts: dict[str, WorkloadFacts] = {}
     for c in cells:
         info = WORKLOADS[c.workload]
-        titles[(c.workload, c.params_key)] = info.title_for(WorkloadParams.model_validate(c.params))
+        titles[(c.workload, c.params_key)] = title = info.title_for(WorkloadParams.model_validate(c.params))
+        if c.workload not in facts:
+            facts[c.workload] = WorkloadFacts(title, info.primary, info.unit, info.higher_is_better)
+    order = {w: i for i, w in enumerate(WORKLOADS)}
     series = []
     for (server, workload, pkey, metric, stat), vals in values.items():
         title = titles[(workload, pkey)]
@@ -61,7 +67,6 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
             series.append(Series(server, workload, title, name, unit, hib, tuple(vals), pkey))
         elif metric in MEMORY_METRICS and stat in MEMORY_STATS:
             series.append(Series(server, workload, title, metric, "bytes", False, tuple(vals), pkey, checkpoint=stat))
-    order = {w: i for i, w in enumerate(WORKLOADS)}
     series.sort(key=lambda s: (order.get(s.workload, 99), s.params_key, servers.index(s.server), s.metric,
                                s.checkpoint or ""))
     failures = [(c.server_label, c.workload, c.repeat, c.error or c.status) for c in cells
@@ -73,8 +78,9 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         if row is not None:
             env = dict(row.data)
             env["env_class"] = row.env_class
+    workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series, environment=env,
-                        failures=failures)
+                        failures=failures, workloads=workloads)
 
 
 def latest_campaign_id(session: Session) -> int | None:

@@ -15,10 +15,21 @@ anything runs; a bad spec is rejected with the path of the bad field and why::
       - name: retr
         params: {duration: 10}
     pinning: {server: [0], client: [1]}
+    driver: xferlab-ftp          # what makes the load (runner.drivers); this is the default
+
+Bounds: a spec expands to ``repeats x workloads x servers`` cells, counted before any
+cell is made (:func:`count_cells`); more than ``XFERLAB_MAX_CELLS`` (default 100,000)
+is refused. YAML is read by :func:`runner.spec_yaml.load_yaml`, which refuses documents whose aliases
+and merge keys would expand to more than ``MAX_YAML_NODES`` nodes (a "billion
+laughs" document is a few hundred bytes). Values a server would only refuse at run
+time are refused here: ``max_clients`` above 1,000,000, a version for a server that
+has one version per install or image, a version that is not a plain version string;
+variant values outside the server's own limits (runner.backends.variants).
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,9 +39,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.backends.base import ServerRequest
 from runner.backends.variants import STORAGE_KINDS, check_variant
-from runner.load.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
+from runner.drivers import DEFAULT_DRIVER, driver_names, get_driver
+from runner.spec_yaml import MAX_YAML_NODES, load_yaml
+from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
 
 SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external")
+#: Servers with one version per install or image (Debian's package; tpd's source tree):
+#: a requested version could never be honoured.
+ONE_VERSION_SERVERS = ("vsftpd", "proftpd", "pureftpd", "tpd")
+#: A version string as pip and the image build take it (runner.backends.venvs): digits and
+#: dots, then letters, digits, ``.``, ``_`` and ``-``; no shell metacharacter. Written with one
+#: greedy class after the release part, so matching is linear: an optional separator inside a
+#: starred group (``([._-]?[A-Za-z0-9]+)*``) backtracks exponentially on ``1aaaa...a!``.
+VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*[A-Za-z0-9._-]*$")
+#: Largest ``max_clients``: tpd's ``--max-conns`` maximum (servers/tpd/src/main.c), and below
+#: the kernel's default per-process descriptor ceiling (fs.nr_open = 1,048,576).
+MAX_CLIENTS = 1_000_000
 PRESETS: dict[str, tuple[str, ...]] = {"classic": CLASSIC_SUITE}
 
 
@@ -66,6 +90,21 @@ class ServerSpec(BaseModel):
         default_factory=dict, description="variant options (runner.backends.variants), e.g. use_sendfile: false")
     external: ExternalTarget | None = None
     label: str | None = Field(None, description="display name; default 'name version [variant]'")
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str | None, info: Any) -> str | None:
+        name = info.data.get("name")
+        if v is None or name is None:
+            return v
+        if name in ONE_VERSION_SERVERS:
+            raise ValueError(f"{name} has one version per install or image (Debian's package; tpd: the source "
+                             "tree), so a version cannot be requested; remove 'version' (the version that ran "
+                             "is recorded with each cell)")
+        if len(v) > 64 or not VERSION_RE.fullmatch(v):
+            raise ValueError(f"not a version string: {v[:80]!r} (want e.g. 2.2.0 or 1.5.10rc1: digits, dots, "
+                             "letters, - and _)")
+        return v
 
     @field_validator("variant")
     @classmethod
@@ -147,14 +186,19 @@ class HostsSpec(BaseModel):
     a host of the inventory's ``servers`` group, load from its ``clients`` hosts."""
 
     model_config = ConfigDict(extra="forbid")
-    inventory: str | None = Field(None, description="Ansible inventory file (groups servers, clients); "
-                                                    "needed, may be given as xferlab run --inventory")
+    inventory: str | None = Field(None, description="Ansible inventory file (groups servers, clients) under an "
+                                                    "allowed inventory directory (runner.inventory); needed, "
+                                                    "may be given as xferlab run --inventory")
     server: str | None = Field(None, description="host of group servers to use; default the first")
     clients: list[str] | None = Field(None, min_length=1, description="hosts of group clients; default all")
     start_delay: float = Field(3.0, ge=0.5, le=120, description="s from dispatch to the common start time")
     server_backend: Literal["local", "docker"] = Field(
         "local", description="how xferlab serve starts the server there: local (a child process) or docker "
                              "(a container with host networking, bound to the host's address)")
+
+
+def _default_storage() -> list[Literal["disk", "tmpfs"]]:
+    return ["disk"]
 
 
 class CampaignSpec(BaseModel):
@@ -168,11 +212,15 @@ class CampaignSpec(BaseModel):
     warmup: bool = Field(True, description="run a short unrecorded pass of each workload after server start")
     backend: Literal["auto", "local", "docker"] = "auto"
     pinning: Pinning = Field(default_factory=Pinning)
-    max_clients: int = Field(2000, ge=1, description="connection limit configured in each server (seed: 2000)")
+    max_clients: int = Field(2000, ge=1, le=MAX_CLIENTS,
+                             description="connection limit configured in each server (seed: 2000; at most "
+                                         "1,000,000, tpd's --max-conns limit)")
     skip_unavailable: bool = Field(True, description="record servers that cannot run as skipped instead of failing")
     hosts: HostsSpec | None = Field(None, description="run across hosts (runner.multihost); None = this machine")
+    driver: str = Field(DEFAULT_DRIVER, description="what makes the load (runner.drivers), for every cell of "
+                                                    "the campaign; default xferlab's own asyncio FTP client")
     storage: list[Literal["disk", "tmpfs"]] = Field(
-        default_factory=lambda: ["disk"], min_length=1,
+        default_factory=_default_storage, min_length=1,
         description="storage axis (seed 002: SSD vs tmpfs): each server without its own variant storage "
                     "runs once per kind listed; disk is the default and adds nothing to a label")
 
@@ -200,6 +248,24 @@ class CampaignSpec(BaseModel):
                                 **({"label": f"{srv['label']} [{kind}]"} if srv.get("label") else {})})
         return {**data, "servers": servers}
 
+    @field_validator("driver")
+    @classmethod
+    def _known_driver(cls, v: str) -> str:
+        if v not in driver_names():
+            raise ValueError(f"unknown driver {v!r}; known: {', '.join(driver_names())}")
+        return v
+
+    @model_validator(mode="after")
+    def _driver_runs_workloads(self) -> CampaignSpec:
+        can = get_driver(self.driver).workloads
+        for i, w in enumerate(self.workloads):
+            bad = [n for n in w.names() if n not in can]
+            if bad:
+                others = [d for d in driver_names() if all(n in get_driver(d).workloads for n in bad)]
+                raise ValueError(f"workloads.{i}: driver {self.driver!r} cannot run {', '.join(bad)} "
+                                 f"(it runs: {', '.join(can)}); drivers that can: {', '.join(others) or 'none'}")
+        return self
+
     @model_validator(mode="after")
     def _unique_labels(self) -> CampaignSpec:
         seen: dict[str, int] = {}
@@ -224,14 +290,44 @@ class CellPlan:
 
     @property
     def params_key(self) -> str:
-        """Canonical parameter string (runner.load.workloads.params_key)."""
+        """Canonical parameter string (runner.workloads.params_key)."""
         return params_key(self.workload, self.params)
 
 
-def expand(spec: CampaignSpec) -> list[CellPlan]:
+def count_cells(spec: CampaignSpec) -> int:
+    """Number of cells ``spec`` expands to, by arithmetic (no cell is made):
+    ``repeats x (workload names, presets counted by their members) x servers``."""
+    return spec.repeats * sum(len(w.names()) for w in spec.workloads) * len(spec.servers)
+
+
+def max_cells() -> int:
+    """The configured maximum of cells per campaign (``XFERLAB_MAX_CELLS``, default 100,000)."""
+    from runner.config import get_settings
+
+    return get_settings().max_cells
+
+
+def check_cells(spec: CampaignSpec, maximum: int | None = None, source: str = "spec") -> int:
+    """Return :func:`count_cells` of ``spec``; raise SpecError naming the count, how it
+    arises and the maximum when it exceeds ``maximum`` (default :func:`max_cells`)."""
+    n = count_cells(spec)
+    limit = max_cells() if maximum is None else maximum
+    if n > limit:
+        names = sum(len(w.names()) for w in spec.workloads)
+        raise SpecError([("", f"the spec expands to {n:,} cells ({spec.repeats} repeats x {names} workloads x "
+                              f"{len(spec.servers)} servers); the maximum is {limit:,} cells (XFERLAB_MAX_CELLS)")],
+                        source)
+    return n
+
+
+def expand(spec: CampaignSpec, *, maximum: int | None = None) -> list[CellPlan]:
     """Expand a spec into cells, repeat-major: every (workload, server) pair runs once
     before any runs twice, so slow drift of the machine spreads over all servers
-    instead of biasing one. Returns ``repeats x workloads x servers`` CellPlans."""
+    instead of biasing one. Returns ``repeats x workloads x servers`` CellPlans.
+
+    Raises SpecError, before making any cell, when there would be more than
+    ``maximum`` (default :func:`max_cells`) cells."""
+    check_cells(spec, maximum)
     pairs: list[tuple[str, WorkloadParams]] = []
     for w in spec.workloads:
         for name in w.names():
@@ -257,14 +353,61 @@ def _errors(exc: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
-def parse_spec(data: Any, source: str = "spec") -> CampaignSpec:
-    """Validate a spec given as a dict. Raises SpecError with every bad field's path."""
+def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = None) -> CampaignSpec:
+    """Validate a spec given as a dict. Raises SpecError with every bad field's path, or
+    naming the cell count when it expands to more than ``maximum_cells`` (default
+    :func:`max_cells`) cells (:func:`check_cells`), or when ``hosts.inventory`` is not
+    an allowed inventory (runner.inventory.allowed_inventory)."""
     if not isinstance(data, dict):
         raise SpecError([("", f"expected a mapping at the top level, got {type(data).__name__}")], source)
+    bad = control_characters(data)
+    if bad:
+        raise SpecError(bad, source)
     try:
-        return CampaignSpec.model_validate(data)
+        spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(_errors(exc), source) from None
+    check_cells(spec, maximum_cells, source)
+    if spec.hosts is not None and spec.hosts.inventory:
+        from runner.inventory import InventoryError, allowed_inventory
+
+        try:
+            allowed_inventory(spec.hosts.inventory)
+        except InventoryError as exc:
+            raise SpecError([("hosts.inventory", str(exc))], source) from None
+    return spec
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def control_characters(data: Any, path: str = "", *, limit: int = 20) -> list[tuple[str, str]]:
+    """``(field path, message)`` for every string (key or value) of ``data`` (nested
+    dicts/lists as parsed from YAML, JSON or a form) holding a control character
+    (U+0000-U+001F, U+007F): a spec names servers, versions, labels, paths and options, none
+    of which has a use for one, and a NUL cannot even be stored in a PostgreSQL text column.
+    At most ``limit`` findings; the message gives the character's code, never the raw byte."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [(path, data)]
+    for _ in range(MAX_YAML_NODES):  # bounded: load_yaml already capped the document's size
+        if not stack or len(found) >= limit:
+            break
+        where, value = stack.pop()
+        if isinstance(value, str):
+            m = _CONTROL_RE.search(value)
+            if m:
+                found.append((where, f"control character U+{ord(m.group()):04X} at position {m.start()}: "
+                                     "spec strings must be printable"))
+        elif isinstance(value, dict):
+            for k, v in reversed(list(value.items())):
+                key = str(k)
+                sub = f"{where}.{key}" if where else key
+                if isinstance(k, str) and _CONTROL_RE.search(k):
+                    found.append((where or "(top level)", f"key {k!r} holds a control character"))
+                stack.append((sub, v))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{where}.{i}" if where else str(i), v) for i, v in reversed(list(enumerate(value))))
+    return found
 
 
 def load_spec(path: str | Path) -> CampaignSpec:
@@ -276,7 +419,9 @@ def load_spec(path: str | Path) -> CampaignSpec:
     except OSError as exc:
         raise SpecError([("", f"cannot read: {exc.strerror}")], str(p)) from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if p.suffix == ".json" else load_yaml(text)
+    except RecursionError:
+        raise SpecError([("", "nested too deeply")], str(p)) from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise SpecError([("", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)) from None
     return parse_spec(data, str(p))

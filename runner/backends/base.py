@@ -82,6 +82,18 @@ class ServerHandle(Protocol):
 
     def alive(self) -> bool: ...
 
+    def exit_reason(self) -> str | None:
+        """Why the server is not running (after alive() returned False), e.g.
+        ``"container exited (exit code 137)"``; None while running or when the backend
+        cannot tell."""
+        ...
+
+    def cgroup_memory(self) -> dict[str, float] | None:
+        """The server's own memory cgroup now, bytes (``current``, ``peak``, ``anon``),
+        stored as metric ``server_cgroup_mem``; None when the server has no cgroup of its
+        own (local process, external server); {} when it is gone."""
+        ...
+
 
 class Backend(Protocol):
     """Starts servers. Implementations: runner.backends.local.LocalBackend."""

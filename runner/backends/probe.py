@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import ftplib
-import socket
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 class ProbeError(Exception):
@@ -70,7 +69,7 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
             last = f"bad reply: {e}"
         except ConnectionRefusedError:
             last = "connection refused"
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             last = "timed out"
         except OSError as e:
             last = f"{type(e).__name__}: {e}"

@@ -17,8 +17,9 @@ mounts a fresh named volume or a ``tmpfs`` at the container's FTP root.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 ALL_SERVERS = frozenset({"pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd"})
 STORAGE_KINDS = ("disk", "tmpfs")
@@ -29,9 +30,19 @@ def _bool(v: Any) -> None:
         raise ValueError(f"want true or false, got {v!r}")
 
 
-def _positive_int(v: Any) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"want a whole number >= 1, got {v!r}")
+#: Largest listen() backlog worth asking for: the kernel caps the backlog at
+#: net.core.somaxconn, which Linux kept within 65535 (a u16 queue length before 4.x,
+#: and the value documented as its maximum); Python's listen() also refuses more than INT_MAX.
+MAX_BACKLOG = 65535
+#: Largest idle timeout tpd accepts (servers/tpd/src/main.c, ``--idle-timeout``: 1..604800 s, one week).
+TPD_MAX_IDLE_TIMEOUT = 7 * 86400
+
+
+def _int_range(lo: int, hi: int, why: str) -> Callable[[Any], None]:
+    def check(v: Any) -> None:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise ValueError(f"want a whole number from {lo} to {hi} ({why}), got {v!r}")
+    return check
 
 
 def _one_of(*allowed: str) -> Callable[[Any], None]:
@@ -106,10 +117,11 @@ VARIANT_OPTIONS: dict[str, VariantOption] = {
     "pasv_ports": VariantOption("passive data port range LO-HI", ALL_SERVERS, BOTH, _port_range),
     "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)", ALL_SERVERS,
                                         BOTH, _address),
-    "backlog": VariantOption("listen() backlog (default 1024)", frozenset({"pyftpdlib", "twisted"}), BOTH,
-                             _positive_int),
-    "idle_timeout": VariantOption("idle session timeout, s (default 300)", frozenset({"tpd"}), BOTH,
-                                  _positive_int),
+    "backlog": VariantOption("listen() backlog (default 1024; the kernel caps it at net.core.somaxconn)",
+                             frozenset({"pyftpdlib", "twisted"}), BOTH,
+                             _int_range(1, MAX_BACKLOG, "the kernel caps it at net.core.somaxconn, at most 65535")),
+    "idle_timeout": VariantOption("idle session timeout, s (default 300; at most 604800)", frozenset({"tpd"}), BOTH,
+                                  _int_range(1, TPD_MAX_IDLE_TIMEOUT, "tpd's --idle-timeout range, one week")),
     "tmpfs_size": VariantOption("size of the tmpfs with storage=tmpfs (default 2g)", ALL_SERVERS, DOCKER,
                                 _size),
     "memory": VariantOption("container memory limit (default 4g)", ALL_SERVERS, DOCKER, _size),

@@ -25,11 +25,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
-import platformdirs
 
 from .base import ServerSkipped
 
@@ -42,10 +40,11 @@ _VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*([._-]?[A-Za-z0-9]+)*$")
 
 
 def cache_dir() -> Path:
-    """xferlab's cache root: ``XFERLAB_CACHE_DIR`` if set, else platformdirs
-    ``user_cache_dir("xferlab")`` (``~/.cache/xferlab`` on Linux)."""
-    env = os.environ.get("XFERLAB_CACHE_DIR")
-    return Path(env) if env else Path(platformdirs.user_cache_dir("xferlab"))
+    """xferlab's cache root: ``Settings.cache_dir`` (``XFERLAB_CACHE_DIR`` if set, else
+    platformdirs ``user_cache_dir("xferlab")``, ``~/.cache/xferlab`` on Linux)."""
+    from runner.config import get_settings
+
+    return get_settings().cache_dir
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ class FileLock:
         self.timeout = timeout
         self._fd: int | None = None
 
-    def __enter__(self) -> "FileLock":
+    def __enter__(self) -> FileLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + self.timeout
@@ -87,7 +86,7 @@ class FileLock:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     os.close(fd)
-                    raise TimeoutError(f"could not lock {self.path} within {self.timeout:.0f} s")
+                    raise TimeoutError(f"could not lock {self.path} within {self.timeout:.0f} s") from None
                 time.sleep(0.2)
         self._fd = fd
         return self

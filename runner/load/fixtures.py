@@ -13,12 +13,17 @@ write: about disk speed).
 """
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
+from runner.config import get_settings
 from runner.load.ftp import FTPError, FTPSession
 
 BLOCK = 1 << 20
+#: While a fixture is written, a progress line every this many bytes (besides the first).
+PROGRESS_EVERY = 256 * BLOCK
 _block_cache: bytes | None = None
 
 
@@ -35,59 +40,110 @@ def server_name(size: int) -> str:
 
 
 def cache_dir() -> Path:
-    """Client-side fixture directory: ``$XFERLAB_CACHE_DIR/fixtures`` when set, else
-    ``platformdirs.user_cache_dir("xferlab")/fixtures``. Created if missing."""
-    base = os.environ.get("XFERLAB_CACHE_DIR")
-    if not base:
-        from platformdirs import user_cache_dir
-        base = user_cache_dir("xferlab")
-    d = Path(base) / "fixtures"
+    """Client-side fixture directory: ``Settings.cache_dir / "fixtures"`` (``XFERLAB_CACHE_DIR``,
+    default ``platformdirs.user_cache_dir("xferlab")``). Created if missing."""
+    d = get_settings().cache_dir / "fixtures"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
-def write_fixture(path: Path, size: int) -> Path:
+class FixtureSpaceError(OSError):
+    """Not enough free space for a fixture file: the message names the path, the bytes
+    needed and the bytes free (``errno.ENOSPC``). Raised before anything is written."""
+
+
+def check_free_space(path: Path, need: int) -> None:
+    """Raise FixtureSpaceError unless the file system holding ``path`` (its folder) has
+    ``need`` bytes free for an unprivileged writer (``statvfs``: ``f_bavail * f_frsize``),
+    plus a margin of 1% of the file system or 64 MiB, whichever is smaller, so a fixture
+    does not fill the disk the server writes to.
+
+    Args:
+        path: the file to be written (its parent folder must exist).
+        need: bytes to write.
+    """
+    st = os.statvfs(Path(path).parent)
+    free = st.f_bavail * st.f_frsize
+    margin = min(st.f_blocks * st.f_frsize // 100, 64 * BLOCK)
+    if need + margin > free:
+        raise FixtureSpaceError(
+            errno.ENOSPC,
+            f"fixture {path}: needs {need} bytes ({need / BLOCK:.1f} MiB) plus a margin of "
+            f"{margin / BLOCK:.0f} MiB, but only {free} bytes ({free / BLOCK:.1f} MiB) are free there; "
+            f"free space or use a smaller size")
+
+
+def _mib(n: int) -> str:
+    return f"{n / BLOCK:,.0f} MiB" if n >= BLOCK else f"{n:,} bytes"
+
+
+def write_fixture(path: Path, size: int, progress: Callable[[str], None] | None = None) -> Path:
     """Make ``path`` a file of exactly ``size`` bytes of the repeated random block.
-    Reuses an existing file of the right size (no rewrite). Written to a temporary
-    name then renamed, so a crash never leaves a half file of the right name.
-    Returns ``path``. Raises OSError on I/O failure."""
+    Reuses an existing file of the right size (no rewrite). Checks the free space first
+    (:func:`check_free_space`: the whole size, as an old file of another size is only
+    replaced once the new one is complete). Written to
+    a temporary name then renamed, so a crash never leaves a half file of the right
+    name; on any error (ENOSPC, EFBIG, an interrupt) the temporary file is removed.
+
+    ``progress`` (optional) gets ``making fixture 10 MiB (PATH)`` when the file is
+    written (nothing when reused), then ``fixture NAME: 256/1,024 MiB`` every
+    :data:`PROGRESS_EVERY` bytes of a large one.
+
+    Returns ``path``. Raises FixtureSpaceError (too little free space) or OSError on
+    I/O failure."""
     path = Path(path)
     try:
         if path.stat().st_size == size:
             return path
     except FileNotFoundError:
         pass
+    check_free_space(path, size)
+    if progress is not None:
+        progress(f"making fixture {_mib(size)} ({path})")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     blk = _block()
-    with open(tmp, "wb", buffering=0) as f:
-        left = size
-        for _ in range(size // BLOCK + 1):  # bounded: one write per block
-            if left <= 0:
-                break
-            k = min(left, BLOCK)
-            f.write(blk[:k] if k < BLOCK else blk)
-            left -= k
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:  # buffered: write() writes all of it or raises OSError
+            left = size
+            for _ in range(size // BLOCK + 1):  # bounded: one write per block
+                if left <= 0:
+                    break
+                k = min(left, BLOCK)
+                f.write(blk[:k] if k < BLOCK else blk)
+                left -= k
+                if progress is not None and left > 0 and (size - left) % PROGRESS_EVERY == 0:
+                    progress(f"fixture {path.name}: {_mib(size - left)}/{_mib(size)}")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except FileNotFoundError:
+            pass
+        raise
     return path
 
 
-def client_source(size: int) -> Path:
-    """Local source file of ``size`` bytes for STOR, in :func:`cache_dir`, created once."""
-    return write_fixture(cache_dir() / f"src-{size}.bin", size)
+def client_source(size: int, progress: Callable[[str], None] | None = None) -> Path:
+    """Local source file of ``size`` bytes for STOR, in :func:`cache_dir`, created once
+    (``progress``: as :func:`write_fixture`)."""
+    return write_fixture(cache_dir() / f"src-{size}.bin", size, progress)
 
 
-async def ensure_server_file(session: FTPSession | None, root: Path | None, size: int) -> str:
+async def ensure_server_file(session: FTPSession | None, root: Path | None, size: int,
+                             progress: Callable[[str], None] | None = None) -> str:
     """Make sure the server has the RETR fixture of ``size`` bytes; return its name
     (relative to the user's home).
 
     With ``root`` (the home as a local path) the file is written there directly and
     ``session`` may be None. Without it, ``session`` (logged in, ``TYPE I``) checks
     ``SIZE`` and uploads the client-side source file by STOR when missing or of
-    another size. Untimed setup; raises FTPError / OSError on failure.
+    another size. Untimed setup; raises FTPError / OSError on failure. ``progress``
+    (optional) hears about a file being written (:func:`write_fixture`) or uploaded
+    (``uploading fixture 10 MiB by STOR``).
     """
     name = server_name(size)
     if root is not None:
-        write_fixture(Path(root) / name, size)
+        write_fixture(Path(root) / name, size, progress)
         return name
     if session is None:
         raise ValueError("ensure_server_file: need a session when the server root is unknown")
@@ -95,9 +151,11 @@ async def ensure_server_file(session: FTPSession | None, root: Path | None, size
         if await session.size(name) == size:
             return name
     except FTPError as e:
-        if e.kind not in ("reply_5xx", "reply_4xx"):
+        if e.kind not in ("reply_5xx", "reply_4xx", "reply_425"):
             raise
-    src = client_source(size)
+    src = client_source(size, progress)
+    if progress is not None:
+        progress(f"uploading fixture {_mib(size)} by STOR ({name})")
     with open(src, "rb") as f:
         await session.stor(name, f, size)
     return name

@@ -24,144 +24,27 @@ with a ``kind`` from :data:`ERROR_KINDS`, so callers count errors by kind.
 from __future__ import annotations
 
 import asyncio
-import errno
 import ipaddress
-import re
 import socket
-from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
-#: Error kinds, as PhaseResult.errors counts them.
-ERROR_KINDS = ("refused", "timeout", "reply_4xx", "reply_5xx", "short_transfer", "protocol", "reset")
+from runner.load.replies import (
+    ERROR_KINDS,
+    MAX_LINE,
+    MAX_REPLY_LINES,
+    FTPError,
+    Reply,
+    ReplyParser,
+    classify,
+    parse_epsv,
+    parse_pasv,
+    reply_error,
+)
+from runner.load.retr import RetrMode, RetrReceivers, scratch_buffer
 
-#: Longest reply line accepted (bytes); RFC 959 sets no limit, servers stay far below.
-MAX_LINE = 64 * 1024
-#: Most lines in one multi-line reply (bounds the parser on a misbehaving peer).
-MAX_REPLY_LINES = 10_000
-
-
-class FTPError(Exception):
-    """A failed FTP operation.
-
-    Attributes:
-        kind: one of :data:`ERROR_KINDS`: ``refused`` (TCP connect refused),
-            ``timeout`` (an operation exceeded its bound), ``reply_4xx`` /
-            ``reply_5xx`` (negative reply, RFC 959 section 4.2), ``short_transfer``
-            (fewer payload bytes than the server confirmed or the file holds),
-            ``protocol`` (unparseable or unexpected reply), ``reset`` (connection
-            reset / closed by the peer unexpectedly).
-        code: the 3-digit reply code when the error came from a reply, else None.
-    """
-
-    def __init__(self, kind: str, message: str, code: int | None = None):
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.code = code
-
-
-def classify(exc: BaseException) -> str:
-    """Map an exception to an error kind of :data:`ERROR_KINDS`.
-
-    FTPError keeps its kind; TimeoutError -> ``timeout``; ConnectionRefusedError ->
-    ``refused``; other connection errors (reset, broken pipe, aborted) and EOF ->
-    ``reset``; OSError with ECONNREFUSED -> ``refused``; anything else -> ``protocol``.
-    """
-    if isinstance(exc, FTPError):
-        return exc.kind
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return "timeout"
-    if isinstance(exc, ConnectionRefusedError):
-        return "refused"
-    if isinstance(exc, (ConnectionError, EOFError, asyncio.IncompleteReadError)):
-        return "reset"
-    if isinstance(exc, OSError):
-        if exc.errno == errno.ECONNREFUSED:
-            return "refused"
-        if exc.errno in (errno.ETIMEDOUT,):
-            return "timeout"
-        return "reset"
-    return "protocol"
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One complete FTP reply (RFC 959 section 4.2).
-
-    Attributes:
-        code: 3-digit reply code, e.g. 226.
-        text: the reply text, lines joined with ``\\n`` (codes and separators stripped
-            from the first and last line only).
-    """
-
-    code: int
-    text: str
-
-
-class ReplyParser:
-    """Incremental parser of FTP replies from a byte stream (RFC 959 section 4.2).
-
-    A single-line reply is ``"ddd text\\r\\n"``. A multi-line reply starts with
-    ``"ddd-text"`` and ends with the first later line that starts with the same code
-    followed by a space (``"ddd text"``); lines in between may hold anything,
-    including other codes. Lines end with CRLF; a bare LF is accepted too.
-
-    ``feed(data)`` returns the list of replies completed by ``data`` (possibly empty).
-    Raises FTPError(kind="protocol") on a malformed first line, a line longer than
-    :data:`MAX_LINE`, or more than :data:`MAX_REPLY_LINES` lines in one reply.
-    """
-
-    __slots__ = ("_buf", "_code", "_lines")
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self._code: bytes | None = None  # code of the multi-line reply in progress
-        self._lines: list[str] = []
-
-    def feed(self, data: bytes) -> list[Reply]:
-        """Consume ``data``; return the replies it completes, in order."""
-        buf = self._buf + data if self._buf else data
-        out: list[Reply] = []
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            line = buf[start:nl]
-            start = nl + 1
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            r = self._line(line)
-            if r is not None:
-                out.append(r)
-        rest = buf[start:]
-        if len(rest) > MAX_LINE:
-            raise FTPError("protocol", f"reply line longer than {MAX_LINE} bytes")
-        self._buf = rest
-        return out
-
-    def _line(self, line: bytes) -> Reply | None:
-        if self._code is None:
-            code = line[:3]
-            if len(line) < 3 or not code.isdigit():
-                raise FTPError("protocol", f"malformed reply line {line[:80]!r}")
-            sep = line[3:4]
-            if sep == b"-":
-                self._code = code
-                self._lines = [line[4:].decode("utf-8", "replace")]
-                return None
-            if sep not in (b" ", b""):
-                raise FTPError("protocol", f"malformed reply line {line[:80]!r}")
-            return Reply(int(code), line[4:].decode("utf-8", "replace"))
-        if line[:3] == self._code and line[3:4] == b" ":
-            self._lines.append(line[4:].decode("utf-8", "replace"))
-            r = Reply(int(self._code), "\n".join(self._lines))
-            self._code = None
-            self._lines = []
-            return r
-        if len(self._lines) >= MAX_REPLY_LINES:
-            raise FTPError("protocol", f"multi-line reply longer than {MAX_REPLY_LINES} lines")
-        self._lines.append(line.decode("utf-8", "replace"))
-        return None
+#: Re-exported: the load generator, its tests and the selftest import them from here.
+__all__ = ["ERROR_KINDS", "MAX_LINE", "MAX_REPLY_LINES", "FTPError", "FTPSession", "Reply", "ReplyParser",
+           "RetrMode", "classify", "open_session", "parse_epsv", "parse_pasv", "reply_error", "scratch_buffer"]
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -183,7 +66,8 @@ class _ControlProtocol(asyncio.Protocol):
             self.replies.extend(self.parser.feed(data))
         except FTPError as e:
             self.error = e
-            self.transport.abort()
+            if self.transport is not None:
+                self.transport.abort()
         self._wake()
 
     def eof_received(self):  # noqa: D102
@@ -207,94 +91,6 @@ class _ControlProtocol(asyncio.Protocol):
             w.set_result(None)
 
 
-class _RetrProtocol(asyncio.BufferedProtocol):
-    """RETR data connection: receives into a shared buffer, counts bytes, signals EOF."""
-
-    def __init__(self, buf: memoryview, done: asyncio.Future) -> None:
-        self.buf = buf
-        self.nbytes = 0
-        self.done = done
-
-    def get_buffer(self, sizehint: int) -> memoryview:  # noqa: D102
-        return self.buf
-
-    def buffer_updated(self, nbytes: int) -> None:  # noqa: D102
-        self.nbytes += nbytes
-
-    def eof_received(self):  # noqa: D102
-        if not self.done.done():
-            self.done.set_result(None)
-        return False
-
-    def connection_lost(self, exc) -> None:  # noqa: D102
-        if not self.done.done():
-            if exc is None:
-                self.done.set_result(None)
-            else:
-                self.done.set_exception(exc)
-
-
-_SCRATCH: dict[int, bytearray] = {}
-
-
-def scratch_buffer(size: int) -> memoryview:
-    """A process-wide receive buffer of ``size`` bytes, shared by all RETR sessions.
-
-    Received payload is only counted, never read, and each ``recv_into`` completes
-    synchronously on the single event-loop thread, so sharing one buffer is safe and
-    keeps the client's cache footprint small even with hundreds of sessions.
-    """
-    b = _SCRATCH.get(size)
-    if b is None:
-        b = _SCRATCH[size] = bytearray(size)
-    return memoryview(b)
-
-
-_PASV_RE = re.compile(rb"(\d{1,3}),(\d{1,3}),(\d{1,3}),(\d{1,3}),(\d{1,3}),(\d{1,3})")
-
-
-def parse_pasv(text: str) -> int:
-    """Port from a ``227`` reply text (RFC 959 section 4.1.2: ``h1,h2,h3,h4,p1,p2``;
-    port = p1 * 256 + p2). The announced host is ignored: the data connection goes to
-    the control connection's host (as ftplib does by default, safe behind NAT).
-    Raises FTPError(kind="protocol") when the text holds no address."""
-    m = _PASV_RE.search(text.encode())
-    if not m:
-        raise FTPError("protocol", f"cannot parse PASV reply {text[:80]!r}")
-    p1, p2 = int(m.group(5)), int(m.group(6))
-    if p1 > 255 or p2 > 255:
-        raise FTPError("protocol", f"bad port in PASV reply {text[:80]!r}")
-    return p1 * 256 + p2
-
-
-def parse_epsv(text: str) -> int:
-    """Port from a ``229`` reply text (RFC 2428 section 3: ``(<d><d><d>port<d>)``,
-    where ``<d>`` is any one delimiter character, usually ``|``).
-    Raises FTPError(kind="protocol") when the text holds no port."""
-    i = text.find("(")
-    j = text.find(")", i + 1)
-    if i < 0 or j < 0 or j - i < 6:
-        raise FTPError("protocol", f"cannot parse EPSV reply {text[:80]!r}")
-    inner = text[i + 1:j]
-    d = inner[0]
-    parts = inner.split(d)
-    # "|||6446|" -> ['', '', '', '6446', '']
-    if len(parts) != 5 or not parts[3].isdigit():
-        raise FTPError("protocol", f"cannot parse EPSV reply {text[:80]!r}")
-    port = int(parts[3])
-    if not 0 < port < 65536:
-        raise FTPError("protocol", f"bad port in EPSV reply {text[:80]!r}")
-    return port
-
-
-def _reply_error(r: Reply, what: str) -> FTPError:
-    if 400 <= r.code < 500:
-        return FTPError("reply_4xx", f"{what}: {r.code} {r.text[:200]}", r.code)
-    if 500 <= r.code < 600:
-        return FTPError("reply_5xx", f"{what}: {r.code} {r.text[:200]}", r.code)
-    return FTPError("protocol", f"{what}: unexpected reply {r.code} {r.text[:200]}", r.code)
-
-
 async def _with_timeout(aw, timeout: float, what: str):
     """Await ``aw`` bounded by ``timeout`` seconds; raise FTPError(kind="timeout")."""
     try:
@@ -304,12 +100,7 @@ async def _with_timeout(aw, timeout: float, what: str):
         raise FTPError("timeout", f"{what}: no completion within {timeout:g} s") from None
 
 
-RetrMode = Literal["protocol", "recv_into", "reader"]
-#: Most recv_into calls per readiness callback in "reader" mode (fairness bound).
-_DRAIN = 8
-
-
-class FTPSession:
+class FTPSession(RetrReceivers):
     """One FTP control connection and the data connections it opens.
 
     Args:
@@ -345,9 +136,9 @@ class FTPSession:
         self.retr_mode = retr_mode
         self.rcvlowat = buffer_size // 2 if rcvlowat is None else rcvlowat
         self._proto: _ControlProtocol | None = None
-        self._family = socket.AF_INET
+        self._family: int = socket.AF_INET
         self._data_socks: set[socket.socket] = set()
-        self._data_transports: set[asyncio.BaseTransport] = set()
+        self._data_transports: set[asyncio.Transport] = set()
 
     # -- control connection -------------------------------------------------------
     async def connect(self) -> Reply:
@@ -360,7 +151,7 @@ class FTPSession:
             self._family = socket.AF_UNSPEC
         try:
             async with asyncio.timeout(self.op_timeout):
-                _, proto = await loop.create_connection(_ControlProtocol, self.host, self.port)
+                transport, proto = await loop.create_connection(_ControlProtocol, self.host, self.port)
         except TimeoutError:
             raise FTPError("timeout", f"connect to {self.host}:{self.port}: no answer within "
                                       f"{self.op_timeout:g} s") from None
@@ -368,12 +159,12 @@ class FTPSession:
             raise FTPError(classify(e), f"connect to {self.host}:{self.port}: {e}") from e
         self._proto = proto
         if self._family == socket.AF_UNSPEC:
-            self._family = proto.transport.get_extra_info("socket").family
+            self._family = transport.get_extra_info("socket").family
         r = await self.read_reply("greeting")
         while 100 <= r.code < 200:
             r = await self.read_reply("greeting")
         if r.code != 220:
-            raise _reply_error(r, "greeting")
+            raise reply_error(r, "greeting")
         return r
 
     async def read_reply(self, what: str = "reply") -> Reply:
@@ -412,7 +203,7 @@ class FTPSession:
         self.send(line)
         r = await self.read_reply(line.split(" ", 1)[0])
         if r.code not in expect:
-            raise _reply_error(r, line.split(" ", 1)[0])
+            raise reply_error(r, line.split(" ", 1)[0])
         return r
 
     async def login(self, user: str, password: str) -> None:
@@ -442,6 +233,7 @@ class FTPSession:
         connection, then close our side."""
         try:
             await self.command("QUIT", (221,))
+            assert self._proto is not None  # command() succeeded on it
             await _with_timeout(asyncio.shield(self._proto.closed), self.op_timeout, "QUIT close")
         finally:
             self.close()
@@ -502,12 +294,12 @@ class FTPSession:
     async def _preliminary(self, what: str) -> None:
         r = await self.read_reply(what)
         if r.code not in (125, 150):
-            raise _reply_error(r, what)
+            raise reply_error(r, what)
 
     async def _final(self, what: str) -> Reply:
         r = await self.read_reply(what)
         if r.code not in (226, 250):
-            raise _reply_error(r, what)
+            raise reply_error(r, what)
         return r
 
     async def retr(self, path: str, expected: int) -> int:
@@ -534,93 +326,6 @@ class FTPSession:
                                              "server confirmed 226")
         if n > expected:
             raise FTPError("protocol", f"RETR {path}: {n} bytes received, expected {expected}")
-        return n
-
-    async def _retr_protocol(self, port: int, path: str) -> int:
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        proto = _RetrProtocol(scratch_buffer(self.buffer_size), done)
-        try:
-            transport, _ = await loop.create_connection(lambda: proto, self.host, port)
-        except OSError as e:
-            raise FTPError(classify(e), f"data connect to {self.host}:{port}: {e}") from e
-        self._data_transports.add(transport)
-        if self.rcvlowat:
-            transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT,
-                                                          self.rcvlowat)
-        try:
-            self.send(f"RETR {path}")
-            await self._preliminary(f"RETR {path}")
-            try:
-                await done
-            except OSError as e:
-                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
-            return proto.nbytes
-        finally:
-            self._data_transports.discard(transport)
-            transport.abort()
-
-    async def _retr_reader(self, port: int, path: str) -> int:
-        loop = asyncio.get_running_loop()
-        sock = await self._open_raw(port)
-        if self.rcvlowat:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.rcvlowat)
-        buf = scratch_buffer(self.buffer_size)
-        done = loop.create_future()
-        count = [0]
-        recv_into = sock.recv_into
-        fd = sock.fileno()
-
-        def readable() -> None:
-            n = 0
-            try:
-                for _ in range(_DRAIN):
-                    k = recv_into(buf)
-                    if not k:
-                        loop.remove_reader(fd)
-                        if not done.done():
-                            done.set_result(None)
-                        break
-                    n += k
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError as e:
-                loop.remove_reader(fd)
-                if not done.done():
-                    done.set_exception(e)
-            count[0] += n
-
-        try:
-            self.send(f"RETR {path}")
-            await self._preliminary(f"RETR {path}")
-            loop.add_reader(fd, readable)
-            try:
-                await done
-            except OSError as e:
-                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
-        finally:
-            loop.remove_reader(fd)
-            self._drop_sock(sock)
-        return count[0]
-
-    async def _retr_recv_into(self, port: int, path: str) -> int:
-        loop = asyncio.get_running_loop()
-        sock = await self._open_raw(port)
-        buf = scratch_buffer(self.buffer_size)
-        n = 0
-        try:
-            self.send(f"RETR {path}")
-            await self._preliminary(f"RETR {path}")
-            recv_into = loop.sock_recv_into
-            while True:
-                k = await recv_into(sock, buf)
-                if not k:
-                    break
-                n += k
-        except OSError as e:
-            raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
-        finally:
-            self._drop_sock(sock)
         return n
 
     async def stor(self, path: str, file: BinaryIO, count: int, *, verify_size: bool = True) -> int:

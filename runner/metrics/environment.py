@@ -76,17 +76,14 @@ def xferlab_version() -> str | None:
         return None
 
 
-#: Where the Ansible tuning role records what it applied (ansible/roles/tuning);
-#: the environment variable XFERLAB_TUNING_FILE names another path.
-TUNING_RECORD = "/etc/xferlab/tuning.json"
-
-
 def read_tuning_record() -> dict[str, Any] | None:
     """The tuning the Ansible ``tuning`` role applied to this host, as it recorded it in
-    ``$XFERLAB_TUNING_FILE`` (default ``/etc/xferlab/tuning.json``): a dict with keys
+    ``Settings.tuning_file`` (``XFERLAB_TUNING_FILE``, default ``/etc/xferlab/tuning.json``): a dict with keys
     ``sysctls``, ``sysctls_host_wide``, ``nofile``, ``cpu_governor``, ... None when the
     file is absent; ``{"error": "..."}`` when it is unreadable or not a JSON object."""
-    path = os.environ.get("XFERLAB_TUNING_FILE") or TUNING_RECORD
+    from runner.config import get_settings
+
+    path = get_settings().tuning_file
     try:
         text = Path(path).read_text()
     except FileNotFoundError:

@@ -85,7 +85,7 @@ class TreeSampler:
         self._stopped = False
 
     # -- helper process -----------------------------------------------------------
-    def start(self) -> "TreeSampler":
+    def start(self) -> TreeSampler:
         """Start the helper process and periodic sampling; returns self.
         Raises SamplerError if the helper cannot start or read the tree."""
         if self._proc is not None:
@@ -227,7 +227,7 @@ class TreeSampler:
         200,000 samples."""
         return list(self._timeline)
 
-    def __enter__(self) -> "TreeSampler":
+    def __enter__(self) -> TreeSampler:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -10,26 +10,52 @@
   (``n, median, ci_low, ci_high, ci_coverage, mean, stdev, min, max``), then every
   raw sample in ``sample_1 .. sample_N`` (N = the largest repeat count; shorter
   series leave trailing fields empty).
+
+Formula injection (OWASP, "CSV Injection"): a *text* cell starting with ``=``, ``+``,
+``-``, ``@``, a tab or a line break is prefixed with a single quote, so a
+spreadsheet shows it as text instead of evaluating it. Numbers (int, float, bool)
+are written as they are, so ``-0.04`` stays numeric; text that does not start with
+one of those characters is unchanged. A carriage return inside text becomes ``\n``
+(the writer quotes fields holding its line terminator ``\n`` but not a bare ``\r``,
+which would otherwise split the row for a reader).
 """
 from __future__ import annotations
 
 import csv as _csv
 import io
 from collections.abc import Sequence
+from typing import Any
 
 from runner.report.data import CampaignData
 from runner.report.stats import summarize
 from runner.report.tables import Table, as_tables
 
+#: First characters that make a spreadsheet read a cell as a formula (OWASP CSV Injection).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+
 SUMMARY_FIELDS = ("n", "median", "ci_low", "ci_high", "ci_coverage", "mean", "stdev", "min", "max")
+
+
+def neutralise(value: object) -> object:
+    """A CSV field for ``value``: ``None`` -> ``""``; in a ``str``, ``\r\n`` and ``\r``
+    become ``\n``, and one starting with a formula character (:data:`FORMULA_START`)
+    gets a leading ``'``; anything else (numbers) as it is."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        if "\r" in value:
+            value = value.replace("\r\n", "\n").replace("\r", "\n")
+        if value.startswith(FORMULA_START):
+            return "'" + value
+    return value
 
 
 def _write(header: list[str], rows: list[dict]) -> str:
     buf = io.StringIO()
-    w = _csv.DictWriter(buf, fieldnames=header, lineterminator="\n")
+    w = _csv.DictWriter(buf, fieldnames=[neutralise(h) for h in header], lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+        w.writerow({neutralise(k): neutralise(v) for k, v in r.items()})
     return buf.getvalue()
 
 
@@ -42,7 +68,7 @@ def render_data(data: CampaignData) -> str:
     rows = []
     for s in data.series:
         summ = summarize(s.samples) if s.samples else None
-        row = {"campaign": data.name, "server": s.server, "workload": s.workload,
+        row: dict[str, Any] = {"campaign": data.name, "server": s.server, "workload": s.workload,
                "params_key": s.params_key, "title": s.title, "metric": s.metric,
                "unit": s.unit, "checkpoint": s.checkpoint, "higher_is_better": s.higher_is_better}
         row.update({f: (getattr(summ, f) if summ else None) for f in SUMMARY_FIELDS})

@@ -1,7 +1,9 @@
 """Input of the report layer: raw samples grouped per (server, workload, metric).
 
-The store turns sample rows into these; reports never touch the database, so
-every export can be tested on plain data with exact expected output.
+The store turns sample rows into these (runner.results.load_campaign); reports never
+touch the database nor the workload catalogue: everything a table shows (titles,
+units, direction, the metric of each row, row order) is carried here, so every export
+can be tested on plain data with exact expected output.
 """
 from __future__ import annotations
 
@@ -35,6 +37,25 @@ class Series:
     checkpoint: str | None = None  # for memory series: "start", "end", "peak"
 
 
+@dataclass(frozen=True)
+class WorkloadFacts:
+    """What the report layer knows of one workload (filled from the workload catalogue
+    when a campaign is read from the store).
+
+    Attributes:
+        title: row title for rows that have no series (every cell of the workload
+            failed), e.g. ``"300 concurrent clients (STOR 10M file)"``.
+        primary: the metric a workload's row shows (``throughput``, ``elapsed``, ...).
+        unit: unit of ``primary``.
+        higher_is_better: direction of ``primary``.
+    """
+
+    title: str
+    primary: str
+    unit: str
+    higher_is_better: bool
+
+
 @dataclass
 class CampaignData:
     """Everything a campaign report needs.
@@ -46,6 +67,10 @@ class CampaignData:
         series: all series of the campaign.
         environment: environment snapshot summary (kernel, cpu, cores, ...).
         failures: (server, workload, repeat, error message) of failed or skipped cells.
+        workloads: workload name -> its :class:`WorkloadFacts`, in row order (the
+            catalogue's order). Rows of workloads not listed come after, by first
+            appearance; their row metric is the first non-memory metric seen. Not part of
+            the JSON document (version 1) and not compared by ``==``.
     """
 
     campaign_id: int
@@ -54,3 +79,4 @@ class CampaignData:
     series: list[Series]
     environment: dict = field(default_factory=dict)
     failures: list[tuple[str, str, int, str]] = field(default_factory=list)
+    workloads: dict[str, WorkloadFacts] = field(default_factory=dict, compare=False)

@@ -44,6 +44,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from scipy import stats as _sp
@@ -93,12 +94,16 @@ def _check(samples: Sequence[float], name: str) -> list[float]:
     return values
 
 
+@lru_cache(maxsize=1024)
 def median_ci_rank(n: int, confidence: float = CONFIDENCE) -> tuple[int, float]:
     """1-based rank ``j`` of the lower bound of the median CI ``[x_(j), x_(n+1-j)]``
     and its exact coverage, from the Binomial(n, 1/2) distribution (scipy.stats.binom).
 
     Returns ``(1, 1 - 2 / 2**n)`` when even ``[min, max]`` falls short of
     ``confidence`` (n <= 5 for 95%). Raises ValueError when n < 1.
+
+    Cached per ``(n, confidence)``: the scipy computation dominates :func:`summarize`,
+    and a history series has hundreds of points of the same n.
     """
     if n < 1:
         raise ValueError(f"median_ci_rank: n must be >= 1, got {n}")

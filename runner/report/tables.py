@@ -4,7 +4,7 @@ A :class:`Table` is export-neutral: formatted cell texts with win/loss marks
 (rendered bold in RST/Markdown, green/red in HTML, styled in rich), plus raw,
 unrounded ``records`` for the CSV and JSON exports. Three tables:
 
-* :func:`comparison_table` -- seed 000's "A vs. B" table, rows in classic-suite
+* :func:`comparison_table` -- seed 000's "A vs. B" table, rows in catalogue
   order, pyperf ratio and significance, optional CI and seed speedup column, and a
   geometric-mean row (pyperf ``compare_to``).
 * :func:`memory_table` -- seed 000's "Memory usage" table: "Starting with", then
@@ -20,11 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from runner.load.workloads import CLASSIC_SUITE, WORKLOADS
 from runner.report import fmt
 from runner.report.data import CampaignData, Series
-from runner.report.stats import (ALPHA, Comparison, Summary, compare,
-                                 geometric_mean_slowdown, summarize)
+from runner.report.stats import ALPHA, Comparison, Summary, compare, geometric_mean_slowdown, summarize
 
 Mark = Literal["", "win", "loss"]
 
@@ -116,19 +114,20 @@ def _row_key(key: _Key) -> str:
     return key[0] if not key[1] else f"{key[0]}[{key[1]}]"
 
 
-def _ordered_keys(series: Sequence[Series]) -> list[_Key]:
-    """(workload, params_key) in classic-suite order, then others by first appearance."""
+def _ordered_keys(data: CampaignData, series: Sequence[Series]) -> list[_Key]:
+    """(workload, params_key) in ``data.workloads`` order (the catalogue's), then others
+    by first appearance."""
     seen: dict[_Key, int] = {}
     for s in series:
         seen.setdefault((s.workload, s.params_key), len(seen))
-    suite = {w: i for i, w in enumerate(CLASSIC_SUITE)}
+    suite = {w: i for i, w in enumerate(data.workloads)}
     return sorted(seen, key=lambda k: (suite.get(k[0], len(suite)), seen[k]))
 
 
-def _primary_metric(workload: str, series: Sequence[Series]) -> str | None:
-    """The catalogue's primary metric, else the first non-memory metric seen."""
-    if workload in WORKLOADS:
-        return WORKLOADS[workload].primary
+def _primary_metric(data: CampaignData, workload: str, series: Sequence[Series]) -> str | None:
+    """The workload's row metric (``data.workloads``), else the first non-memory metric seen."""
+    if workload in data.workloads:
+        return data.workloads[workload].primary
     for s in series:
         if s.workload == workload and s.checkpoint is None and s.metric not in MEMORY_METRICS:
             return s.metric
@@ -144,11 +143,11 @@ def _find(series: Sequence[Series], server: str, key: _Key, metric: str,
     return None
 
 
-def _title(series: Sequence[Series], key: _Key) -> str:
+def _title(data: CampaignData, series: Sequence[Series], key: _Key) -> str:
     for s in series:
         if (s.workload, s.params_key) == key and s.title:
             return s.title
-    return WORKLOADS[key[0]].title if key[0] in WORKLOADS else key[0]
+    return data.workloads[key[0]].title if key[0] in data.workloads else key[0]
 
 
 def _check_servers(data: CampaignData, servers: Sequence[str]) -> None:
@@ -180,7 +179,7 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
     (and a's value is not); when it loses, a's value is ``win`` and the ratio and
     speedup are ``loss``. Not significant: no marks.
 
-    Rows: one per (workload, params_key) in classic-suite order, using the
+    Rows: one per (workload, params_key) in catalogue order (``CampaignData.workloads``), using the
     workload's primary metric (``metric`` overrides it); a row missing on either
     side shows ``"n/a"``. Last, a ``"Geometric mean"`` row of the time-like ratios
     of all rows with a defined ratio (pyperf), when ``geomean`` and at least one.
@@ -202,14 +201,14 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
     rows: list[Row] = []
     records: list[dict] = []
     comparisons: list[Comparison] = []
-    for key in _ordered_keys(data.series):
-        m = metric or _primary_metric(key[0], data.series)
+    for key in _ordered_keys(data, data.series):
+        m = metric or _primary_metric(data, key[0], data.series)
         if m is None:
             continue
         sa, sb = _find(data.series, server_a, key, m), _find(data.series, server_b, key, m)
-        if sa is None and sb is None:
+        ref = sa if sa is not None else sb
+        if ref is None:
             continue
-        ref = sa or sb
         unit, hib = ref.unit, ref.higher_is_better
         c: Comparison | None = None
         if sa is not None and sb is not None:
@@ -219,11 +218,12 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
         sum_b = c.b if c else (summarize(sb.samples) if sb else None)
         win = c.winner if c else ""
         cells = [
-            Cell(_title(data.series, key)),
+            Cell(_title(data, data.series, key)),
             Cell(fmt.summary(sum_a, unit, ci=ci) if sum_a else fmt.NA, "win" if win == "a" else ""),
             Cell(fmt.summary(sum_b, unit, ci=ci) if sum_b else fmt.NA, "win" if win == "b" else ""),
         ]
-        verdict: Mark = {"b": "win", "a": "loss", "": ""}[win]
+        verdicts: dict[str, Mark] = {"b": "win", "a": "loss", "": ""}
+        verdict = verdicts[win]
         cells.append(Cell(fmt.ratio(c) if c else fmt.NA, verdict))
         if speedup:
             cells.append(Cell(fmt.speedup(c) if c else fmt.NA, verdict))
@@ -260,7 +260,7 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
     Rows: ``"Starting with"`` -- the median of every ``"start"`` checkpoint sample of
     the server, pooled over all its workloads (each cell starts a fresh, idle
     server, so these are repeats of the same state); then one row per workload
-    (classic-suite order) with the median over repeats of the ``checkpoint``
+    (catalogue order) with the median over repeats of the ``checkpoint``
     sample (default ``"peak"``: the highest value the sampler saw during the
     workload, the closest to ftpbench's measurement while its clients were still
     connected; ``"end"`` is the other choice).
@@ -304,12 +304,12 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
         starts.append(summarize(pooled) if pooled else None)
     if any(starts):
         add_row("start", "Starting with", "start", starts)
-    for key in _ordered_keys([s for s in mem if s.checkpoint == checkpoint]):
+    for key in _ordered_keys(data, [s for s in mem if s.checkpoint == checkpoint]):
         per_server = []
         for server in servers:
             s = _find(mem, server, key, metric, checkpoint)
             per_server.append(summarize(s.samples) if s else None)
-        add_row(_row_key(key), _title(data.series, key), checkpoint, per_server)
+        add_row(_row_key(key), _title(data, data.series, key), checkpoint, per_server)
     caption = MEMORY_CAPTIONS.get(metric, f"Values are {metric}")
     caption += f"; {checkpoint} of each workload, median of the repeats."
     return Table("memory", title, columns, rows, caption, records)
@@ -330,7 +330,7 @@ def _client_cpu_cell(busy: float | None) -> Cell:
 
 
 def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
-    """Every workload of every server (spec order, then classic-suite order): the
+    """Every workload of every server (spec order, then catalogue order): the
     primary metric's median, CI of the median, number of repeats, errors.
 
     Columns: ``server``, ``title`` ("benchmark type"), ``median`` (``"1652.72
@@ -351,7 +351,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                Column("failed", "failed", True), Column("client_cpu", "client CPU", True))
     rows: list[Row] = []
     records: list[dict] = []
-    keys = _ordered_keys(data.series)
+    keys = _ordered_keys(data, data.series)
     known = {k[0] for k in keys}
     for f in data.failures:
         if f[1] not in known:
@@ -359,7 +359,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             known.add(f[1])
     for server in data.servers:
         for key in keys:
-            m = _primary_metric(key[0], data.series)
+            m = _primary_metric(data, key[0], data.series)
             s = _find(data.series, server, key, m) if m else None
             failed = sum(1 for f in data.failures if f[0] == server and f[1] == key[0])
             if s is None and not failed:
@@ -371,7 +371,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             busy = summarize(util.samples).median if util else None
             summ = summarize(s.samples) if s else None
             unit = s.unit if s else ""
-            cells = (Cell(server), Cell(_title(data.series, key)),
+            cells = (Cell(server), Cell(_title(data, data.series, key)),
                      Cell(fmt.value(summ.median, unit) if summ else fmt.NA),
                      Cell(fmt.ci_bounds(summ, unit) if summ else fmt.NA),
                      Cell(str(summ.n) if summ else "0"),
@@ -405,7 +405,7 @@ def report_tables(data: CampaignData, *, reference: str | None = None, ci: bool 
     return tables
 
 
-def as_tables(obj: "Table | Sequence[Table] | CampaignData") -> list[Table]:
+def as_tables(obj: Table | Sequence[Table] | CampaignData) -> list[Table]:
     """Normalise an export's input: a Table, a sequence of Tables, or CampaignData
     (rendered as :func:`report_tables`). Raises TypeError for anything else."""
     if isinstance(obj, Table):

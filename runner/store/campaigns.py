@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -22,7 +22,7 @@ from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
 
 def now() -> datetime:
     """Timezone-aware UTC now."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def worker_id() -> str:

@@ -9,10 +9,8 @@ the only way the schema changes.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -21,7 +19,6 @@ from runner.config import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS_DIR = Path(os.environ.get("XFERLAB_MIGRATIONS_DIR", Path(__file__).resolve().parents[2] / "migrations"))
 _MIGRATION_LOCK = 7_140_312  # pg_advisory_lock key serialising concurrent upgrades
 
 
@@ -71,10 +68,11 @@ def migrate(engine: Engine) -> None:
     from alembic import command
     from alembic.config import Config
 
-    if not (MIGRATIONS_DIR / "env.py").exists():
-        raise DatabaseError(f"migrations not found in {MIGRATIONS_DIR} (set XFERLAB_MIGRATIONS_DIR)")
+    migrations = get_settings().migrations_dir
+    if not (migrations / "env.py").exists():
+        raise DatabaseError(f"migrations not found in {migrations} (set XFERLAB_MIGRATIONS_DIR)")
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", str(migrations))
     with engine.begin() as conn:
         conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
         try:

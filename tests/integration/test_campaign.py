@@ -62,6 +62,8 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             assert ("server_mem_uss", "start") in metrics
             assert ("client_cpu", "user") in metrics
             assert cell.build_id is not None and cell.environment_id is not None
+            # which driver made the load is recorded with the cell (its environment snapshot)
+            assert cell.environment.data["driver"]["name"] == "xferlab-ftp"
         retr = s.scalars(select(Sample).join(Cell).where(Cell.workload == "retr", Sample.metric == "throughput"))
         assert all(x.value > 10 for x in retr)  # MiB/s, confirmed bytes
     engine.dispose()

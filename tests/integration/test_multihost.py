@@ -202,7 +202,8 @@ def test_campaign_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict, db_u
             "hosts": {"start_delay": 3.0}}
     spec_file = lab.tmp / "multihost.yaml"
     spec_file.write_text(yaml.safe_dump(spec))
-    env = dict(os.environ, XFERLAB_DATABASE_URL=db_url, PATH=f"{VENV_BIN}:{os.environ['PATH']}")
+    env = dict(os.environ, XFERLAB_DATABASE_URL=db_url, PATH=f"{VENV_BIN}:{os.environ['PATH']}",
+               XFERLAB_INVENTORY_DIRS=str(inventory.parent))
     r = subprocess.run([str(VENV_BIN / "xferlab"), "run", str(spec_file), "--inventory", str(inventory),
                         "--format", "md"], env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"xferlab run failed ({r.returncode}):\n{r.stdout[-5000:]}\n{r.stderr[-5000:]}"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.load.result import ClientFigures, PhaseResult
+from runner.drivers.result import ClientFigures, PhaseResult
 from runner.loadgen_remote import result_from_json, result_to_json
-from runner.multihost import combine, split_clients
+from runner.multihost.combine import combine, split_clients
 
 
 def _r(workload: str, elapsed: float, nbytes: int, lat: list[float], clients: list[ClientFigures],
@@ -60,9 +60,12 @@ def test_loadgen_json_round_trip() -> None:
     assert result_from_json(result_to_json(r)) == r
 
 
-def test_spec_hosts_block() -> None:
+def test_spec_hosts_block(tmp_path, monkeypatch) -> None:
     from runner.spec import SpecError, parse_spec
 
+    monkeypatch.setenv("XFERLAB_INVENTORY_DIRS", str(tmp_path))  # inventories must be under it
+    (tmp_path / "inv.ini").write_text("[servers]\nsrv1\n[clients]\ncli1\n")
+    monkeypatch.chdir(tmp_path)
     base = {"servers": [{"name": "pyftpdlib"}], "workloads": [{"name": "login"}]}
     spec = parse_spec({**base, "hosts": {"inventory": "inv.ini", "clients": ["cli1"]}})
     assert spec.hosts.inventory == "inv.ini" and spec.hosts.start_delay == 3.0

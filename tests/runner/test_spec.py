@@ -145,3 +145,20 @@ def test_variant_catalogue_per_server():
         "use_sendfile": False, "backlog": 512, "memory": "1g"}
     with pytest.raises(ValueError, match="expected key=value, got 'oops'"):
         parse_variant_text("oops")
+
+
+def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
+    from runner import drivers
+
+    base = {"servers": [{"name": "pyftpdlib"}], "workloads": [{"name": "login"}, {"preset": "classic"}]}
+    assert parse_spec(base).driver == "xferlab-ftp"
+    with pytest.raises(SpecError) as e:
+        parse_spec({**base, "driver": "wget"})
+    assert "driver: unknown driver 'wget'; known: xferlab-ftp" in str(e.value)
+    monkeypatch.setitem(drivers.DRIVER_MODULES, "login-only", "tests.runner.drivers.login_only")
+    assert parse_spec({**base, "workloads": [{"name": "login"}], "driver": "login-only"}).driver == "login-only"
+    with pytest.raises(SpecError) as e:
+        parse_spec({**base, "driver": "login-only"})
+    msg = str(e.value)
+    assert "workloads.1: driver 'login-only' cannot run stor, retr" in msg
+    assert "drivers that can: xferlab-ftp" in msg

@@ -4,12 +4,12 @@ from __future__ import annotations
 import ftplib
 import io
 import resource
+from pathlib import Path
 
 import psutil
 import pytest
 
-from runner.backends import BACKENDS, get_backend
-from runner.backends import local
+from runner.backends import BACKENDS, get_backend, local, paths
 from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
 
@@ -172,7 +172,7 @@ def test_startup_failure_has_log_tail(backend, tmp_path, monkeypatch):
     (tmp_path / "pyftpdlib").mkdir()
     (tmp_path / "pyftpdlib" / "serve.py").write_text(
         "import sys\nsys.stderr.write('boom: cannot start\\n')\nsys.exit(3)\n")
-    monkeypatch.setattr(local, "SERVERS_DIR", tmp_path)
+    monkeypatch.setattr(paths, "SERVERS_DIR", tmp_path)
     with pytest.raises(ServerFailed) as ei:
         backend.start(ServerRequest("pyftpdlib", "2.2.0"))
     assert "boom: cannot start" in str(ei.value)
@@ -205,7 +205,7 @@ def test_external(backend):
 
 def test_tpd_recipe(backend):
     req = ServerRequest("tpd")
-    if not (local.SERVERS_DIR / "tpd" / "Makefile").is_file():
+    if not (paths.SERVERS_DIR / "tpd" / "Makefile").is_file():
         with pytest.raises(ServerSkipped, match="Makefile"):
             backend.check(req)
         return
@@ -248,7 +248,7 @@ def test_get_backend():
 def test_storage_tmpfs_puts_the_home_on_a_tmpfs(backend, name):
     """storage: tmpfs: the FTP home is on a tmpfs (a forking server that switches user,
     vsftpd, still reaches it); the default is on disk. Both recorded in build_info."""
-    if local.filesystem_type(local.Path("/dev/shm")) != "tmpfs":
+    if local.filesystem_type(Path("/dev/shm")) != "tmpfs":
         pytest.skip("/dev/shm is not a tmpfs here")
     req = ServerRequest(name, "2.2.0" if name == "pyftpdlib" else None, variant={"storage": "tmpfs"})
     try:
@@ -304,3 +304,45 @@ def test_twisted_passive_range_and_masquerade(backend):
             ftp.close()
     finally:
         h.stop()
+
+
+def test_bind_address_is_passed_in():
+    """LocalBackend(host=...) binds the server there (no module global to patch): the
+    target is that address, and the port is not open on 127.0.0.1."""
+    import socket
+
+    b = LocalBackend(host="127.0.0.2")
+    h = b.start(ServerRequest("pyftpdlib", "2.2.0"))
+    try:
+        assert h.target.host == "127.0.0.2"
+        assert "127.0.0.2" in h.build_info["argv"]
+        ftp_roundtrip(h.target)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", h.target.port), timeout=5).close()
+    finally:
+        h.stop()
+    assert LocalBackend().host == "127.0.0.1"
+
+
+def test_exit_reason_and_cgroup_memory(backend):
+    """A killed local server says how it ended; a local server has no cgroup of its own."""
+    import os
+    import signal
+
+    h = backend.start(ServerRequest("pyftpdlib", "2.2.0"))
+    try:
+        assert h.exit_reason() is None and h.cgroup_memory() is None
+        os.kill(h.pid, signal.SIGKILL)
+        h._proc.wait(10)
+        assert not h.alive()
+        assert h.exit_reason() == "killed by SIGKILL"
+    finally:
+        h.stop()
+    assert h.exit_reason() == "killed by SIGKILL"
+
+
+def test_servers_fetch_entry_point():
+    """`xferlab servers --fetch NAME` calls local.fetch_debian_server (runner/cli.py)."""
+    from runner.backends import debs
+
+    assert local.fetch_debian_server is debs.fetch_debian_server

@@ -68,3 +68,66 @@ def test_images_cli_build_reuses_and_lists():
     p = subprocess.run([sys.executable, "-m", "runner.cli", "images", "build", "nosuch"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and "no image for server 'nosuch'" in p.stderr
+
+
+def _args_without_default(dockerfile: Path) -> set[str]:
+    """ARG names a Dockerfile declares after FROM without a default (the caller must give them)."""
+    names = set()
+    seen_from = False
+    for line in dockerfile.read_text().splitlines():
+        word = line.split(" ", 1)
+        if word[0] == "FROM":
+            seen_from = True
+        elif word[0] == "ARG" and seen_from and "=" not in word[1]:
+            names.add(word[1].strip())
+    return names
+
+
+def test_one_dockerfile_per_family():
+    """pyftpdlib/twisted share servers/Dockerfile.python, proftpd/pure-ftpd
+    servers/Dockerfile.debian; each is given every argument its Dockerfile needs."""
+    si = images.SERVER_IMAGES
+    assert si["pyftpdlib"].outside_dockerfile() == si["twisted"].outside_dockerfile() == \
+        (images.SERVERS_DIR / "Dockerfile.python").resolve()
+    assert si["proftpd"].outside_dockerfile() == si["pureftpd"].outside_dockerfile() == \
+        (images.SERVERS_DIR / "Dockerfile.debian").resolve()
+    assert si["vsftpd"].outside_dockerfile() is None and si["tpd"].outside_dockerfile() is None
+    for name in ("pyftpdlib", "twisted", "proftpd", "pureftpd"):
+        assert not (images.SERVERS_DIR / name / "Dockerfile").exists(), name
+        spec = si[name]
+        assert spec.buildargs["SERVER"] == name
+        assert _args_without_default(spec.outside_dockerfile()) == set(spec.build_args(None)) - {"VERSION"}
+    assert si["twisted"].build_args("24.11.0") == {"SERVER": "twisted", "PACKAGE": "twisted", "VERSION": "24.11.0"}
+    assert si["proftpd"].build_args(None) == {"SERVER": "proftpd", "PACKAGE": "proftpd-core"}
+
+
+def test_compose_builds_as_runner_images_does():
+    """compose/servers.yml builds each server from the same context, Dockerfile and
+    build arguments as runner.images (so both paths make the same image)."""
+    import yaml
+
+    services = yaml.safe_load((images.COMPOSE_DIR / "servers.yml").read_text())["services"]
+    assert set(services) == set(images.SERVER_IMAGES)
+    for name, spec in images.SERVER_IMAGES.items():
+        build = services[name]["build"]
+        context = (images.COMPOSE_DIR / build["context"]).resolve()
+        assert context == spec.context.resolve(), name
+        assert (context / build.get("dockerfile", "Dockerfile")).resolve() == (spec.context / spec.dockerfile).resolve()
+        assert build.get("args", {}) == spec.buildargs, name
+
+
+def test_family_dockerfile_counts_in_the_context_hash(tmp_path: Path):
+    """A change to a family Dockerfile (outside each server's context) rebuilds its images."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "serve.py").write_text("print(1)\n")
+    family = tmp_path / "Dockerfile.fam"
+    family.write_text("FROM x\nARG SERVER\n")
+    spec = images.ServerImage("a", tmp_path / "a", "../Dockerfile.fam", {"SERVER": "a"}, version_arg="VERSION")
+    h1 = images.server_context_hash(spec, None, "sha256:base")
+    assert h1 == images.server_context_hash(spec, None, "sha256:base")
+    assert images.server_context_hash(spec, "1.0", "sha256:base") != h1
+    assert images.server_context_hash(spec, None, "sha256:other") != h1
+    family.write_text("FROM x\nARG SERVER\nRUN true\n")
+    assert images.server_context_hash(spec, None, "sha256:base") != h1
+    inside = images.ServerImage("a", tmp_path / "a")
+    assert inside.outside_dockerfile() is None

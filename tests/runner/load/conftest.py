@@ -2,7 +2,6 @@
 and tiny asyncio fake FTP peers for failure modes (short transfer, silent server)."""
 from __future__ import annotations
 
-import os
 import select
 import subprocess
 import sys

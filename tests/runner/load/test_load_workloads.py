@@ -3,6 +3,8 @@ plus phase bounds and failure handling (silent server, refused connection)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 import time
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from runner.backends.base import Target
 from runner.load.fixtures import server_name
 from runner.load.run import LoadError, run_workload, run_workload_sync
-from runner.load.workloads import WORKLOADS, WorkloadParams
+from runner.workloads import WORKLOADS, WorkloadParams
 
 from .conftest import PASSWORD, USER
 from .fakeftp import FakeFTP
@@ -33,11 +35,32 @@ def run(workload, target, params):
     return r, cps, msgs
 
 
+def run_measured(workload, target, params):
+    """``run`` plus what bounds the phase's client CPU from outside: the CPU seconds this
+    process used over the whole call (getrusage, microseconds) and the call's wall time."""
+    ru0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    r, cps, msgs = run(workload, target, params)
+    ru1, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - w0
+    call_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return r, cps, msgs, call_cpu, wall
+
+
+def assert_client_cpu_within(r, call_cpu: float, wall: float) -> None:
+    """The phase's client CPU (os.times() delta, counted in clock ticks of 1/SC_CLK_TCK s,
+    user and system each truncated: two ticks of slack) is part of the call's CPU (a
+    cumulative figure instead of a delta exceeds it) and at most wall time x usable cores."""
+    slack = 2 / os.sysconf("SC_CLK_TCK")
+    cpu = r.client_cpu_user_s + r.client_cpu_system_s
+    assert r.client_cpu_user_s >= 0 and r.client_cpu_system_s >= 0
+    assert cpu <= call_cpu + slack, f"phase CPU {cpu:.3f} s > CPU of the whole call {call_cpu:.3f} s"
+    assert cpu <= wall * len(os.sched_getaffinity(0)) + slack, f"phase CPU {cpu:.3f} s in {wall:.3f} s wall"
+
+
 @pytest.mark.parametrize("workload", ["stor", "retr"])
 @pytest.mark.parametrize("passive", ["pasv", "epsv"])
 def test_single_stream(target, workload, passive):
     p = small(passive=passive)
-    r, cps, msgs = run(workload, target, p)
+    r, cps, msgs, call_cpu, wall = run_measured(workload, target, p)
     assert r.workload == workload and r.errors == {}
     assert r.ops >= 1 and r.bytes == r.ops * p.transfer_size
     assert len(r.latencies_ms) == r.ops
@@ -45,7 +68,19 @@ def test_single_stream(target, workload, passive):
     assert r.elapsed_s >= p.duration * 0.9 or r.ops == 1
     assert r.throughput_mib_s > 10
     assert cps == ["loaded"] and msgs
-    assert r.client_cpu_user_s + r.client_cpu_system_s >= 0
+    assert_client_cpu_within(r, call_cpu, wall)
+
+
+@pytest.mark.parametrize("workload", ["stor", "retr"])
+def test_client_cpu_covers_the_transfers(target, workload):
+    """A phase of many small transfers costs the client real CPU (about 0.7 ms per
+    64 KiB transfer here: commands, a data connection, the bytes), so hundreds of them
+    are far above the two-tick resolution of os.times(); and it stays within bounds."""
+    r, _, _, call_cpu, wall = run_measured(workload, target, small(duration=1.0, transfer_size=64 * KIB))
+    assert r.errors == {} and r.ops >= 10 and r.bytes == r.ops * 64 * KIB
+    cpu = r.client_cpu_user_s + r.client_cpu_system_s
+    assert cpu > 0, f"no client CPU for {r.ops} transfers ({r.bytes} bytes)"
+    assert_client_cpu_within(r, call_cpu, wall)
 
 
 def test_retr_fixture_uploaded_when_root_unknown(remote_target, ftp_home):
@@ -254,3 +289,13 @@ def test_no_garbage_collection_inside_a_phase(target):
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert any(t > r.ended_at for t, _ in stamps), "the collector did not run again after the phase"
     del junk
+
+
+def test_catalogue_facts_used_across_hosts():
+    """The facts runner.multihost reads from the catalogue (were hard-coded there)."""
+    p = WorkloadParams(transfer_size=4096, file_size=8192)
+    assert {n for n, w in WORKLOADS.items() if w.single_stream} == {"stor", "retr", "stor_idle", "retr_idle"}
+    assert {n: w.fixture_size(p) for n, w in WORKLOADS.items() if w.fixture_param} == {
+        "retr": 4096, "retr_idle": 4096, "retr_concurrent": 8192}
+    assert {n for n, w in WORKLOADS.items() if w.client_split == "per_host"} == {"stor", "retr"}
+    assert {w.protocol for w in WORKLOADS.values()} == {"ftp"}

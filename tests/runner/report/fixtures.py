@@ -1,7 +1,7 @@
 """A small hand-made campaign: two servers, three workloads, 5 samples each, memory."""
 from __future__ import annotations
 
-from runner.report.data import CampaignData, Series
+from runner.report.data import CampaignData, Series, WorkloadFacts
 
 A = "vsftpd 3.0.3"
 B = "pyftpdlib 2.2.0"
@@ -49,4 +49,10 @@ def campaign() -> CampaignData:
             series.append(_s(server, wl, title, MEM, "bytes", False, peak, "peak"))
     return CampaignData(campaign_id=1, name="demo", servers=[A, B], series=series,
                         environment={"kernel": "6.1.0", "cores": 2},
-                        failures=[(B, "stor", 5, "421 Timeout")])
+                        failures=[(B, "stor", 5, "421 Timeout")], workloads=FACTS)
+
+
+#: Row facts of the workloads above, in catalogue order (as runner.results fills them).
+FACTS = {"stor": WorkloadFacts(STOR, "throughput", "MiB/s", True),
+         "retr": WorkloadFacts(RETR, "throughput", "MiB/s", True),
+         "login": WorkloadFacts(LOGIN, "elapsed", "s", False)}

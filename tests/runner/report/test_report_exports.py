@@ -13,6 +13,7 @@ import pytest
 
 from runner.report import csv, html, json, md, rst, tables, text
 from runner.report.data import CampaignData, Series
+
 from .fixtures import A, B, campaign
 
 RST_COMPARISON = """\

@@ -9,8 +9,7 @@ import pytest
 from scipy import stats as sp
 
 from runner.report import fmt
-from runner.report.stats import (compare, geometric_mean_slowdown, mann_whitney_p,
-                                 median_ci_rank, summarize)
+from runner.report.stats import compare, geometric_mean_slowdown, mann_whitney_p, median_ci_rank, summarize
 
 
 def test_summarize_n5_hand_checked():
@@ -140,3 +139,16 @@ def test_formatting():
     assert fmt.speedup_value(-0.001) == "0.00x"
     c = compare([1652.7] * 4 + [1600.0], [1524.1] * 4 + [1440.0], higher_is_better=True)
     assert fmt.oneliner(c, "MiB/s") == "1652.7 MiB/s +- 2% -> 1524.1 MiB/s +- 3%: 1.08x slower"  # DESIGN.md example
+
+
+def test_summarize_computes_the_ci_rank_once_per_n():
+    """history summarises hundreds of points of equal n: the binomial rank is cached."""
+    from runner.report.stats import median_ci_rank
+
+    median_ci_rank.cache_clear()
+    for i in range(200):
+        summarize([1.0 + i, 2.0, 3.0, 4.0, 5.0 + i])
+    summarize([1.0, 2.0, 3.0])
+    info = median_ci_rank.cache_info()
+    assert (info.misses, info.hits) == (2, 199)
+    assert summarize([1.0, 2.0, 3.0, 4.0, 5.0]).ci_coverage == 0.9375  # cached value, same result

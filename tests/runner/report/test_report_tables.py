@@ -5,7 +5,8 @@ import pytest
 
 from runner.report import md, tables
 from runner.report.data import CampaignData, Series
-from .fixtures import A, B, LOGIN, MEM, campaign
+
+from .fixtures import LOGIN, MEM, A, B, campaign
 
 
 def test_comparison_rows_in_suite_order_with_marks():

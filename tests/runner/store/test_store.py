@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 
-from sqlalchemy import inspect, select, text
+from sqlalchemy import create_engine, inspect, select, text
 from sqlalchemy.orm import Session
 
 from runner.spec import parse_spec
@@ -15,18 +15,107 @@ SPEC = {"name": "t", "repeats": 2, "servers": [{"name": "pyftpdlib", "version": 
         "workloads": [{"name": "login", "params": {"clients": 5}}, {"name": "retr"}]}
 
 
-def test_migrations_create_schema(engine):
+def _script_head() -> str:
+    """The head revision of the migration scripts (raises if the history has several heads)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from runner.config import get_settings
+
+    migrations = get_settings().migrations_dir
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations))
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head, f"no migration scripts in {migrations}"
+    return head
+
+
+def _schema_state(engine) -> dict:
+    """What a migration could change: Alembic's current revision and, per table, its
+    columns (name, type, nullable, default), primary key, foreign keys, indexes and
+    unique constraints, read back from PostgreSQL's catalogue."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as c:
+        revision = MigrationContext.configure(c).get_current_revision()
+    insp = inspect(engine)
+    tables = {}
+    for t in sorted(insp.get_table_names()):
+        tables[t] = {
+            "columns": [(col["name"], str(col["type"]), col["nullable"], col.get("default"))
+                        for col in insp.get_columns(t)],
+            "pk": insp.get_pk_constraint(t)["constrained_columns"],
+            "fks": sorted((fk["name"], tuple(fk["constrained_columns"]), fk["referred_table"])
+                          for fk in insp.get_foreign_keys(t)),
+            "indexes": sorted((ix["name"], tuple(ix["column_names"]), bool(ix["unique"]))
+                              for ix in insp.get_indexes(t)),
+            "uniques": sorted((u["name"], tuple(u["column_names"])) for u in insp.get_unique_constraints(t)),
+        }
+    return {"revision": revision, "tables": tables}
+
+
+def test_migrations_create_schema(empty_db_url):
+    """get_engine migrates an empty database to the scripts' head."""
+    from runner.store.db import get_engine
+
+    bare = create_engine(empty_db_url)
+    try:
+        assert inspect(bare).get_table_names() == []  # really empty before
+    finally:
+        bare.dispose()
+    engine = get_engine(url=empty_db_url)
     names = set(inspect(engine).get_table_names())
     assert {"campaign", "cell", "sample", "server_build", "environment", "alembic_version"} <= names
     with engine.connect() as c:
-        assert c.execute(text("select version_num from alembic_version")).scalar() == "0003"  # head: 0002 dashboard indexes, 0003 campaign.owner
+        version = c.execute(text("select version_num from alembic_version")).scalar()
+    assert version == _script_head() == "0003"  # 0002 dashboard indexes, 0003 campaign.owner
 
 
-def test_migrate_is_idempotent(engine):
-    from runner.store.db import migrate
+def test_migrate_is_idempotent(empty_db_url):
+    """Migrating a database already at head changes neither the schema nor the data."""
+    from runner.store.db import get_engine, migrate
+
+    engine = get_engine(url=empty_db_url)  # first migration, from empty
+    with Session(engine) as s:
+        camp = crud.create_campaign(s, spec=parse_spec(SPEC), backend="local")
+        s.commit()
+        cid = camp.id
+        cells_before = [(c.id, c.seq, c.status, c.server_label, c.workload)
+                        for c in s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq))]
+    before = _schema_state(engine)
+    assert before["revision"] == _script_head()
+    assert "campaign" in before["tables"] and before["tables"]["campaign"]["columns"]
 
     migrate(engine)
     migrate(engine)
+
+    assert _schema_state(engine) == before
+    with Session(engine) as s:
+        camp = s.get(Campaign, cid)
+        assert camp is not None and camp.name == "t" and camp.cells_total == 8
+        cells_after = [(c.id, c.seq, c.status, c.server_label, c.workload)
+                       for c in s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq))]
+    assert cells_after == cells_before and len(cells_after) == 8
+    with engine.connect() as c:
+        assert c.execute(text("select count(*) from alembic_version")).scalar() == 1
+
+
+def test_cloned_test_database_is_at_head(db_url, empty_db_url):
+    """The per-test database (a copy of the session's template) is already at head with
+    the same schema a migration from empty gives, and get_engine leaves it unchanged."""
+    from runner.store.db import get_engine
+
+    raw = create_engine(db_url)
+    try:
+        cloned = _schema_state(raw)  # read before get_engine could migrate anything
+    finally:
+        raw.dispose()
+    assert cloned["revision"] == _script_head()
+    assert cloned == _schema_state(get_engine(url=empty_db_url))
+    assert _schema_state(get_engine(url=db_url)) == cloned
+    with get_engine(url=db_url).connect() as c:
+        assert c.execute(text("select count(*) from campaign")).scalar() == 0  # isolated: no rows
 
 
 def test_create_and_claim(engine):
@@ -66,6 +155,7 @@ def test_skip_locked_two_workers_never_share_a_cell(engine):
         t.start()
     for t in threads:
         t.join(timeout=60)
+    assert not [t.name for t in threads if t.is_alive()], "a worker thread hung"
     assert len(claimed) == 8 and len(set(claimed)) == 8
     with Session(engine) as s:
         camp = s.get(Campaign, cid)

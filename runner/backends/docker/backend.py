@@ -1,0 +1,263 @@
+"""The docker backend: images, container start and readiness (see :mod:`runner.backends.docker`)."""
+from __future__ import annotations
+
+import resource
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import docker
+import docker.errors
+
+from runner.config import get_settings
+
+from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
+from ..external import check_external, start_external
+from ..probe import ProbeError, wait_ready
+from ..system import free_port, nofile_target
+from .handle import DockerServerHandle
+from .reaping import LABEL, owner_labels, reap_orphans
+from .spec import FTP_USER, ContainerSettings, container_spec
+
+Progress = Callable[[str], None]
+
+#: RLIMIT_NOFILE the engine accepted, by the value first asked (see DockerBackend._run).
+_NOFILE_OK: dict[int, int] = {}
+
+
+class DockerBackend:
+    """Runs each server in its own container (see :mod:`runner.backends.docker`).
+
+    Args:
+        progress: one-line progress messages (image builds).
+        client: a docker.DockerClient (default: ``docker.from_env()``).
+        network: ``bridge`` (default; env XFERLAB_DOCKER_NETWORK) or ``host``; a
+            variant's ``network`` key overrides it per server.
+        ready_timeout: seconds to wait for greeting + login (default 30).
+        stop_timeout: seconds between SIGTERM and SIGKILL in stop() (0: kill at once).
+        labels: extra labels on containers and volumes (tests use them to clean up);
+            also read from XFERLAB_DOCKER_LABELS (``k=v,k=v``).
+        build: build missing/outdated images in check()/start() (else ServerSkipped).
+        bind: with host networking, the address the server listens on and announces in
+            passive replies (default 127.0.0.1; ``xferlab serve --backend docker`` on a
+            server host of a multi-host campaign gives that host's address).
+
+    Raises:
+        RuntimeError: no Docker engine answers (``resolve_backend("auto")`` then falls
+            back to the local backend).
+    """
+
+    name = "docker"
+
+    def __init__(self, *, progress: Progress | None = None, client=None, network: str | None = None,
+                 ready_timeout: float = 30.0, stop_timeout: float = 2.0, labels: dict[str, str] | None = None,
+                 build: bool = True, bind: str = "127.0.0.1"):
+        self.progress: Progress = progress or (lambda _m: None)
+        if client is None:
+            try:
+                client = docker.from_env(timeout=120)
+                client.ping()
+            except Exception as e:
+                raise RuntimeError(f"docker backend: no Docker engine answers ({type(e).__name__}: {e})") from e
+        self.client = client
+        settings = get_settings()
+        self.network = network or settings.docker_network
+        if self.network not in ("bridge", "host"):
+            raise ValueError(f"docker backend: network {self.network!r}: want 'bridge' or 'host'")
+        self.ready_timeout = ready_timeout
+        self.stop_timeout = stop_timeout
+        self.bind = bind
+        self.labels = {**settings.docker_labels, **(labels or {})}
+        self.build = build
+        self._images: dict[tuple[str, str | None], tuple[str, str, bool]] = {}
+        self._image_errors: dict[tuple[str, str | None], str] = {}
+        reaped = reap_orphans(self.client)
+        if reaped:
+            self.progress(f"removed {reaped} server container(s) left by a killed xferlab process")
+
+    # ------------------------------------------------------------------ images
+
+    def image(self, req: ServerRequest) -> tuple[str, str, bool]:
+        """(tag, image ID, built now) for ``req``, building it when missing or outdated
+        (once per backend instance). Raises ServerSkipped with the build error."""
+        from runner import images
+
+        key = (req.name, req.version)
+        if key in self._images:
+            return self._images[key]
+        if key in self._image_errors:  # prepare() tried and failed: same reason, no second build
+            raise ServerSkipped(f"{req.label}: {self._image_errors[key]}")
+        if req.name not in images.SERVER_IMAGES:
+            raise ServerSkipped(f"docker: no image for server {req.name!r}; "
+                                f"known: {', '.join(images.SERVER_IMAGES)}")
+        try:
+            if self.build:
+                got = images.ensure_server_image(req.name, req.version, client=self.client,
+                                                 progress=self.progress)
+            else:
+                tag = images.server_tag(req.name, req.version)
+                try:
+                    got = (tag, self.client.images.get(tag).id, False)
+                except docker.errors.ImageNotFound as e:
+                    raise images.ImageError(f"image {tag} missing; run `xferlab images build "
+                                            f"{req.name}{'=' + req.version if req.version else ''}`") from e
+        except images.ImageError as e:
+            raise ServerSkipped(f"{req.label}: {e}") from e
+        self._images[key] = got
+        return got
+
+    def prepare(self, reqs: list[ServerRequest]) -> None:
+        """Build, before a campaign's first cell, every image ``reqs`` need (in order,
+        duplicates once; ``external`` and servers without an image are left to
+        check()), reporting through ``self.progress``: ``building image NAME i/n``, then
+        each build step (:func:`runner.images.ensure_server_images`). A failed build is
+        remembered: check()/start() of that server raise ServerSkipped with its reason
+        without building again. Does nothing when the backend does not build (``build=False``).
+        Raises nothing for a failed image or a missing base (both become that server's
+        skip reason)."""
+        from runner import images
+
+        if not self.build:
+            return
+        wanted = [(r.name, r.version) for r in reqs
+                  if r.name in images.SERVER_IMAGES and (r.name, r.version) not in self._images]
+        if not wanted:
+            return
+        try:
+            got = images.ensure_server_images(wanted, client=self.client, progress=self.progress)
+        except images.ImageError as e:  # base image missing and not makeable: every server says why
+            for key in wanted:
+                self._image_errors[key] = str(e)
+            return
+        for key, res in got.items():
+            if isinstance(res, images.ImageError):
+                self._image_errors[key] = str(res)
+            else:
+                self._images[key] = res
+
+    def check(self, req: ServerRequest) -> None:
+        """Raise ServerSkipped when ``req`` cannot run in a container here (unknown
+        server, version not buildable, image build failed). Builds the image if needed.
+        ``external`` servers are checked as the local backend does."""
+        if req.name == "external":
+            check_external(req)
+            return
+        self.image(req)
+
+    # ------------------------------------------------------------------ start
+
+    def _run(self, kwargs: dict[str, Any], name: str, info: dict[str, Any]):
+        """containers.run, lowering RLIMIT_NOFILE when the engine may not raise it that
+        far (its own hard limit caps what runc can set without CAP_SYS_RESOURCE): tries
+        ``min(fs.nr_open, 1048576)``, then this process's hard limit, then 65536, 20000."""
+        wanted = kwargs["ulimits"][0].hard
+        tries = [wanted] + sorted({v for v in (resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536, 20000)
+                                   if 0 < v < wanted}, reverse=True)
+        if _NOFILE_OK.get(wanted) in tries:  # what worked last time in this process
+            tries = tries[tries.index(_NOFILE_OK[wanted]):]
+        last: Exception | None = None
+        for n in tries:
+            kwargs["ulimits"] = [docker.types.Ulimit(name="nofile", soft=n, hard=n)]
+            try:
+                c = self.client.containers.run(**kwargs)
+                info["rlimit_nofile"] = [n, n]
+                _NOFILE_OK[wanted] = n
+                return c
+            except docker.errors.APIError as e:
+                last = e
+                try:
+                    self.client.containers.get(name).remove(force=True, v=True)
+                except docker.errors.APIError:
+                    pass
+                if "rlimit" not in str(e).lower():
+                    raise
+        assert last is not None
+        raise last
+
+    def settings(self, server: str) -> ContainerSettings:
+        """This backend's side of a container for ``server`` (:class:`ContainerSettings`):
+        default network, bind address, labels (``xferlab=server``, ``xferlab.server``,
+        the owner's, then the extra ones) and the RLIMIT_NOFILE to ask for."""
+        return ContainerSettings(network=self.network, bind=self.bind,
+                                 labels={LABEL: "server", "xferlab.server": server, **owner_labels(),
+                                         **self.labels},
+                                 nofile=nofile_target())
+
+    def start(self, req: ServerRequest, *, cpu: list[int] | None = None):
+        """Start ``req`` in a fresh container (pinned to ``cpu`` if given), wait for
+        greeting + login, return a :class:`DockerServerHandle`.
+
+        Raises:
+            ServerSkipped: see check().
+            ServerFailed: the container did not start or answer within ready_timeout;
+                the message has the container's log tail.
+        """
+        if req.name == "external":
+            return start_external(req, None)
+        from runner import images
+
+        tag, image_id, built = self.image(req)
+        script = images.SERVER_IMAGES[req.name].entrypoint_script
+        try:
+            entrypoint = script.read_text() if script is not None else None
+        except OSError as e:
+            raise ServerSkipped(f"{req.label}: container entrypoint {script} unreadable: {e}") from e
+        settings = self.settings(req.name)
+        name = f"xferlab-{req.name}-{secrets.token_hex(4)}"
+        password = secrets.token_hex(8)
+        spec = container_spec(req, settings, image_id=image_id, image_tag=tag, built=built, name=name,
+                              password=password, pick_port=lambda: free_port(self.bind), cpu=cpu,
+                              entrypoint=entrypoint)
+        info = spec.info
+        if spec.volume:
+            self.client.volumes.create(name=spec.volume, labels=spec.labels)
+        try:
+            container = self._run(spec.kwargs, name, info)
+        except docker.errors.APIError as e:
+            if spec.volume:
+                try:
+                    self.client.volumes.get(spec.volume).remove(force=True)
+                except docker.errors.APIError:
+                    pass
+            try:
+                self.client.containers.get(name).remove(force=True, v=True)
+            except docker.errors.APIError:
+                pass
+            raise ServerFailed(f"{req.label}: docker could not start {tag}: {e.explanation or e}") from e
+        port = spec.port
+        handle = DockerServerHandle(self.client, container,
+                                    Target(spec.bind if spec.network == "host" else "127.0.0.1", port, FTP_USER,
+                                           password), info, spec.volume, stop_timeout=self.stop_timeout)
+        try:
+            handle._attach_pid()
+            if spec.network == "bridge":
+                ip = handle.bridge_address()
+                if not ip:
+                    raise ServerFailed(f"{req.label}: container {name} has no IP address on the bridge")
+                handle.target = Target(ip, port, FTP_USER, password, http_port=spec.http_port)
+            elif spec.http_port is not None:
+                handle.target = Target(spec.bind, port, FTP_USER, password, http_port=spec.http_port)
+            t = handle.target
+            greeting, waited = wait_ready(t.host, t.port, t.user, t.password, timeout=self.ready_timeout,
+                                          alive=handle.alive)
+        except (ProbeError, ServerFailed, docker.errors.APIError) as e:
+            tail = handle.log_tail()
+            why = handle._exit or ""
+            handle.stop()
+            raise ServerFailed(f"{req.label}: {e}" + (f" ({why})" if why else "")
+                               + f"\ncontainer {name} ({tag}) log tail:\n{tail or '(empty)'}") from e
+        except BaseException:
+            handle.stop()
+            raise
+        info.update({"greeting": greeting, "startup_s": round(waited, 3), "pid": handle.pid,
+                     "container": container.id[:12], "container_name": name})
+        try:
+            code, out = container.exec_run(["cat", "/opt/server-version"])
+            if code == 0:
+                info["version"] = out.decode().strip()
+        except docker.errors.APIError:
+            pass
+        if not info.get("version"):  # no /opt/server-version (tpd): the source tree's hash
+            chash = (self.client.images.get(image_id).labels or {}).get("xferlab.context_hash")
+            info["version"] = req.version or (f"src-{chash}" if chash else None)
+        return handle

@@ -1,0 +1,151 @@
+"""A server running in a container: its host PID, liveness, memory cgroup, stop."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import psutil
+
+from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
+
+from ..base import Target
+
+
+class DockerServerHandle:
+    """A server running in a container started by
+    :class:`runner.backends.docker.backend.DockerBackend` (implements base.ServerHandle).
+    ``client`` is the backend's Docker SDK client (to remove the container's volume);
+    ``stop_timeout`` the seconds between SIGTERM and SIGKILL in :meth:`stop`.
+
+    Attributes:
+        target: where to connect (container address on the bridge, or the bind address
+            with host networking); ``root`` is None: fixtures are uploaded over FTP.
+        pid: host PID of the server process (the child of the container's docker-init,
+            i.e. its main process), for TreeSampler.
+        build_info: name, version, image_id, image_tag, container, network, storage,
+            memory_limit, cpuset, sysctls, rlimit_nofile, config_hash, greeting, startup_s.
+        container_id: the container's full ID.
+    """
+
+    def __init__(self, client: Any, container, target: Target, build_info: dict[str, Any],
+                 volume: str | None, *, stop_timeout: float):
+        self._client = client
+        self._stop_timeout = stop_timeout
+        self._container = container
+        self.container_id: str = container.id
+        self.target = target
+        self.pid: int | None = None
+        self.build_info = build_info
+        self._volume = volume
+        self._stopped = False
+        self._cg: tuple[Path, int] | None = None
+        self._exit: str | None = None
+
+    def _attach_pid(self, timeout: float = 5.0) -> None:
+        """Set ``pid`` to the server process: the child of the container's init
+        (``State.Pid``, docker-init), waiting up to ``timeout`` s for the entrypoint to exec it;
+        ``State.Pid`` itself when the container runs without init."""
+        self._container.reload()
+        init_pid = int(self._container.attrs["State"].get("Pid") or 0)
+        self.pid = init_pid or None
+        self._cg = cgroup_dir(init_pid) if init_pid else None
+        if not init_pid or not self._container.attrs["HostConfig"].get("Init"):
+            return
+        deadline = time.monotonic() + timeout
+        for _ in range(200):
+            try:
+                kids = psutil.Process(init_pid).children()
+            except psutil.Error:
+                return
+            if kids:
+                self.pid = kids[0].pid
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.025)
+
+    def bridge_address(self) -> str:
+        """The container's IP address on its bridge network ("" when it has none)."""
+        ns = self._container.attrs["NetworkSettings"]
+        ip = ns.get("IPAddress") or ""
+        if not ip:
+            nets = ns.get("Networks") or {}
+            ip = next((n.get("IPAddress") for n in nets.values() if n.get("IPAddress")), "")
+        return ip
+
+    def alive(self) -> bool:
+        """True while the container is running (asks the engine)."""
+        if self._stopped:
+            return False
+        try:
+            self._container.reload()
+        except docker.errors.NotFound:
+            self._exit = "container removed"
+            return False
+        st = self._container.attrs["State"]
+        if st.get("Running"):
+            return True
+        self._exit = (f"container {st.get('Status')} (exit code {st.get('ExitCode')}"
+                      + (", OOM-killed" if st.get("OOMKilled") else "") + ")")
+        return False
+
+    def exit_reason(self) -> str | None:
+        """Why the container is not running (after alive() returned False), e.g.
+        ``"container exited (exit code 137)"``; None while running."""
+        return None if self.alive() else self._exit
+
+    def cgroup_memory(self) -> dict | None:
+        """The container's memory cgroup now, bytes: ``current``, ``peak`` (since the
+        container started), ``anon`` (see :func:`runner.metrics.cgroup.read_cgroup_memory`).
+        Falls back to the engine's stats API (:func:`runner.metrics.cgroup.from_engine_stats`)
+        when the cgroup files are not visible here. Returns {} when the container is gone."""
+        if self._cg is not None:
+            try:
+                return read_cgroup_memory(*self._cg)
+            except OSError:
+                return {}
+        try:
+            ms = self._container.stats(stream=False).get("memory_stats") or {}
+        except docker.errors.APIError:
+            return {}
+        return from_engine_stats(ms)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """Last ``lines`` lines of the container's stdout+stderr ("" when gone)."""
+        try:
+            return self._container.logs(tail=lines).decode("utf-8", "replace").strip()
+        except docker.errors.APIError:
+            return ""
+
+    def stop(self) -> None:
+        """Stop (SIGTERM, then SIGKILL after the backend's stop_timeout) and remove
+        the container and its volume. Idempotent; never raises for a dead container."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._stop_timeout > 0:
+            try:
+                self._container.stop(timeout=max(1, int(self._stop_timeout)))
+            except docker.errors.APIError:
+                pass
+        try:
+            self._container.remove(force=True, v=True)
+        except docker.errors.APIError:
+            pass
+        if self._volume:
+            for _ in range(20):
+                try:
+                    self._client.volumes.get(self._volume).remove(force=True)
+                    break
+                except docker.errors.NotFound:
+                    break
+                except docker.errors.APIError:  # still in use for a moment after removal
+                    time.sleep(0.1)
+
+    def __enter__(self) -> DockerServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

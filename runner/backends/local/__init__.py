@@ -1,0 +1,44 @@
+"""Local backend: FTP servers as child processes on this machine (127.0.0.1 unless
+``LocalBackend(host=...)`` says otherwise).
+
+Each :meth:`LocalBackend.start` creates a fresh run dir (:mod:`.rundir`:
+``tempfile.mkdtemp`` under ``XFERLAB_RUN_DIR``, default the system temporary folder, or
+with the variant ``storage: tmpfs`` under ``XFERLAB_TMPFS_DIR``, default ``/dev/shm``;
+the filesystem type found is recorded as ``build_info["storage_fs"]``)::
+
+    <run>/home/     the FTP user's home (Target.root): fixtures go here
+    <run>/logs/     server.log (stdout+stderr) and the server's own log files
+    <run>/<config>  the rendered config (vsftpd.conf, proftpd.conf, config.json, ...)
+
+The server runs (:mod:`.process`) in its own session/process group
+(``start_new_session``) with RLIMIT_NOFILE raised (soft = hard; as root the hard limit
+is raised to ``min(fs.nr_open, 1048576)`` where the kernel allows it; the limit in force
+is in ``build_info["rlimit_nofile"]`` as [soft, hard]), optionally pinned to CPUs
+(``sched_setaffinity`` in the child before exec, so forked per-client processes inherit
+it), and configured for ``ServerRequest.max_clients`` connections (seed 000: 2000).
+``start`` returns once the server answers the 220 greeting *and* accepts the USER/PASS
+login, else raises ServerFailed with the tail of the server's logs.
+
+Servers (one module each under :mod:`.recipes`): pyftpdlib, twisted (per-version venvs,
+see :mod:`runner.backends.venvs`), vsftpd, proftpd, pureftpd (Debian binaries, installed
+or extracted by :mod:`runner.backends.debs`; accounts in :mod:`.accounts`), tpd (built
+from ``servers/tpd``); ``external`` (:mod:`runner.backends.external`).
+
+``build_info["config_hash"]`` is the sha256 of the rendered config with the per-run
+values (port, run dir, password) replaced by fixed placeholders, so two runs of the same
+server/version/variant have the same hash.
+"""
+from __future__ import annotations
+
+from ..debs import fetch_debian_server
+from ..external import ExternalHandle
+from ..system import free_port
+from .accounts import VSFTPD_GECOS, VSFTPD_PASSWORD, VSFTPD_USER
+from .backend import KNOWN_SERVERS, LocalBackend, available_servers
+from .process import LocalServerHandle
+from .recipes import FTP_USER, Launch, Recipe
+from .rundir import RunDir, filesystem_type
+
+__all__ = ["FTP_USER", "KNOWN_SERVERS", "VSFTPD_GECOS", "VSFTPD_PASSWORD", "VSFTPD_USER", "ExternalHandle",
+           "Launch", "LocalBackend", "LocalServerHandle", "Recipe", "RunDir", "available_servers",
+           "fetch_debian_server", "filesystem_type", "free_port"]

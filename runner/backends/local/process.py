@@ -1,0 +1,195 @@
+"""Process control of a local server: how it is spawned (own session, RLIMIT_NOFILE,
+CPU pinning, death signal), waited for, and stopped with its whole process tree."""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+
+from runner.metrics.tree import tree
+
+from ..base import ServerFailed, ServerRequest, Target
+from ..probe import ProbeError, wait_ready
+from ..system import nofile_target
+from .recipes.base import Launch, sha256
+from .rundir import RunDir, log_tail
+
+
+def make_preexec(cpu: list[int] | None) -> Callable[[], None]:
+    """The function the child runs between fork and exec: PR_SET_PDEATHSIG SIGKILL
+    (prctl(2)), RLIMIT_NOFILE soft = hard (as root the hard limit raised to
+    ``min(fs.nr_open, 1048576)`` where the kernel allows it), and ``sched_setaffinity``
+    to ``cpu`` when given (forked per-client processes inherit it)."""
+    hard_target = nofile_target()
+    is_root = os.geteuid() == 0
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+    def preexec() -> None:  # runs in the child between fork and exec
+        # PR_SET_PDEATHSIG (prctl(2), option 1): the server gets SIGKILL when the runner
+        # dies, so a killed campaign leaves no orphaned server behind.
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+        _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if is_root and hard != resource.RLIM_INFINITY and hard < hard_target:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (hard_target, hard_target))
+                hard = hard_target
+            except (ValueError, OSError):
+                pass
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+        if cpu:
+            os.sched_setaffinity(0, cpu)
+
+    return preexec
+
+
+class LocalServerHandle:
+    """A server started by :class:`~runner.backends.local.LocalBackend` (implements
+    base.ServerHandle).
+
+    Attributes:
+        target: where to connect.
+        pid: root pid of the server's process tree (its own process group).
+        build_info: name, version, variant, binary, interpreter, config_hash, obtained,
+            run_dir, argv, startup_s, greeting, cpu.
+        run_dir: the run dir (removed by stop() unless the backend keeps run dirs).
+    """
+
+    def __init__(self, proc: subprocess.Popen, target: Target, build_info: dict[str, Any],
+                 run: RunDir, keep_run_dir: bool, stop_timeout: float):
+        self._proc = proc
+        self.target = target
+        self.pid: int | None = proc.pid
+        self.build_info = build_info
+        self.run_dir = run.path
+        self._run = run
+        self._keep = keep_run_dir
+        self._stop_timeout = stop_timeout
+        self._stopped = False
+
+    def alive(self) -> bool:
+        """True while the root server process has not exited."""
+        return not self._stopped and self._proc.poll() is None
+
+    def exit_reason(self) -> str | None:
+        """Why the server is not running, e.g. ``"exit code 3"``, ``"killed by SIGKILL"``
+        or ``"stopped by xferlab"``; None while it runs."""
+        if self.alive():
+            return None
+        code = self._proc.poll()
+        if code is None:
+            return "stopped by xferlab"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def cgroup_memory(self) -> dict | None:
+        """None: a local server has no memory cgroup of its own (its memory is the
+        process tree's, sampled from ``pid``)."""
+        return None
+
+    def log_tail(self) -> str:
+        """Tail of the server's log files (for error messages)."""
+        return log_tail(self._run.logs)
+
+    def stop(self) -> None:
+        """SIGTERM the process group and every descendant, wait up to ``stop_timeout``
+        seconds, then SIGKILL what is left; reap the root; remove the run dir (unless
+        kept). Idempotent; never raises for an already-dead server."""
+        if self._stopped:
+            return
+        self._stopped = True
+        procs = tree(self._proc.pid)  # descendants that left our process group too
+        pgid = self._proc.pid  # start_new_session: pgid == pid
+        for sig, wait in ((signal.SIGTERM, self._stop_timeout), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            for p in procs:
+                try:
+                    p.send_signal(sig)
+                except psutil.Error:
+                    pass
+            try:
+                self._proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+            _, left = psutil.wait_procs([p for p in procs if p.pid != self._proc.pid], timeout=wait)
+            if not left:
+                break
+            procs = left
+        try:
+            self._proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+        if not self._keep:
+            shutil.rmtree(self._run.path, ignore_errors=True)
+
+    def __enter__(self) -> LocalServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None, *,
+          keep_run_dir: bool, stop_timeout: float, ready_timeout: float | None) -> LocalServerHandle:
+    """Start ``launch.argv`` in ``run`` (own session, output to ``logs/server.log``,
+    :func:`make_preexec`) and wait for greeting + login (``ready_timeout`` s, default
+    the launch's).
+
+    Returns the handle with build_info complete (greeting, startup_s, pid, rlimit_nofile).
+    Raises ServerFailed (argv and log tail in the message) when it cannot be executed,
+    exits, or does not answer in time; the server is stopped then."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(launch.env)
+    log = open(run.logs / "server.log", "wb")
+    try:
+        proc = subprocess.Popen(launch.argv, cwd=run.path, env=env, stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=make_preexec(cpu), close_fds=True)
+    except OSError as e:
+        raise ServerFailed(f"{req.label}: cannot execute {launch.argv[0]}: {e}") from e
+    finally:
+        log.close()
+    info = {"name": req.name, "variant": dict(req.variant), "label": req.label,
+            **launch.info, "config_hash": sha256(launch.config_text),
+            "run_dir": str(run.path), "argv": [a if a != launch.target.password else "***"
+                                               for a in launch.argv],
+            "cpu": list(cpu) if cpu else None, "max_clients": req.max_clients,
+            "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type}
+    handle = LocalServerHandle(proc, launch.target, info, run, keep_run_dir, stop_timeout)
+    t = launch.target
+    try:
+        greeting, waited = wait_ready(t.host, t.port, t.user, t.password,
+                                      timeout=ready_timeout or launch.ready_timeout,
+                                      alive=lambda: proc.poll() is None)
+    except ProbeError as e:
+        code = proc.poll()
+        tail = log_tail(run.logs)
+        handle.stop()
+        raise ServerFailed(f"{req.label}: {e}" + (f" (exit code {code})" if code is not None else "")
+                           + f"\nargv: {' '.join(info['argv'])}\n{tail}") from e
+    info["greeting"] = greeting
+    info["startup_s"] = round(waited, 3)
+    info["pid"] = proc.pid
+    try:
+        info["rlimit_nofile"] = list(psutil.Process(proc.pid).rlimit(psutil.RLIMIT_NOFILE))
+    except psutil.Error:
+        info["rlimit_nofile"] = None
+    return handle

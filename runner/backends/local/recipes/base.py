@@ -1,0 +1,106 @@
+"""What every local recipe shares: the :class:`Recipe` interface, the :class:`Launch` it
+returns, and the helpers recipes use to render configs."""
+from __future__ import annotations
+
+import hashlib
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ... import paths, variants
+from ...base import ServerRequest, ServerSkipped, Target
+
+if TYPE_CHECKING:
+    from ..rundir import RunDir
+
+
+class RecipeHost(Protocol):
+    """What a recipe uses of the backend that runs it (LocalBackend implements it):
+    the address servers bind, whether missing Debian binaries may be fetched, and the
+    progress sink for long steps (fetch, build)."""
+
+    host: str
+    auto_fetch: bool
+    progress: Callable[[str], None]
+
+#: The FTP user every recipe serves (vsftpd aside: it serves a system account).
+FTP_USER = "xferlab"
+
+
+@dataclass
+class Launch:
+    """What a recipe tells the backend to run.
+
+    Attributes:
+        argv: command line (argv[0] absolute).
+        target: where to connect once ready.
+        config_text: the rendered config (written by the recipe) for the hash, with
+            per-run values normalised (port, run dir, password replaced by fixed
+            placeholders, so two runs of one server/version/variant hash the same).
+        info: build_info entries (version, binary, interpreter, obtained, ...).
+        env: extra environment variables.
+        ready_timeout: seconds to wait for the login probe.
+    """
+
+    argv: list[str]
+    target: Target
+    config_text: str
+    info: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)
+    ready_timeout: float = 20.0
+
+
+class Recipe:
+    """How to check, prepare and launch one server kind. Subclasses set ``name`` (the
+    ServerRequest.name they serve) and implement :meth:`launch`."""
+
+    name = "?"
+
+    def __init__(self, backend: RecipeHost):
+        self.backend = backend
+
+    @property
+    def host(self) -> str:
+        """The address the server binds and the client connects to (the backend's)."""
+        return self.backend.host
+
+    def quick_check(self) -> str | None:
+        """Cheap availability check (no download/build): None or a skip reason."""
+        return None
+
+    def check(self, req: ServerRequest) -> None:
+        """Raise ServerSkipped if ``req`` cannot run; may download/build (cached)."""
+
+    def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
+        """Write the server's config into ``run`` and say how to start it on ``port``."""
+        raise NotImplementedError
+
+
+def server_file(*parts: str) -> Path:
+    """A file of ``servers/`` (e.g. ``server_file("vsftpd", "vsftpd.conf.tmpl")``), read
+    from :data:`runner.backends.paths.SERVERS_DIR` at call time."""
+    return paths.SERVERS_DIR.joinpath(*parts)
+
+
+def pasv_range(variant: dict[str, Any]) -> tuple[int, int] | None:
+    """The variant's ``pasv_ports`` as (low, high), None when absent. Raises
+    ServerSkipped naming the bad value."""
+    v = variant.get("pasv_ports")
+    if not v:
+        return None
+    try:
+        return variants.parse_port_range(v)
+    except ValueError as e:
+        raise ServerSkipped(f"invalid pasv_ports: {e}") from None
+
+
+def sha256(text: str) -> str:
+    """Hex sha256 of ``text`` (UTF-8)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def render(template: Path, values: dict[str, Any]) -> str:
+    """Fill ``${name}`` placeholders of ``template`` (string.Template); KeyError names a missing one."""
+    return string.Template(template.read_text()).substitute({k: str(v) for k, v in values.items()})

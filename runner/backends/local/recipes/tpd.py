@@ -1,0 +1,108 @@
+"""tpd, xferlab's C server, built from ``servers/tpd`` into the cache."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ...base import ServerRequest, ServerSkipped, Target
+from ...system import free_port
+from ...venvs import FileLock, cache_dir
+from ..rundir import RunDir
+from .base import FTP_USER, Launch, Recipe, pasv_range, server_file
+
+
+def tpd_source_hash(src: Path) -> str:
+    """16 hex chars of sha256 over servers/tpd's sources (*.c, *.h, *.mk, *.in, Makefile):
+    the build cache key."""
+    h = hashlib.sha256()
+    for f in sorted(src.rglob("*")):
+        if f.is_file() and (f.suffix in {".c", ".h", ".mk", ".in"} or f.name in {"Makefile", "GNUmakefile"}):
+            h.update(str(f.relative_to(src)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class TpdRecipe(Recipe):
+    """xferlab's C server, built with ``make -C servers/tpd OUT=<cache>/tpd/<srchash>``
+    (rebuilt when the sources' hash changes). Serves FTP and HTTP (Target.http_port).
+    Variant keys: ``use_sendfile`` (default True), ``pasv_ports`` (default a 2000-port
+    window derived from the FTP port), ``idle_timeout`` (s, default 300)."""
+
+    name = "tpd"
+
+    @property
+    def src(self) -> Path:
+        """The source tree, ``servers/tpd``."""
+        return server_file("tpd")
+
+    def quick_check(self) -> str | None:
+        if not (self.src / "Makefile").is_file():
+            return f"tpd: {self.src / 'Makefile'} not found (the C server is not in this checkout yet)"
+        if not shutil.which("make") or not (shutil.which("cc") or shutil.which("gcc")):
+            return "tpd: make/cc not found; apt-get install build-essential"
+        return None
+
+    def out_dir(self) -> Path:
+        """Where this source tree's build goes: ``<cache>/tpd/<source hash>``."""
+        return cache_dir() / "tpd" / tpd_source_hash(self.src)
+
+    def check(self, req: ServerRequest) -> None:
+        reason = self.quick_check()
+        if reason:
+            raise ServerSkipped(reason)
+        self.build()
+
+    def build(self) -> Path:
+        """The tpd binary, built once per source hash (file lock against parallel
+        builds). Raises ServerSkipped with the build log tail on failure or timeout (600 s)."""
+        out = self.out_dir()
+        binary = out / "tpd"
+        if binary.is_file() and (out / ".built").exists():
+            return binary
+        out.mkdir(parents=True, exist_ok=True)
+        with FileLock(out.parent / f"{out.name}.lock", timeout=600):
+            if binary.is_file() and (out / ".built").exists():
+                return binary
+            self.backend.progress(f"building tpd into {out}")
+            try:
+                r = subprocess.run(["make", "-C", str(self.src), f"OUT={out}"],
+                                   capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired as e:
+                raise ServerSkipped("tpd: build timed out after 600 s") from e
+            if r.returncode != 0 or not binary.is_file():
+                tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
+                raise ServerSkipped(f"tpd: build failed (make -C {self.src} OUT={out}, "
+                                    f"exit {r.returncode}):\n{tail}")
+            (out / ".built").write_text(str(time.time()))
+        return binary
+
+    def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
+        binary = self.build()
+        http_port = free_port(self.host)
+        password = secrets.token_hex(8)
+        users = run.path / "users"
+        users.write_text(f"{FTP_USER}:{{plain}}{password}:{run.home}:rw\n")
+        os.chmod(users, 0o600)
+        pr = pasv_range(req.variant)
+        if pr is None:  # a window away from the kernel's ephemeral range (32768-60999)
+            lo = 10000 + (port * 7919) % 20 * 1000
+            pr = (lo, lo + 1999)
+        idle = int(req.variant.get("idle_timeout", 300))
+        opts = ["--pasv-ports", f"{pr[0]}-{pr[1]}", "--max-conns", str(req.max_clients),
+                "--idle-timeout", str(idle), "--log-level", "warn"]
+        if not req.variant.get("use_sendfile", True):
+            opts.append("--no-sendfile")
+        host = self.host
+        argv = [str(binary), "--ftp-listen", f"{host}:{port}", "--http-listen", f"{host}:{http_port}",
+                "--users", str(users), *opts]
+        norm = json.dumps({"options": [o for o in opts if not o[0].isdigit()] + [
+            f"pasv_width={pr[1] - pr[0] + 1}"], "binary_src": self.out_dir().name}, sort_keys=True)
+        return Launch(argv, Target(host, port, FTP_USER, password, run.home, http_port=http_port), norm,
+                      {"version": f"src-{self.out_dir().name}", "binary": str(binary), "interpreter": None,
+                       "obtained": f"built from {self.src}"})

@@ -1,0 +1,205 @@
+"""The ``xferlab`` command: one registry of subcommands (:data:`COMMANDS`: name -> help,
+argument builder, handler), handlers imported only when their command runs (pyperf
+``__main__`` style). ``python -m runner.cli`` works too (``__main__.py``).
+
+    xferlab run [SPEC | --preset classic] [overrides]   run a campaign, print its tables
+    xferlab resume ID                                   finish an interrupted campaign
+    xferlab campaigns                                   list campaigns
+    xferlab show ID                                     one campaign's figures and failures
+    xferlab compare A B [--format F]                    compare two servers or campaigns
+    xferlab export ID --format F                        export a campaign
+    xferlab cancel ID                                   cancel a queued or running campaign
+    xferlab servers [--fetch NAME] [--json]             what can run here (local and docker), and why not
+    xferlab selftest                                    load-generator speed vs a plain socket reader
+    xferlab worker                                      run queued campaigns (for the dashboard)
+    xferlab images bootstrap|build|list                 container images, built offline (docker backend)
+    xferlab dashboard                                   serve the web dashboard
+    xferlab loadgen --host H --port P ... --start-at T   one load phase from this host, as JSON (multi-host)
+    xferlab serve --server JSON --bind ADDR             one server on this host, driven over stdin (multi-host)
+    xferlab db                                          where the database is; migrate it
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+
+from runner.cli.common import CliError
+from runner.report import FORMATS
+
+__all__ = ["COMMANDS", "CliError", "Command", "FORMATS", "build_parser", "main"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand.
+
+    Attributes:
+        name: as typed, e.g. ``"run"``.
+        help: one line in ``xferlab --help``.
+        handler: ``"module:function"`` taking the parsed Namespace and returning the exit
+            status; imported when the command runs.
+        arguments: adds the subcommand's arguments to its parser (None: no arguments).
+        description: longer text of ``xferlab NAME --help`` (None: none).
+    """
+
+    name: str
+    help: str
+    handler: str
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    description: str | None = None
+
+
+def _run_args(r: argparse.ArgumentParser) -> None:
+    r.add_argument("spec", nargs="?", help="campaign spec (YAML or JSON)")
+    r.add_argument("--preset", help="built-in spec instead of a file (default: classic)")
+    r.add_argument("--name", help="campaign name")
+    r.add_argument("--servers", help="comma-separated servers: name[:version[:opt=val;opt=val]]")
+    r.add_argument("--workloads", help="comma-separated workloads (default: the spec's)")
+    r.add_argument("--repeats", type=int, help="repeats per cell (default 5)")
+    r.add_argument("--clients", type=int, help="clients of the N-client workloads")
+    r.add_argument("--file-size", help="file size of the concurrent workloads, e.g. 10M")
+    r.add_argument("--transfer-size", help="fixture size of single-stream STOR/RETR, e.g. 256M")
+    r.add_argument("--duration", type=float, help="seconds of single-stream transfer")
+    r.add_argument("--login-mode", choices=("concurrent", "sequential"))
+    r.add_argument("--passive", choices=("pasv", "epsv"))
+    r.add_argument("--backend", choices=("auto", "local", "docker"))
+    r.add_argument("--storage", help="storage axis: disk, tmpfs or disk,tmpfs (each server once per kind)")
+    r.add_argument("--no-pin", action="store_true", help="no CPU pinning")
+    r.add_argument("--format", choices=FORMATS, help="format of the printed tables (default text)")
+    r.add_argument("--inventory", help="run across hosts: Ansible inventory with groups servers and clients "
+                                       "(docs/multi-host.md)")
+
+
+def _id_format_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", type=int)
+    p.add_argument("--format", choices=FORMATS)
+
+
+def _campaigns_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=int, default=50)
+
+
+def _compare_args(cp: argparse.ArgumentParser) -> None:
+    cp.add_argument("a")
+    cp.add_argument("b")
+    cp.add_argument("--campaign", type=int, help="campaign in which to look up SERVER labels")
+    cp.add_argument("--format", choices=FORMATS)
+    cp.add_argument("--speedup", action="store_true", help="add the seed's speedup column (new/old - 1)")
+    cp.add_argument("-o", "--output", help="write to a file instead of stdout")
+
+
+def _export_args(e: argparse.ArgumentParser) -> None:
+    e.add_argument("id", type=int)
+    e.add_argument("--format", choices=FORMATS, required=True)
+    e.add_argument("--speedup", action="store_true", help="add the seed's speedup column")
+    e.add_argument("-o", "--output", help="write to a file instead of stdout")
+
+
+def _cancel_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("id", type=int)
+
+
+def _servers_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fetch", help="extract a Debian FTP server package into the cache (vsftpd, proftpd, pureftpd)")
+    p.add_argument("--json", action="store_true", help="print the status as JSON (stable keys, for scripts)")
+
+
+def _selftest_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+
+def _worker_args(w: argparse.ArgumentParser) -> None:
+    w.add_argument("--once", action="store_true", help="exit when no queued cell is left")
+    w.add_argument("--poll", type=float, default=2.0, help="seconds between polls when idle")
+
+
+def _images_args(p: argparse.ArgumentParser) -> None:
+    from runner.images import add_arguments
+
+    add_arguments(p)
+
+
+def _loadgen_args(p: argparse.ArgumentParser) -> None:
+    from runner.loadgen_remote import add_arguments
+
+    add_arguments(p)
+
+
+def _serve_args(p: argparse.ArgumentParser) -> None:
+    from runner.multihost.serve import add_serve_arguments
+
+    add_serve_arguments(p)
+
+
+def _dashboard_args(ds: argparse.ArgumentParser) -> None:
+    ds.add_argument("--host", default="127.0.0.1")
+    ds.add_argument("--port", type=int, default=8000)
+
+
+#: Every subcommand, in ``--help`` order.
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "run a campaign and print its tables", "runner.cli.campaign:cmd_run", _run_args),
+    Command("resume", "finish the queued cells of an interrupted campaign", "runner.cli.campaign:cmd_resume",
+            _id_format_args),
+    Command("campaigns", "list campaigns", "runner.cli.read:cmd_campaigns", _campaigns_args),
+    Command("show", "one campaign's figures and failures", "runner.cli.read:cmd_show", _id_format_args),
+    Command("compare", "compare two servers (in a campaign) or two campaigns", "runner.cli.read:cmd_compare",
+            _compare_args, description="A and B are each a campaign id (one-server campaign), ID:SERVER, or a "
+                                       "SERVER label looked up in --campaign (default: the latest campaign)."),
+    Command("export", "export a campaign's tables", "runner.cli.read:cmd_export", _export_args),
+    Command("cancel", "cancel a queued or running campaign", "runner.cli.read:cmd_cancel", _cancel_args),
+    Command("servers", "which servers can run here, and why not", "runner.cli.tools:cmd_servers", _servers_args),
+    Command("selftest", "load generator vs a plain-socket reader, same run", "runner.cli.tools:cmd_selftest",
+            _selftest_args),
+    Command("worker", "claim and run queued campaigns (the compose worker service)", "runner.cli.tools:cmd_worker",
+            _worker_args),
+    Command("images", "container images: bootstrap the Debian base offline, build, list",
+            "runner.cli.tools:cmd_images", _images_args),
+    Command("loadgen", "run one load phase from this host at a given time, print JSON (multi-host)",
+            "runner.cli.tools:cmd_loadgen", _loadgen_args),
+    Command("serve", "start one server on this host, driven over stdin (multi-host)", "runner.cli.tools:cmd_serve",
+            _serve_args),
+    Command("dashboard", "serve the web dashboard", "runner.cli.tools:cmd_dashboard", _dashboard_args),
+    Command("db", "print the database URL in use (migrating it)", "runner.cli.tools:cmd_db"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the ``xferlab`` command, one subparser per :data:`COMMANDS` entry."""
+    p = argparse.ArgumentParser(prog="xferlab", description="Benchmark lab for file-transfer servers.")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="command", required=True)
+    for cmd in COMMANDS:
+        sp = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description)
+        if cmd.arguments is not None:
+            cmd.arguments(sp)
+        sp.set_defaults(handler=cmd.handler)
+    return p
+
+
+def _handler(ref: str) -> Callable[[argparse.Namespace], int]:
+    module, _, func = ref.partition(":")
+    fn: Callable[[argparse.Namespace], int] = getattr(import_module(module), func)
+    return fn
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``xferlab`` console script. Returns the exit status."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    from runner.spec import SpecError
+    from runner.store.db import DatabaseError
+
+    try:
+        return _handler(args.handler)(args)
+    except (CliError, SpecError, DatabaseError) as exc:
+        print(f"xferlab: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,6 @@
+"""``python -m runner.cli``: the ``xferlab`` command."""
+import sys
+
+from runner.cli import main
+
+sys.exit(main())

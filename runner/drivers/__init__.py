@@ -1,0 +1,44 @@
+"""Drivers: the ways of making load, by name (see :mod:`runner.drivers.base`).
+
+The registry maps a driver's name to the module defining it (attribute ``DRIVER``);
+modules are imported on first use, so listing names costs nothing. A new driver is
+one new module here and one line in :data:`DRIVER_MODULES`.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+from runner.drivers.base import Driver, DriverUnavailable, LoadError
+
+#: The driver used when a spec names none: xferlab's own asyncio FTP client.
+DEFAULT_DRIVER = "xferlab-ftp"
+#: driver name -> module defining ``DRIVER``.
+DRIVER_MODULES: dict[str, str] = {
+    "xferlab-ftp": "runner.drivers.xferlab_ftp",
+}
+
+
+def driver_names() -> tuple[str, ...]:
+    """Names of every registered driver, default first."""
+    return tuple(DRIVER_MODULES)
+
+
+def get_driver(name: str) -> Driver:
+    """The driver registered as ``name``. Raises ValueError naming the known drivers."""
+    mod = DRIVER_MODULES.get(name)
+    if mod is None:
+        raise ValueError(f"unknown driver {name!r}; known: {', '.join(DRIVER_MODULES)}")
+    driver: Driver = import_module(mod).DRIVER
+    return driver
+
+
+def driver_record(name: str) -> dict[str, str]:
+    """What made a cell's load, as stored in the cell's environment snapshot (key
+    ``driver``): ``{"name": "xferlab-ftp", "version": "0.4.0"}``. Raises ValueError for
+    an unknown name."""
+    driver = get_driver(name)
+    return {"name": driver.name, "version": driver.version()}
+
+
+__all__ = ["DEFAULT_DRIVER", "DRIVER_MODULES", "Driver", "DriverUnavailable", "LoadError", "driver_names",
+           "driver_record", "get_driver"]

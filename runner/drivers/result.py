@@ -1,0 +1,84 @@
+"""What one load phase measured: the contract between a driver (runner.drivers) and the rest.
+
+A *phase* is one run of one workload (one cell repeat). A driver fills a
+:class:`PhaseResult`; the orchestrator adds server-side metrics (memory, server CPU)
+and stores every figure as a sample row.
+
+Units follow docs/methodology.md: bytes, seconds, milliseconds for latencies,
+MiB/s (2**20 bytes per second) for throughput.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MIB = 1 << 20
+
+
+@dataclass
+class ClientFigures:
+    """One client session's share of a phase.
+
+    Attributes:
+        bytes: payload bytes this client transferred and the server confirmed.
+        seconds: wall time from this client's first operation to its last completion (s).
+        ok: True when every operation of this client succeeded.
+    """
+
+    bytes: int
+    seconds: float
+    ok: bool = True
+
+
+@dataclass
+class PhaseResult:
+    """Figures of one workload phase, measured by the load generator.
+
+    Attributes:
+        workload: workload name (e.g. ``"retr"``, ``"login"``; see runner.workloads).
+        elapsed_s: wall time of the measured phase (s). For transfer workloads the
+            transfer phase only (first command to last ``226``), not login or setup.
+        bytes: payload bytes confirmed transferred (sum over clients). A short
+            transfer is counted as an error, and its bytes are not included.
+        ops: completed operations (sessions, transfers, QUITs).
+        latencies_ms: per-operation latencies (ms), one per completed operation.
+        errors: failed operations by kind: ``refused``, ``timeout``, ``reply_425``
+            (data connection could not be opened, e.g. passive ports exhausted),
+            ``reply_4xx`` (other 4xx), ``reply_5xx``, ``short_transfer``, ``protocol``,
+            ``reset``.
+        clients: per-client figures (for fairness); empty for single-session phases
+            that have no meaningful per-client split.
+        client_cpu_user_s / client_cpu_system_s: CPU time the load generator process
+            spent during the measured phase (s), from ``os.times()`` deltas.
+        notes: free-form remarks (e.g. "login mode: sequential").
+        started_at / ended_at: wall clock (``time.time()``, epoch seconds) of the measured
+            phase's first start and last end, None when nothing was measured; used to
+            combine phases run on several client hosts (runner.multihost).
+    """
+
+    workload: str
+    elapsed_s: float
+    bytes: int = 0
+    ops: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    clients: list[ClientFigures] = field(default_factory=list)
+    client_cpu_user_s: float = 0.0
+    client_cpu_system_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    @property
+    def throughput_mib_s(self) -> float:
+        """Confirmed payload bytes / elapsed wall time, in MiB/s (0.0 when elapsed is 0)."""
+        return self.bytes / MIB / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def ops_rate(self) -> float:
+        """Completed operations per second (1/s)."""
+        return self.ops / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def error_count(self) -> int:
+        """Total failed operations, all kinds."""
+        return sum(self.errors.values())

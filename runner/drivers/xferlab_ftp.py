@@ -1,0 +1,49 @@
+"""Driver ``xferlab-ftp``: xferlab's own asyncio FTP load generator (runner.load).
+
+Runs every workload of the catalogue over FTP (the classic suite of seed 000); pure
+Python, so it is available wherever xferlab is installed. Timing method:
+:mod:`runner.load.run`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runner.drivers.base import Checkpoint, Progress
+from runner.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from runner.backends.base import Target
+    from runner.drivers.result import PhaseResult
+    from runner.workloads import WorkloadParams
+
+
+class XferlabFtpDriver:
+    """The asyncio FTP client as a driver (implements runner.drivers.base.Driver)."""
+
+    name = "xferlab-ftp"
+    protocols: tuple[str, ...] = ("ftp",)
+    workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp")
+
+    def check(self) -> None:
+        """Always available: the client is part of xferlab."""
+
+    def version(self) -> str:
+        """xferlab's installed version (the client ships with it)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("xferlab")
+        except PackageNotFoundError:  # pragma: no cover - source checkout without install
+            return "0+unknown"
+
+    def run(self, workload: str, target: Target, params: WorkloadParams, *,
+            checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:
+        """One phase through :func:`runner.load.run.run_workload_sync` (same result,
+        same exceptions: ValueError for an unknown workload, LoadError when nothing
+        could be measured)."""
+        from runner.load.run import run_workload_sync
+
+        return run_workload_sync(workload, target, params, checkpoint=checkpoint, progress=progress)
+
+
+DRIVER = XferlabFtpDriver()

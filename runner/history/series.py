@@ -1,0 +1,173 @@
+"""The data of a history: series keys, points (a summary of one campaign's samples) and the
+verdict on two consecutive points. Method: the package docstring of :mod:`runner.history`."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from runner.report.stats import Summary, summarize
+from runner.workloads import WORKLOADS
+
+DEFAULT_ALPHA = 0.05
+DEFAULT_MIN_EFFECT = 0.05
+#: Campaigns that :func:`find_regressions` examines by default: the most recent ones
+#: (highest ids). ``window=None`` examines whole series.
+DEFAULT_WINDOW = 50
+#: Runs shorter than this are not given to the step detector (only the pair rule).
+MIN_DETECT_POINTS = 3
+#: ``metric`` of a series on the workload's primary figure.
+PRIMARY = ""
+#: Memory series: sample metric -> human name; the ``peak`` stat, bytes shown as MiB.
+MEMORY_METRICS: dict[str, str] = {"server_mem_uss": "peak USS",
+                                  "server_mem_rss_minus_shared": "peak rss - shared"}
+SERIES_METRICS = (PRIMARY, *MEMORY_METRICS)
+#: Bytes per MiB: memory series are shown in MiB.
+MIB = float(2**20)
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """Identity of a series. ``track``: explicit label, or the variant as canonical JSON;
+    ``metric``: ``""`` (primary figure) or a key of :data:`MEMORY_METRICS`.
+
+    Raises ValueError for any other metric."""
+
+    server: str
+    track: str
+    workload: str
+    params_key: str
+    metric: str = PRIMARY
+
+    def __post_init__(self) -> None:
+        if self.metric not in SERIES_METRICS:
+            raise ValueError(f"unknown series metric {self.metric!r}: use '' (the workload's primary figure) "
+                             f"or one of {', '.join(MEMORY_METRICS)}")
+
+    def as_dict(self) -> dict[str, str]:
+        """JSON-ready dict (also the query parameters of ``/api/history``)."""
+        return {"server": self.server, "track": self.track, "workload": self.workload,
+                "params_key": self.params_key, "metric": self.metric}
+
+    @property
+    def figure(self) -> tuple[str, str, bool]:
+        """``(sample metric, unit, higher_is_better)`` of the series' points."""
+        if self.metric:
+            return self.metric, "MiB", False
+        info = WORKLOADS.get(self.workload)
+        return (info.primary, info.unit, info.higher_is_better) if info else ("?", "", True)
+
+    @property
+    def title(self) -> str:
+        """Human title, e.g. ``pyftpdlib: RETR (server -> client)``; memory series end in
+        ``, server memory (peak USS)``."""
+        wl = WORKLOADS[self.workload].title if self.workload in WORKLOADS else self.workload
+        track = "" if self.track == "{}" else f" {self.track}"
+        mem = f", server memory ({MEMORY_METRICS[self.metric]})" if self.metric else ""
+        return f"{self.server}{track}: {wl}{mem}"
+
+
+@dataclass
+class Point:
+    """One (campaign, version) of a series.
+
+    Attributes:
+        campaign_id, campaign_name, created_at: the campaign the samples come from.
+        version: server version as run (``""`` when unknown).
+        label: the cells' server label in that campaign (for compare links).
+        env_class: environment class of the cells (None if not recorded).
+        unit: unit of ``samples``.
+        samples: raw values of the series' figure, one per done repeat, in run order.
+        summary: median and CI of ``samples`` (computed on first access).
+        median: median of ``samples``.
+    """
+
+    campaign_id: int
+    campaign_name: str
+    created_at: datetime | None
+    version: str
+    label: str
+    env_class: str | None
+    unit: str
+    samples: list[float] = field(default_factory=list)
+    _summary: Summary | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def summary(self) -> Summary:
+        """Median and CI of ``samples`` (:func:`runner.report.stats.summarize`). Raises ValueError when empty."""
+        if self._summary is None:
+            self._summary = summarize(self.samples)
+        return self._summary
+
+    @property
+    def median(self) -> float:
+        """Median of ``samples`` (without the CI work of :attr:`summary`)."""
+        return self._summary.median if self._summary is not None else float(statistics.median(self.samples))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: campaign, version, env_class, n, median, ci_low, ci_high, samples."""
+        s = self.summary
+        return {"campaign_id": self.campaign_id, "campaign_name": self.campaign_name,
+                "created_at": self.created_at.isoformat() if self.created_at else None,
+                "version": self.version, "label": self.label, "env_class": self.env_class, "unit": self.unit,
+                "n": len(self.samples), "median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high,
+                "samples": self.samples}
+
+
+@dataclass
+class Change:
+    """Two consecutive points of a series and the verdict.
+
+    Attributes:
+        key: the series.
+        before, after: the two points (before is older).
+        metric, unit, higher_is_better: the figure compared.
+        ratio: ``after.median / before.median`` (None if before's median is 0).
+        effect: relative change, positive = worse: of the segment levels for a candidate
+            (``level_before`` -> ``level_after``), else of the two points' medians.
+        p_value: two-sided Mann-Whitney U p-value on the raw samples of the two segments
+            (None when no test was made: not a candidate, the environment changed, or
+            |effect| < min_effect).
+        significant: ``q_value < alpha``, |effect| >= min_effect, environment unchanged.
+        kind: ``"regression"``, ``"improvement"``, ``"env_changed"`` or ``"same"``.
+        q_value: Benjamini-Hochberg adjusted p-value over every test of the call (None
+            when untested).
+        method: why the pair was examined: ``"step"`` (detected step), ``"latest"`` (the
+            newest point of a run), None (not a candidate).
+        level_before, level_after: the levels of the segments on each side (median of
+            their points' medians), for candidates.
+        points_before, points_after: number of points in those segments.
+    """
+
+    key: SeriesKey
+    before: Point
+    after: Point
+    metric: str
+    unit: str
+    higher_is_better: bool
+    ratio: float | None
+    effect: float | None
+    p_value: float | None
+    significant: bool
+    kind: str
+    q_value: float | None = None
+    method: str | None = None
+    level_before: float | None = None
+    level_after: float | None = None
+    points_before: int = 0
+    points_after: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the change (points without their raw samples)."""
+        def pt(p: Point) -> dict[str, Any]:
+            d = p.as_dict()
+            d.pop("samples")
+            return d
+
+        return {"series": self.key.as_dict(), "title": self.key.title, "metric": self.metric, "unit": self.unit,
+                "higher_is_better": self.higher_is_better, "before": pt(self.before), "after": pt(self.after),
+                "ratio": self.ratio, "effect": self.effect, "p_value": self.p_value,
+                "significant": self.significant, "kind": self.kind, "q_value": self.q_value,
+                "method": self.method, "level_before": self.level_before, "level_after": self.level_after,
+                "points_before": self.points_before, "points_after": self.points_after}

@@ -1,0 +1,168 @@
+"""The three ways RETR payload is received (``FTPSession.retr_mode``), always into one
+shared preallocated buffer (:func:`scratch_buffer`): ``"reader"`` (raw non-blocking
+socket, ``loop.add_reader`` callback draining up to :data:`_DRAIN` ``recv_into`` per
+wake-up), ``"protocol"`` (:class:`asyncio.BufferedProtocol`) and ``"recv_into"``
+(``await loop.sock_recv_into``). The payload is counted, never kept. Measured against
+each other by benchmarks/loadgen_selftest.py."""
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import TYPE_CHECKING, Literal
+
+from runner.load.replies import FTPError, classify
+
+
+class _RetrProtocol(asyncio.BufferedProtocol):
+    """RETR data connection: receives into a shared buffer, counts bytes, signals EOF."""
+
+    def __init__(self, buf: memoryview, done: asyncio.Future) -> None:
+        self.buf = buf
+        self.nbytes = 0
+        self.done = done
+
+    def get_buffer(self, sizehint: int) -> memoryview:  # noqa: D102
+        return self.buf
+
+    def buffer_updated(self, nbytes: int) -> None:  # noqa: D102
+        self.nbytes += nbytes
+
+    def eof_received(self):  # noqa: D102
+        if not self.done.done():
+            self.done.set_result(None)
+        return False
+
+    def connection_lost(self, exc) -> None:  # noqa: D102
+        if not self.done.done():
+            if exc is None:
+                self.done.set_result(None)
+            else:
+                self.done.set_exception(exc)
+
+
+_SCRATCH: dict[int, bytearray] = {}
+
+
+def scratch_buffer(size: int) -> memoryview:
+    """A process-wide receive buffer of ``size`` bytes, shared by all RETR sessions.
+
+    Received payload is only counted, never read, and each ``recv_into`` completes
+    synchronously on the single event-loop thread, so sharing one buffer is safe and
+    keeps the client's cache footprint small even with hundreds of sessions.
+    """
+    b = _SCRATCH.get(size)
+    if b is None:
+        b = _SCRATCH[size] = bytearray(size)
+    return memoryview(b)
+
+
+RetrMode = Literal["protocol", "recv_into", "reader"]
+#: Most recv_into calls per readiness callback in "reader" mode (fairness bound).
+_DRAIN = 8
+
+
+
+
+class RetrReceivers:
+    """The RETR receive loops of :class:`runner.load.ftp.FTPSession` (a base class of it:
+    they use its control connection and its data-socket bookkeeping). Each returns the
+    bytes received before the data connection closed; FTPError(kind="reset") when it
+    broke, or the kind of a failed data connect."""
+
+    if TYPE_CHECKING:  # provided by FTPSession
+        host: str
+        buffer_size: int
+        rcvlowat: int
+        _data_transports: set[asyncio.Transport]
+
+        def send(self, line: str) -> None: ...
+        async def _preliminary(self, what: str) -> None: ...
+        async def _open_raw(self, port: int) -> socket.socket: ...
+        def _drop_sock(self, sock: socket.socket) -> None: ...
+
+    async def _retr_protocol(self, port: int, path: str) -> int:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        proto = _RetrProtocol(scratch_buffer(self.buffer_size), done)
+        try:
+            transport, _ = await loop.create_connection(lambda: proto, self.host, port)
+        except OSError as e:
+            raise FTPError(classify(e), f"data connect to {self.host}:{port}: {e}") from e
+        self._data_transports.add(transport)
+        if self.rcvlowat:
+            transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT,
+                                                          self.rcvlowat)
+        try:
+            self.send(f"RETR {path}")
+            await self._preliminary(f"RETR {path}")
+            try:
+                await done
+            except OSError as e:
+                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
+            return proto.nbytes
+        finally:
+            self._data_transports.discard(transport)
+            transport.abort()
+
+    async def _retr_reader(self, port: int, path: str) -> int:
+        loop = asyncio.get_running_loop()
+        sock = await self._open_raw(port)
+        if self.rcvlowat:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.rcvlowat)
+        buf = scratch_buffer(self.buffer_size)
+        done = loop.create_future()
+        count = [0]
+        recv_into = sock.recv_into
+        fd = sock.fileno()
+
+        def readable() -> None:
+            n = 0
+            try:
+                for _ in range(_DRAIN):
+                    k = recv_into(buf)
+                    if not k:
+                        loop.remove_reader(fd)
+                        if not done.done():
+                            done.set_result(None)
+                        break
+                    n += k
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError as e:
+                loop.remove_reader(fd)
+                if not done.done():
+                    done.set_exception(e)
+            count[0] += n
+
+        try:
+            self.send(f"RETR {path}")
+            await self._preliminary(f"RETR {path}")
+            loop.add_reader(fd, readable)
+            try:
+                await done
+            except OSError as e:
+                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
+        finally:
+            loop.remove_reader(fd)
+            self._drop_sock(sock)
+        return count[0]
+
+    async def _retr_recv_into(self, port: int, path: str) -> int:
+        loop = asyncio.get_running_loop()
+        sock = await self._open_raw(port)
+        buf = scratch_buffer(self.buffer_size)
+        n = 0
+        try:
+            self.send(f"RETR {path}")
+            await self._preliminary(f"RETR {path}")
+            recv_into = loop.sock_recv_into
+            while True:
+                k = await recv_into(sock, buf)
+                if not k:
+                    break
+                n += k
+        except OSError as e:
+            raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
+        finally:
+            self._drop_sock(sock)
+        return n

@@ -1,0 +1,98 @@
+"""Merging the per-host results of one multi-host phase (runner.multihost docstring,
+docs/methodology.md): clients split over hosts, results combined into one PhaseResult,
+one ``client_host`` sample per host."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runner.drivers.result import PhaseResult
+from runner.workloads import WORKLOADS, WorkloadParams
+
+if TYPE_CHECKING:
+    from runner.store.models import Sample
+
+
+def split_clients(n: int, hosts: int) -> list[int]:
+    """Split ``n`` clients over ``hosts`` hosts as evenly as possible, earlier hosts
+    taking the remainder: ``split_clients(300, 2) == [150, 150]``,
+    ``split_clients(5, 2) == [3, 2]``. Raises ValueError for ``hosts < 1``."""
+    if hosts < 1:
+        raise ValueError("need at least one client host")
+    return [n // hosts + (1 if i < n % hosts else 0) for i in range(hosts)]
+
+
+def client_shares(workload: str, clients: int, hosts: int) -> list[int]:
+    """Clients each of ``hosts`` load hosts runs for ``workload``: the catalogue's
+    ``client_split`` ``per_host`` gives every host all ``clients`` (one transfer stream
+    per host; clients plays no part), ``split`` divides them (:func:`split_clients`)."""
+    if WORKLOADS[workload].client_split == "per_host":
+        return [clients] * hosts
+    return split_clients(clients, hosts)
+
+
+def host_params(workload: str, params: WorkloadParams, share: int) -> WorkloadParams:
+    """The WorkloadParams one client host runs: ``params`` with ``clients = share``
+    (its part of the N clients, or of the idle sessions of ``*_idle``)."""
+    return params.model_copy(update={"clients": share})
+
+
+def combine(results: list[tuple[str, PhaseResult]]) -> PhaseResult:
+    """Combine per-host PhaseResults of one phase into one (module docstring: sums,
+    merged latencies, concatenated per-client figures, union wall window or sum of
+    single-stream throughputs). ``results`` is ``[(host name, result), ...]`` of one
+    workload. Raises ValueError for an empty list or mixed workloads."""
+    if not results:
+        raise ValueError("combine: no results")
+    wl = {r.workload for _, r in results}
+    if len(wl) != 1:
+        raise ValueError(f"combine: mixed workloads {sorted(wl)}")
+    workload = wl.pop()
+    errors: dict[str, int] = {}
+    for _, r in results:
+        for k, v in r.errors.items():
+            errors[k] = errors.get(k, 0) + v
+    total_bytes = sum(r.bytes for _, r in results)
+    starts = [r.started_at for _, r in results if r.started_at is not None]
+    ends = [r.ended_at for _, r in results if r.ended_at is not None]
+    notes = [f"multi-host: load from {len(results)} client hosts: "
+             + ", ".join(f"{h} ({r.ops} ops, {r.bytes} bytes)" for h, r in results)]
+    if workload in WORKLOADS and WORKLOADS[workload].single_stream:
+        rate = sum(r.bytes / r.elapsed_s for _, r in results if r.elapsed_s > 0)
+        elapsed = total_bytes / rate if rate > 0 else max(r.elapsed_s for _, r in results)
+        notes.append("multi-host single-stream: throughput is the sum of the hosts' throughputs")
+    elif starts and ends:
+        elapsed = max(ends) - min(starts)
+        notes.append("multi-host: elapsed from the earliest start to the latest end over all hosts")
+    else:
+        elapsed = max(r.elapsed_s for _, r in results)
+    for h, r in results:
+        notes += [f"{h}: {n}" for n in r.notes]
+    return PhaseResult(
+        workload=workload, elapsed_s=max(elapsed, 0.0), bytes=total_bytes, ops=sum(r.ops for _, r in results),
+        latencies_ms=[x for _, r in results for x in r.latencies_ms], errors=errors,
+        clients=[c for _, r in results for c in r.clients],
+        client_cpu_user_s=sum(r.client_cpu_user_s for _, r in results),
+        client_cpu_system_s=sum(r.client_cpu_system_s for _, r in results), notes=notes,
+        started_at=min(starts) if starts else None, ended_at=max(ends) if ends else None)
+
+
+def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:
+    """One ``client_host`` sample per client host: value = that host's completed
+    operations (count), ``raw`` = its own figures (bytes, ops, elapsed_s,
+    throughput_mib_s, latency p50/p99 ms, errors, clients, client CPU s, started_at,
+    ended_at, late_s: how late after the common start time it began)."""
+    from runner.measure import latency_stats
+    from runner.store.models import Sample
+
+    out = []
+    late = {d.get("name") or d.get("host"): d.get("late_s") for d in docs}
+    for h, r in results:
+        lat = latency_stats(r.latencies_ms)
+        raw = {"host": h, "bytes": r.bytes, "ops": r.ops, "elapsed_s": r.elapsed_s,
+               "throughput_mib_s": r.throughput_mib_s, "latency_p50_ms": lat.get("p50"),
+               "latency_p99_ms": lat.get("p99"), "errors": r.errors, "clients": len(r.clients),
+               "client_cpu_s": r.client_cpu_user_s + r.client_cpu_system_s,
+               "started_at": r.started_at, "ended_at": r.ended_at, "late_s": late.get(h)}
+        out.append(Sample(metric="client_host", stat=h[:20], value=float(r.ops), unit="count", raw=raw))
+    return out
+

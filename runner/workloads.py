@@ -1,0 +1,165 @@
+"""The workload catalogue: names, titles in the seed's wording, parameters, primary metric,
+and the facts the rest of the lab needs about each workload (single stream or not,
+which parameter sizes the RETR fixture, how clients are split across load hosts, the
+protocol spoken). Plain data: it imports nothing from the runner.
+
+The classic suite is seed 000's ``ftpbench -b all``: eight benchmarks, each a
+separate workload here, so each runs as its own cell against a freshly started server.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MIB = 1 << 20
+
+
+class WorkloadParams(BaseModel):
+    """Parameters of one workload (all have defaults; unknown keys are rejected).
+
+    Attributes:
+        clients: concurrent sessions for the N-client workloads (seed: 300).
+        file_size: bytes of the file each client transfers in the concurrent
+            workloads (seed: 10 MiB).
+        transfer_size: bytes of the fixture file for single-stream STOR/RETR; the
+            stream is repeated until ``duration`` has passed (at least once).
+        duration: minimum seconds of single-stream transfer (STOR/RETR workloads);
+            longer than ftpbench's 1-second windows, which swing by 60% run to run.
+        login_mode: ``concurrent`` (all sessions connect and log in at once, the
+            default) or ``sequential`` (one after another, as ftpbench really does).
+        passive: data-connection mode, ``pasv`` (RFC 959) or ``epsv`` (RFC 2428).
+        op_timeout: bound on any one operation: connect, one reply, one transfer (s).
+        phase_timeout: bound on the whole phase (s); past it the phase is aborted and
+            the unfinished operations are counted as ``timeout`` errors.
+        buffer_size: receive buffer of the load generator (bytes).
+        same_file: concurrent STOR: all clients write one file (ftpbench) instead of
+            one file each (default, so servers that lock a file are not penalised).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    clients: int = Field(300, ge=1, le=20000)
+    file_size: int = Field(10 * MIB, ge=1, le=1 << 40)
+    transfer_size: int = Field(256 * MIB, ge=1, le=1 << 40)
+    duration: float = Field(3.0, gt=0, le=3600)
+    login_mode: Literal["concurrent", "sequential"] = "concurrent"
+    passive: Literal["pasv", "epsv"] = "pasv"
+    op_timeout: float = Field(30.0, gt=0, le=3600)
+    phase_timeout: float = Field(300.0, gt=0, le=24 * 3600)
+    buffer_size: int = Field(256 * 1024, ge=4096, le=64 * MIB)
+    same_file: bool = False
+
+    @field_validator("file_size", "transfer_size", "buffer_size", mode="before")
+    @classmethod
+    def _sizes(cls, v: object) -> object:
+        return parse_size(v) if isinstance(v, str) else v
+
+
+#: How a workload's clients are spread over several load-generator hosts (runner.multihost):
+#: ``split``: the N clients (or idle sessions) are divided among the hosts (150 + 150 for 300);
+#: ``per_host``: every host runs the whole workload (one transfer stream per host).
+ClientSplit = Literal["split", "per_host"]
+#: Protocols a workload can be run over (a driver names those it speaks).
+ProtocolName = Literal["ftp", "http"]
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    """Static description of a workload.
+
+    Attributes:
+        name: identifier used in specs, the store and the CLI.
+        title: row title template in seed 000's wording; ``{clients}`` and ``{size}``
+            are filled from the parameters.
+        primary: the metric the comparison table shows (``throughput`` or ``elapsed``).
+        unit: unit of the primary metric.
+        higher_is_better: direction of the primary metric.
+        uses: which WorkloadParams fields change what is measured (for the cell key).
+        single_stream: one transfer stream repeated for ``duration`` (STOR/RETR and the
+            ``*_idle`` variants); across hosts the throughput is the sum of the hosts'.
+        fixture_param: the WorkloadParams field giving the size (bytes) of the file the
+            server must hold before the phase (RETR workloads), or None.
+        client_split: how clients are spread over several load hosts (:data:`ClientSplit`).
+        protocol: protocol the workload is defined over (``ftp``; ``http`` later).
+    """
+
+    name: str
+    title: str
+    primary: str
+    unit: str
+    higher_is_better: bool
+    uses: tuple[str, ...]
+    single_stream: bool = False
+    fixture_param: str | None = None
+    client_split: ClientSplit = "split"
+    protocol: ProtocolName = "ftp"
+
+    def fixture_size(self, params: WorkloadParams) -> int | None:
+        """Bytes of the fixture file the server must hold for this workload with
+        ``params`` (``params.<fixture_param>``), or None when it needs none."""
+        return None if self.fixture_param is None else int(getattr(params, self.fixture_param))
+
+    def title_for(self, params: WorkloadParams) -> str:
+        """Row title with parameters filled in, e.g. ``300 concurrent clients (RETR 10M file)``."""
+        return self.title.format(clients=params.clients, size=human_size(params.file_size))
+
+
+_T = ("passive", "op_timeout", "buffer_size")
+WORKLOADS: dict[str, WorkloadInfo] = {
+    w.name: w
+    for w in (
+        WorkloadInfo("stor", "STOR (client -> server)", "throughput", "MiB/s", True,
+                     ("transfer_size", "duration") + _T, single_stream=True, client_split="per_host"),
+        WorkloadInfo("retr", "RETR (server -> client)", "throughput", "MiB/s", True,
+                     ("transfer_size", "duration") + _T, single_stream=True, fixture_param="transfer_size",
+                     client_split="per_host"),
+        WorkloadInfo("login", "{clients} concurrent clients (connect, login)", "elapsed", "s", False,
+                     ("clients", "login_mode", "op_timeout")),
+        WorkloadInfo("stor_idle", "STOR (1 file with {clients} idle clients)", "throughput", "MiB/s",
+                     True, ("clients", "transfer_size", "duration", "login_mode") + _T, single_stream=True),
+        WorkloadInfo("retr_idle", "RETR (1 file with {clients} idle clients)", "throughput", "MiB/s",
+                     True, ("clients", "transfer_size", "duration", "login_mode") + _T, single_stream=True,
+                     fixture_param="transfer_size"),
+        WorkloadInfo("retr_concurrent", "{clients} concurrent clients (RETR {size} file)", "elapsed",
+                     "s", False, ("clients", "file_size", "login_mode") + _T, fixture_param="file_size"),
+        WorkloadInfo("stor_concurrent", "{clients} concurrent clients (STOR {size} file)", "elapsed",
+                     "s", False, ("clients", "file_size", "login_mode", "same_file") + _T),
+        WorkloadInfo("quit", "{clients} concurrent clients (QUIT)", "elapsed", "s", False,
+                     ("clients", "login_mode", "op_timeout")),
+    )
+}
+
+CLASSIC_SUITE: tuple[str, ...] = tuple(WORKLOADS)
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Parse a byte size: ``"10M"``, ``"10MiB"``, ``"1.5G"``, ``"4096"`` (K/M/G/T are binary
+    multiples, 2**10 ...). Raises ValueError naming the bad text."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (use e.g. 4096, 512K, 10M, 10MiB, 1G)")
+    mult = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2).upper()]
+    return int(float(m.group(1)) * mult)
+
+
+def human_size(n: int) -> str:
+    """Bytes as the seed writes them: ``10M``, ``1G``, ``512K``, ``1.5M``, ``100`` (binary units)."""
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div:
+            v = n / div
+            return f"{v:.0f}{unit}" if v == int(v) else f"{v:.1f}{unit}"
+    return str(n)
+
+
+def params_key(workload: str, params: WorkloadParams) -> str:
+    """Canonical string of the parameters that matter for ``workload``: cells with the
+    same key are comparable. E.g. ``clients=300,file_size=10485760,login_mode=concurrent``."""
+    info = WORKLOADS[workload]
+    d = params.model_dump()
+    return ",".join(f"{k}={d[k]}" for k in sorted(info.uses))

@@ -1,0 +1,110 @@
+"""Passive ports left in TIME_WAIT (issue 10, item 2), against every FTP server the
+lab can run here, started by the lab's own local backend.
+
+A server that closes the data connection first (all of them do after RETR) leaves
+the connection's server side in TIME_WAIT for 60 s.  If the server binds its next
+passive listener without SO_REUSEADDR, a port with a TIME_WAIT connection cannot be
+bound again, so short transfers use up a passive range at the rate they run and
+users get ``425``.  Each server gets a 2,000-port passive range (the width tpd gets
+by default) and one session runs 5,000 short RETRs (a 16-byte file) through the
+lab's load-generator client (runner.load.ftp.FTPSession): more transfers than
+ports, so every port is reused while its previous connection is in TIME_WAIT.
+
+The lab counts 425 replies under their own error kind (``reply_425``); the test
+asserts there are none, and prints the counts per server.
+
+Twisted is the exception: each of its RETRs takes about 42 ms here, all of it between
+the end of the data and the ``226`` reply. Twisted's control connection runs without
+TCP_NODELAY, so Nagle's algorithm holds the small ``226`` segment until the client
+ACKs the ``150`` before it, and the client delays that ACK (Linux's delayed ACK,
+about 40 ms). Measured: 226 after 42.05 ms median; with TCP_QUICKACK set on the
+client's control socket, 0.06 ms. 5,000 RETRs would take about 4 minutes, so Twisted
+runs 1,000 RETRs through a 200-port range: still five transfers per port within one
+TIME_WAIT period, the same trap.
+
+Bounded: the transfers and SERVER_BUDGET_S seconds per server, whichever first.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+
+import pytest
+
+from runner.backends.base import ServerRequest, ServerSkipped
+from runner.backends.local import LocalBackend
+from runner.load.ftp import FTPError, FTPSession, Reply, classify
+from runner.load.replies import reply_error as _reply_error
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+
+RETRS = 5_000
+PASV_WIDTH = 2_000
+#: (RETRs, passive ports) where the default would take minutes (see the module docstring)
+SLOW = {"twisted": (1_000, 200)}
+SERVER_BUDGET_S = 120.0
+TINY = b"xferlab pasv 425"
+
+#: (name, version) as the backend tests name them
+SERVERS = [("pyftpdlib", "2.2.0"), ("twisted", "24.11.0"), ("vsftpd", None),
+           ("proftpd", None), ("pureftpd", None), ("tpd", None)]
+
+
+def test_425_has_its_own_error_kind():
+    e = _reply_error(Reply(425, "425 Could not open passive port."), "RETR x")
+    assert e.kind == "reply_425" and classify(e) == "reply_425" and e.code == 425
+    assert _reply_error(Reply(421, "421 Timeout."), "RETR x").kind == "reply_4xx"
+    assert _reply_error(Reply(550, "550 No."), "RETR x").kind == "reply_5xx"
+
+
+async def _many_retrs(host: str, port: int, user: str, password: str,
+                      src, retrs: int = RETRS) -> tuple[Counter, float]:
+    """One session: STOR the tiny file, then up to ``retrs`` RETRs of it within the
+    budget. Returns (outcome counts, seconds)."""
+    counts: Counter = Counter()
+    t0 = time.monotonic()
+    async with FTPSession(host, port, op_timeout=15) as s:
+        await s.connect()
+        await s.login(user, password)
+        await s.type_binary()
+        with open(src, "rb") as f:
+            await s.stor("tiny.bin", f, len(TINY))
+        for _ in range(retrs):
+            if time.monotonic() - t0 > SERVER_BUDGET_S:
+                counts["unfinished (budget)"] += retrs - sum(counts.values())
+                break
+            try:
+                await s.retr("tiny.bin", len(TINY))
+                counts["ok"] += 1
+            except FTPError as e:
+                counts[e.kind] += 1
+                if e.kind in ("reset", "timeout", "protocol"):
+                    break                       # the session is unusable
+    return counts, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("name,version", SERVERS, ids=[s[0] for s in SERVERS])
+def test_5000_short_retrs_in_one_session(name, version, tmp_path):
+    backend = LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
+    lo = random.randrange(30000, 38000)
+    retrs, width = SLOW.get(name, (RETRS, PASV_WIDTH))
+    req = ServerRequest(name, version, variant={"pasv_ports": f"{lo}-{lo + width - 1}"})
+    try:
+        backend.check(req)
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    h = backend.start(req)
+    try:
+        t = h.target
+        src = tmp_path / "tiny.bin"
+        src.write_bytes(TINY)
+        counts, secs = asyncio.run(_many_retrs(t.host, t.port, t.user, t.password, src, retrs))
+    finally:
+        h.stop()
+    print(f"{name}: {dict(counts)} in {secs:.1f} s")
+    assert counts["ok"] + counts["reply_425"] == retrs, dict(counts)
+    assert counts["reply_425"] == 0, (
+        f"{name} ran out of passive ports: {dict(counts)} (425 after "
+        f"{counts['ok']} transfers through {width} ports)")

@@ -1,0 +1,24 @@
+"""The ``xferlab`` command's registry: every subcommand is registered once with a
+handler that exists, and user errors exit 2 with a message (no traceback)."""
+from __future__ import annotations
+
+from importlib import import_module
+
+from runner.cli import COMMANDS, build_parser, main
+
+
+def test_registry_handlers_exist_and_parse():
+    names = [c.name for c in COMMANDS]
+    assert len(names) == len(set(names))
+    for c in COMMANDS:
+        module, _, func = c.handler.partition(":")
+        assert callable(getattr(import_module(module), func)), c.handler
+    args = build_parser().parse_args(["export", "3", "--format", "md"])
+    assert (args.command, args.id, args.format, args.handler) == ("export", 3, "md", "runner.cli.read:cmd_export")
+
+
+def test_servers_fetch_unknown_name_is_a_user_error(capsys):
+    """Was AttributeError: runner.backends.local has no fetch_debian_server."""
+    assert main(["servers", "--fetch", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "xferlab: error: --fetch 'nosuch': not a Debian-packaged server; one of vsftpd" in err

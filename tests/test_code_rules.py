@@ -1,0 +1,44 @@
+"""The code rules of docs/architecture.md ("How the rules are enforced"), run by the README's
+test command: ruff (lint), mypy (types of runner/ and dashboard/), import-linter (the layering
+contracts in pyproject.toml) and the size of modules. Each tool is configured in
+pyproject.toml; each test runs it as a subprocess and shows its report when it fails."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+#: Most lines in one Python module of runner/ or dashboard/ (issue 11).
+MAX_MODULE_LINES = 450
+
+
+def _run(tool: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    exe = BIN / tool
+    if not exe.exists():
+        pytest.fail(f"{tool} is not installed in {BIN}: pip install -e '.[test]'")
+    return subprocess.run([str(exe), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_ruff():
+    r = _run("ruff", "check", "--no-cache", "runner", "dashboard", "tests", "benchmarks")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_mypy():
+    r = _run("mypy", "--no-incremental", "--cache-dir", "/dev/null")  # files and options: pyproject.toml
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_import_contracts():
+    r = _run("lint-imports", "--no-cache")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_no_module_over_the_line_limit():
+    long = {str(p.relative_to(ROOT)): n for top in ("runner", "dashboard") for p in sorted((ROOT / top).rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"split these along their concerns (at most {MAX_MODULE_LINES} lines): {long}"
