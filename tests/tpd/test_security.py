@@ -330,3 +330,89 @@ def test_failed_ftp_stor_keeps_old_file(server):
     assert retr(f, "keep.bin") == b"replaced+more"
     f.quit()
     assert _no_temp_files(server.home)
+
+
+def _nested_dirs(root, name: str, depth: int) -> str:
+    """Make root/name/name/... (depth levels) without passing PATH_MAX on the
+    host side; returns the virtual path "/name/name/..."."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    finally:
+        os.close(fd)
+    return ("/" + name) * depth
+
+
+def test_long_location_is_whole_and_pipelining_stays_in_step(server):
+    # A 3.9 KB path of raw UTF-8 bytes percent-encodes to an 11.6 KB Location,
+    # more than the 8 KiB the response head used to be cut to (the rest of the
+    # head, and the blank line, were lost: the next pipelined response was then
+    # read as part of this one).
+    name = "é" * 120                                   # 240 bytes -> 720 encoded
+    vpath = _nested_dirs(server.home, name, 16)
+    raw_target = vpath.encode()
+    assert len(raw_target) < 8000
+    encoded = "".join("/" + "%C3%A9" * 120 for _ in range(16)) + "/"
+    assert len(encoded) > 11_000
+    (server.home / "after.txt").write_bytes(b"second")
+    out = raw_exchange(server, b"GET " + raw_target + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+                               b"GET /after.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    first, _, rest = out.partition(b"\r\n\r\n")
+    status, headers, _ = head_of(first + b"\r\n\r\n")
+    assert status == 301, out[:200]
+    assert headers["location"] == encoded
+    assert int(headers["content-length"]) == 0
+    status, headers, _ = head_of(rest)
+    assert status == 200 and rest.endswith(b"\r\n\r\nsecond"), rest[:300]
+    # the PUT 201 Location too
+    out = raw_exchange(server, b"PUT " + raw_target + b"/new HTTP/1.1\r\nHost: x\r\n"
+                               b"Content-Length: 2\r\n\r\nok"
+                               b"GET /after.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    first, _, rest = out.partition(b"\r\n\r\n")
+    status, headers, _ = head_of(first + b"\r\n\r\n")
+    assert status == 201 and headers["location"] == encoded + "new", out[:200]
+    assert head_of(rest)[0] == 200 and rest.endswith(b"second")
+
+
+def test_unfinished_uploads_are_invisible_and_reserved_names_refused(server):
+    # An upload in progress leaves no name in the directory (O_TMPFILE): it
+    # cannot be listed, fetched, renamed or deleted by another client.
+    s = socket.create_connection(("127.0.0.1", server.http_port), timeout=10)
+    s.sendall(b"PUT /big.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"z" * 5000)
+    ctl = Raw(server.ftp_port)
+    ctl.login()
+    port = pasv_port(ctl.cmd("PASV"))
+    data = socket.create_connection(("127.0.0.1", port), timeout=10)
+    assert ctl.cmd("STOR other.bin").startswith("150")
+    data.sendall(b"q" * 20000)
+    time.sleep(0.5)
+    assert os.listdir(server.home) == [], os.listdir(server.home)
+    assert b"tpd-up" not in raw_exchange(server, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.close()
+    data.close()
+    assert ctl.reply().startswith("226")
+    ctl.close()
+    assert sorted(os.listdir(server.home)) == ["other.bin"]
+    # names with the reserved prefix (left by a filesystem without O_TMPFILE)
+    # are neither listed nor reachable, and cannot be created
+    (server.home / ".tpd-up.0123456789abcdef").write_bytes(b"partial")
+    (server.home / "sub").mkdir()
+    (server.home / "sub" / ".tpd-up.x").write_bytes(b"partial")
+    for path in (b"/.tpd-up.0123456789abcdef", b"/sub/.tpd-up.x", b"/.tpd-up.new"):
+        out = raw_exchange(server, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert head_of(out)[0] == 403, (path, out[:200])
+        out = raw_exchange(server, b"PUT " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+                                                    b"Connection: close\r\n\r\nx")
+        assert head_of(out)[0] == 403, (path, out[:200])
+    f = connect(server)
+    assert f.nlst() == ["other.bin", "sub"] or sorted(f.nlst()) == ["other.bin", "sub"]
+    assert f.nlst("sub") == []
+    for cmd in ("RETR .tpd-up.0123456789abcdef", "DELE sub/.tpd-up.x", "RNFR .tpd-up.0123456789abcdef"):
+        with pytest.raises(ftplib.error_perm):
+            f.sendcmd(cmd) if not cmd.startswith("RETR") else retr(f, cmd.split()[1])
+    f.quit()
+    assert (server.home / "sub" / ".tpd-up.x").read_bytes() == b"partial"

@@ -104,7 +104,7 @@ static void reply(struct ftp_sess *s, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void reply(struct ftp_sess *s, int code, const char *fmt, ...)
 {
-    char buf[VPATH_MAX + 256];
+    char buf[VPATH_MAX * 2 + 256];    /* a quoted path doubles its '"' */
     int n = snprintf(buf, sizeof(buf), "%d ", code);
     va_list ap;
     va_start(ap, fmt);
@@ -1392,7 +1392,7 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer)
     s->pasv = (struct handler){ H_FTP_PASV, -1, 0, &s->base };
     s->data = (struct handler){ H_FTP_DATA, -1, 0, &s->base };
     s->file_fd = -1;
-    s->up.dirfd = -1;
+    s->up.dirfd = s->up.fd = -1;
     s->peer = *peer;
     getsockname(fd, (struct sockaddr *)&s->local, &llen);
     setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one));

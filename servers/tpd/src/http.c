@@ -783,7 +783,7 @@ void http_accept(int fd, const struct sockaddr_storage *peer)
     c->h = (struct handler){ H_HTTP, fd, 0, &c->base };
     c->file_fd = -1;
     c->up_fd = -1;
-    c->up.dirfd = -1;
+    c->up.dirfd = c->up.fd = -1;
     c->state = HS_READ;
     sockaddr_to_str((const struct sockaddr *)peer, c->base.peer_str,
                     sizeof(c->base.peer_str));

@@ -236,7 +236,13 @@ int obuf_append(struct obuf *b, const void *data, size_t len, size_t limit)
     return 0;
 }
 
-/* printf-style append (formatted text is bounded to 8 KiB). */
+/*
+ * printf-style append.  The whole formatted text is appended or nothing:
+ * text longer than the stack buffer is formatted again into a heap buffer
+ * (a response head with a 12 KiB Location must never be cut short, or the
+ * next pipelined response would be read as part of it).  Returns 0, or -1
+ * when formatting fails, memory runs out or b would pass limit.
+ */
 int obuf_printf(struct obuf *b, size_t limit, const char *fmt, ...)
 {
     char tmp[8192];
@@ -246,9 +252,19 @@ int obuf_printf(struct obuf *b, size_t limit, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return -1;
-    if ((size_t)n >= sizeof(tmp))
-        n = sizeof(tmp) - 1;
-    return obuf_append(b, tmp, (size_t)n, limit);
+    if ((size_t)n < sizeof(tmp))
+        return obuf_append(b, tmp, (size_t)n, limit);
+    if (b->len - b->off + (size_t)n > limit)
+        return -1;
+    char *big = malloc((size_t)n + 1);
+    if (!big)
+        return -1;
+    va_start(ap, fmt);
+    int m = vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int r = m == n ? obuf_append(b, big, (size_t)n, limit) : -1;
+    free(big);
+    return r;
 }
 
 /*

@@ -216,13 +216,19 @@ struct lister *vfs_list_open(const struct user *u, const char *vpath,
                              int style);
 ssize_t vfs_list_read(struct lister *l, char *buf, size_t cap);
 void vfs_list_close(struct lister *l);
-/* Uploads that replace a file: written to a temporary name in the target's
- * directory, renamed over the target on success, unlinked on failure. */
+/* Uploads that replace a file: written to an unnamed O_TMPFILE inode in
+ * the target's directory (a random ".tpd-up.*" name where the filesystem
+ * lacks O_TMPFILE), given a name and renamed over the target on success,
+ * discarded on failure.  Names beginning TMP_PREFIX are reserved: never
+ * listed, refused when a client names them (EACCES). */
+#define TMP_PREFIX ".tpd-up."
 struct upload {
     int dirfd;             /* O_PATH parent directory, -1 when idle     */
-    char tmp[64];          /* temporary name in dirfd                   */
+    int fd;                /* O_TMPFILE inode (own descriptor), or -1   */
+    char tmp[64];          /* temporary name in dirfd (named mode)      */
     char *name;            /* final name in dirfd (malloc'd)            */
 };
+bool vfs_reserved_path(const char *vpath);
 int  vfs_upload_open(const struct user *u, const char *vpath,
                      struct upload *up, bool *existed);
 int  vfs_upload_commit(struct upload *up);

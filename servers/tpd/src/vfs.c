@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,12 +48,27 @@ static int check_beneath(const struct user *u, int fd)
 }
 
 /*
+ * Does a component of normalised vpath begin with TMP_PREFIX?  Such names
+ * are upload temporaries (see struct upload): clients cannot open, list,
+ * create, rename or delete them.
+ */
+bool vfs_reserved_path(const char *vpath)
+{
+    return strstr(vpath, "/" TMP_PREFIX) != NULL ||
+           strncmp(vpath, TMP_PREFIX, sizeof(TMP_PREFIX) - 1) == 0;
+}
+
+/*
  * Open normalised virtual path vpath below u's home.  flags are open(2)
  * flags (O_CLOEXEC is added); mode is used with O_CREAT.  Returns a
  * descriptor or -1 with errno set (EXDEV/ELOOP for escape attempts).
  */
 int vfs_open(const struct user *u, const char *vpath, int flags, mode_t mode)
 {
+    if (vfs_reserved_path(vpath)) {
+        errno = EACCES;
+        return -1;
+    }
     const char *rel = vpath_rel(vpath);
     if (!g_no_openat2) {
         struct open_how how;
@@ -95,6 +111,10 @@ int vfs_open_parent(const struct user *u, const char *vpath, const char **name)
         pl = 1;                           /* parent is "/" */
     if (pl >= sizeof(parent)) {
         errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (vfs_reserved_path(vpath)) {
+        errno = EACCES;
         return -1;
     }
     memcpy(parent, vpath, pl);
@@ -208,7 +228,8 @@ ssize_t vfs_list_read(struct lister *l, char *buf, size_t cap)
         }
         if (de->d_name[0] == '.' &&
             (de->d_name[1] == '\0' ||
-             (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+             (de->d_name[1] == '.' && de->d_name[2] == '\0') ||
+             !strncmp(de->d_name, TMP_PREFIX, sizeof(TMP_PREFIX) - 1)))
             continue;
         struct stat st;
         if (fstatat(dirfd(l->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -229,22 +250,37 @@ void vfs_list_close(struct lister *l)
     free(l);
 }
 
-static unsigned g_upload_seq;
+/* A fresh unpredictable temporary name: TMP_PREFIX + 16 hex digits. */
+static void random_tmp_name(char *out, size_t cap)
+{
+    uint64_t r;
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        r = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+            ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)out;
+    }
+    snprintf(out, cap, TMP_PREFIX "%016llx", (unsigned long long)r);
+}
 
 /*
- * Open a temporary file for an upload that replaces vpath: the parent
- * directory is opened beneath u's home, the file is created there under a
- * unique name ".tpd-up.<pid>.<n>" (O_EXCL, never following symlinks).
- * *existed tells whether vpath existed.  Returns the write descriptor and
- * fills *up, or -1 with errno set (EISDIR if vpath is a directory, EPERM
- * for the root, EACCES for a non-regular target).
+ * Open a temporary file for an upload that replaces vpath.  The parent
+ * directory is opened beneath u's home; the file is an unnamed O_TMPFILE
+ * inode in it, so an unfinished upload is never visible and a crash leaves
+ * nothing behind.  Filesystems without O_TMPFILE get a named file with an
+ * unpredictable reserved name (TMP_PREFIX + 64 random bits, O_EXCL, never
+ * following symlinks).  *existed tells whether vpath existed; an existing
+ * file's permission bits are kept.  Returns the write descriptor and fills
+ * *up, or -1 with errno set (EISDIR if vpath is a directory, EPERM for the
+ * root, EACCES for a non-regular target or a reserved name).
  */
 int vfs_upload_open(const struct user *u, const char *vpath,
                     struct upload *up, bool *existed)
 {
     const char *name;
     struct stat st;
-    up->dirfd = -1;
+    up->dirfd = up->fd = -1;
+    up->tmp[0] = '\0';
     up->name = NULL;
     *existed = false;
     int probe = vfs_open(u, vpath, O_PATH, 0);
@@ -274,54 +310,114 @@ int vfs_upload_open(const struct user *u, const char *vpath,
         errno = ENOMEM;
         return -1;
     }
-    for (int i = 0; i < 16; i++) {
-        snprintf(up->tmp, sizeof(up->tmp), ".tpd-up.%ld.%u", (long)getpid(),
-                 g_upload_seq++);
-        int fd = openat(dfd, up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-                        O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                        *existed ? (st.st_mode & 0777) : 0644);
-        if (fd >= 0) {
-            if (*existed)
-                (void)fchmod(fd, st.st_mode & 0777);  /* keep the old mode */
-            up->dirfd = dfd;
-            return fd;
+    mode_t mode = *existed ? (st.st_mode & 0777) : 0644;
+    /* O_TMPFILE needs a real directory descriptor, not O_PATH */
+    int wd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = wd < 0 ? -1 : openat(wd, ".", O_TMPFILE | O_WRONLY | O_NONBLOCK |
+                                  O_NOCTTY | O_CLOEXEC, mode);
+    if (wd >= 0)
+        close(wd);
+    if (fd >= 0) {
+        up->fd = dup(fd);
+        if (up->fd < 0) {
+            int e = errno;
+            close(fd);
+            close(dfd);
+            free(up->name);
+            up->name = NULL;
+            errno = e;
+            return -1;
         }
+    } else if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+        for (int i = 0; i < 16; i++) {
+            random_tmp_name(up->tmp, sizeof(up->tmp));
+            fd = openat(dfd, up->tmp, O_WRONLY | O_CREAT | O_EXCL |
+                        O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+            if (fd >= 0 || errno != EEXIST)
+                break;
+        }
+        if (fd < 0)
+            up->tmp[0] = '\0';
+    }
+    if (fd < 0) {
+        int e = errno;
+        close(dfd);
+        free(up->name);
+        up->name = NULL;
+        errno = e;
+        return -1;
+    }
+    if (*existed)
+        (void)fchmod(fd, st.st_mode & 0777);  /* keep the old mode (not umask'd) */
+    up->dirfd = dfd;
+    return fd;
+}
+
+/*
+ * Give an O_TMPFILE inode the reserved name up->tmp in up->dirfd.  linkat
+ * through /proc/self/fd needs no privilege; AT_EMPTY_PATH (which needs
+ * CAP_DAC_READ_SEARCH) is the fallback where /proc is not mounted.
+ */
+static int link_tmpfile(struct upload *up)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", up->fd);
+    for (int i = 0; i < 16; i++) {
+        random_tmp_name(up->tmp, sizeof(up->tmp));
+        int r = linkat(AT_FDCWD, proc, up->dirfd, up->tmp, AT_SYMLINK_FOLLOW);
+        if (r < 0 && errno == ENOENT)
+            r = linkat(up->fd, "", up->dirfd, up->tmp, AT_EMPTY_PATH);
+        if (r == 0)
+            return 0;
         if (errno != EEXIST)
             break;
     }
-    int e = errno;
-    close(dfd);
-    free(up->name);
-    up->name = NULL;
-    errno = e;
+    up->tmp[0] = '\0';
     return -1;
 }
 
-/* Rename the finished upload over its target.  Returns 0 or -1 (errno). */
+/* Release what an upload holds; the temporary name, if any, is unlinked. */
+static void upload_release(struct upload *up)
+{
+    if (up->tmp[0])
+        unlinkat(up->dirfd, up->tmp, 0);
+    up->tmp[0] = '\0';
+    if (up->fd >= 0)
+        close(up->fd);
+    up->fd = -1;
+    close(up->dirfd);
+    up->dirfd = -1;
+    free(up->name);
+    up->name = NULL;
+}
+
+/*
+ * Put the finished upload in place of its target: an O_TMPFILE inode is
+ * linked under a reserved name, then renamed over the target (rename(2)
+ * replaces atomically: readers see the old file or the new one).  Returns
+ * 0 or -1 (errno); either way the upload is released.
+ */
 int vfs_upload_commit(struct upload *up)
 {
     if (up->dirfd < 0)
         return 0;
-    int r = renameat(up->dirfd, up->tmp, up->dirfd, up->name);
+    int r = 0;
+    if (up->fd >= 0)
+        r = link_tmpfile(up);
+    if (r == 0)
+        r = renameat(up->dirfd, up->tmp, up->dirfd, up->name);
     int e = errno;
-    if (r < 0)
-        unlinkat(up->dirfd, up->tmp, 0);
-    close(up->dirfd);
-    up->dirfd = -1;
-    free(up->name);
-    up->name = NULL;
+    if (r == 0)
+        up->tmp[0] = '\0';     /* renamed: nothing to unlink */
+    upload_release(up);
     errno = e;
     return r;
 }
 
-/* Discard a failed upload: the temporary file goes, the target stays. */
+/* Discard a failed upload: the temporary inode or name goes, the target stays. */
 void vfs_upload_abort(struct upload *up)
 {
     if (up->dirfd < 0)
         return;
-    unlinkat(up->dirfd, up->tmp, 0);
-    close(up->dirfd);
-    up->dirfd = -1;
-    free(up->name);
-    up->name = NULL;
+    upload_release(up);
 }
