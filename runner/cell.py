@@ -142,7 +142,8 @@ def measured(result: PhaseResult, *, build_info: dict[str, Any] | None,
              server_cpu: tuple[float, float] | None = None, memory_timeline: list[Any] | None = None,
              cgroup_memory: dict[str, float] | None = None, extra_samples: Sequence[Sample] = (),
              server_alive: bool = True, server_where: str | None = None, exit_reason: str | None = None,
-             summary_suffix: str = "", environment: dict[str, Any] | None = None) -> CellOutcome:
+             summary_suffix: str = "", environment: dict[str, Any] | None = None,
+             kernel_note: str = "") -> CellOutcome:
     """The outcome of a measured phase: its sample rows (runner.measure.phase_samples,
     then ``extra_samples``), ``done`` when no operation failed, else ``failed`` with
     :func:`failure_reason` and, when the server was not running at the end, ``"; server
@@ -150,16 +151,20 @@ def measured(result: PhaseResult, *, build_info: dict[str, Any] | None,
 
     Args are those of phase_samples (memory in bytes, CPU in s), plus the server's
     ``build_info``, whether it was alive at the end, where it ran (multi-host: the
-    host name), why it exited when known, a suffix of the one-line summary and the
-    cell's own environment snapshot."""
+    host name), why it exited when known, a suffix of the one-line summary, the
+    cell's own environment snapshot and ``kernel_note``, the sentence of the phase's
+    non-zero kernel TCP counters (runner.metrics.tcpstats.format_tcp_counters), added
+    to the summary and, for a failed cell, to the reason (``"; kernel: ..."``)."""
     samples = phase_samples(result, memory=memory, server_cpu=server_cpu, memory_timeline=memory_timeline,
                             cgroup_memory=cgroup_memory)
     samples += list(extra_samples)
-    summary = headline(result) + summary_suffix
+    summary = headline(result) + summary_suffix + (f"; kernel: {kernel_note}" if kernel_note else "")
     build = dict(build_info) if build_info is not None else None
     if not result.error_count:
         return CellOutcome("done", None, result, samples, build, summary, environment)
     reason = failure_reason(result)
+    if kernel_note:
+        reason += f"; kernel: {kernel_note}"
     if not server_alive:  # say so when the server died under load
         where = f" on {server_where}" if server_where else ""
         reason += f"; server{where} not running at the end of the cell" + (f" ({exit_reason})" if exit_reason else "")

@@ -40,6 +40,60 @@ from runner.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
 
+
+class _TcpWatch:
+    """The kernel TCP counters of the server's network namespace over the measured
+    phase, and its listen backlogs (runner.metrics.tcpstats), for one cell. Never
+    raises: what cannot be read (no /proc, no ``ss``, no permission for ``nsenter``) is
+    logged and left out of the cell.
+
+    Under the local backend the server shares the machine's namespace, so the counts
+    include the load generator's side of every connection (docs/methodology.md)."""
+
+    def __init__(self, pid: int | None) -> None:
+        from runner.metrics import tcpstats
+
+        self.backlogs: list[tuple[str, int]] | None = None
+        self.counters: tcpstats.PhaseCounters | None = None
+        if pid is None:
+            return
+        try:
+            self.backlogs = [(s.local, s.backlog) for s in tcpstats.listen_backlogs(pid)]
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("listen backlog of pid %s not read: %s", pid, exc)
+        try:
+            self.counters = tcpstats.PhaseCounters(pid).__enter__()
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("TCP counters of pid %s not read: %s", pid, exc)
+
+    def finish(self) -> tuple[list[Any], str]:
+        """Read the counters again; return (sample rows, the sentence of the non-zero
+        counters with the backlog, e.g. ``"148 listen overflows, ...; backlog 32"``)."""
+        from runner.measure import tcp_samples
+        from runner.metrics import tcpstats
+
+        if self.counters is None:
+            return [], ""
+        try:
+            self.counters.__exit__(None, None, None)
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("TCP counters not read after the phase: %s", exc)
+            return [], ""
+        delta = self.counters.delta
+        before = self.counters.before
+        samples = tcp_samples(delta, self.backlogs, before.netns if before else "")
+        sentence = tcpstats.format_tcp_counters(delta, [b for _, b in self.backlogs or []])
+        if sentence and before is not None and before.netns and before.netns == _own_netns():
+            sentence += " (host namespace: the load generator's side included)"
+        return samples, sentence
+
+
+def _own_netns() -> str:
+    try:
+        return os.readlink("/proc/self/ns/net")
+    except OSError:
+        return ""
+
 __all__ = ["CellOutcome", "Heartbeat", "LogReporter", "Reporter", "cell_runner", "resolve_backend", "run_campaign",
            "run_local_cell", "warmup_params"]
 
@@ -189,6 +243,7 @@ def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
                            progress=lambda text: progress(f"warm-up: {text}"))
             except LoadError as exc:
                 raise ServerFailed(f"warm-up failed: {exc}") from exc
+        tcp = _TcpWatch(handle.pid)
         cpu0 = sampler.cpu_times() if sampler else None
         snaps: dict[str, Any] = {"start": start_mem}
 
@@ -197,6 +252,7 @@ def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
                 snaps[name] = sampler.checkpoint(name)
 
         result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+        tcp_rows, kernel_note = tcp.finish()
         memory = None
         server_cpu = None
         timeline = None
@@ -213,7 +269,8 @@ def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
         return measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
                         # docker backend: the container's memory cgroup (current/peak/anon)
                         cgroup_memory=handle.cgroup_memory(), server_alive=alive,
-                        exit_reason=None if alive else (handle.exit_reason() or "exited"))
+                        exit_reason=None if alive else (handle.exit_reason() or "exited"),
+                        extra_samples=tcp_rows, kernel_note=kernel_note)
     except ServerSkipped as exc:
         return skipped(str(exc))
     except (ServerFailed, LoadError) as exc:

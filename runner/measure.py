@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from runner.drivers.result import PhaseResult
+from runner.drivers.result import LATE_SESSION_S, PhaseResult
 from runner.store.models import Sample
 from runner.workloads import WORKLOADS
 
@@ -82,6 +82,9 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="fairness", stat="jain", value=jain_index(rates), unit="ratio", raw=raw))
         out.append(Sample(metric="fairness", stat="min_time", value=min(times), unit="s"))
         out.append(Sample(metric="fairness", stat="max_time", value=max(times), unit="s"))
+    if result.greeted_sessions:
+        out.append(Sample(metric="late_sessions", stat="value", value=float(result.late_sessions), unit="count",
+                          raw={"greeted": result.greeted_sessions, "threshold_s": LATE_SESSION_S}))
     out.append(Sample(metric="client_cpu", stat="user", value=result.client_cpu_user_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="system", value=result.client_cpu_system_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="utilization", value=client_utilization(result), unit="ratio"))
@@ -110,6 +113,30 @@ def headline(result: PhaseResult) -> str:
     s += f", {result.ops} ops"
     if result.error_count:
         s += ", errors: " + ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items()))
+    if result.late_sessions:
+        s += f", {result.late_sessions} of {result.greeted_sessions} sessions waited > {LATE_SESSION_S:g} s"
     if client_utilization(result) >= CLIENT_BOUND_UTILIZATION:
         s += " [client-bound]"
     return s
+
+
+def tcp_samples(delta: dict[str, int], backlogs: list[tuple[str, int]] | None, netns: str = "") -> list[Sample]:
+    """Sample rows of the kernel TCP counters of one phase (runner.metrics.tcpstats).
+
+    Args:
+        delta: ``{counter name: count during the phase}`` (counters_delta), stored one
+            row each as metric ``tcp``, stat = the kernel's counter name, unit ``count``;
+            the first row's ``raw`` names the network namespace read.
+        backlogs: the server's listening sockets as ``[(local address, backlog), ...]``,
+            stored as metric ``listen_backlog`` (value: the smallest backlog, the one a
+            burst of connects overflows first; ``raw``: every socket). None: not read.
+        netns: the namespace's identity (``net:[4026531840]``).
+    Returns: unsaved Sample objects."""
+    out = [Sample(metric="tcp", stat=name[:20], value=float(n), unit="count",
+                  raw={"netns": netns} if i == 0 and netns else None)
+           for i, (name, n) in enumerate(delta.items())]
+    if backlogs:
+        out.append(Sample(metric="listen_backlog", stat="value", value=float(min(b for _, b in backlogs)),
+                          unit="count", raw=[list(b) for b in backlogs]))
+    return out
+

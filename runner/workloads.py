@@ -31,7 +31,15 @@ class WorkloadParams(BaseModel):
         login_mode: ``concurrent`` (all sessions connect and log in at once, the
             default) or ``sequential`` (one after another, as ftpbench really does).
         passive: data-connection mode, ``pasv`` (RFC 959) or ``epsv`` (RFC 2428).
-        op_timeout: bound on any one operation: connect, one reply, one transfer (s).
+        op_timeout: bound on any one operation after the greeting: one reply, one
+            transfer (s).
+        connect_timeout: bound on connect + greeting of a session (s). Long by default
+            (130 s), as ftpbench waits: a server whose accept queue overflowed under a
+            burst of connects completes the handshake only after the kernel retransmits
+            (SYN-ACK up to 63 s with ``tcp_synack_retries=5``; the client's SYN up to
+            127 s with ``tcp_syn_retries=6``), so a slow server gets a figure, not a
+            failure (docs/methodology.md, "Slow is a figure"). Not part of the cell key:
+            it changes nothing a completed cell measured.
         phase_timeout: bound on the whole phase (s); past it the phase is aborted and
             the unfinished operations are counted as ``timeout`` errors.
         buffer_size: receive buffer of the load generator (bytes).
@@ -48,6 +56,7 @@ class WorkloadParams(BaseModel):
     login_mode: Literal["concurrent", "sequential"] = "concurrent"
     passive: Literal["pasv", "epsv"] = "pasv"
     op_timeout: float = Field(30.0, gt=0, le=3600)
+    connect_timeout: float = Field(130.0, gt=0, le=3600)
     phase_timeout: float = Field(300.0, gt=0, le=24 * 3600)
     buffer_size: int = Field(256 * 1024, ge=4096, le=64 * MIB)
     same_file: bool = False

@@ -197,8 +197,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         cid, total = camp.id, camp.cells_total
     console.print(f"campaign [bold]{cid}[/] '{spec.name}': {total} cells "
                   f"({len(spec.servers)} servers, backend {backend.name}, {spec.repeats} repeats)")
+    if backend.name == "local":
+        _warn_syncookies(console)
     _run_with_progress(console, engine, cid, total, 0)
     return _print_results(console, engine, cid, args)
+
+
+def _warn_syncookies(console) -> None:
+    """Local servers share this host's network namespace: say so when SYN cookies are on
+    (docs/methodology.md, "Slow is a figure"; the docker backend and the Ansible tuning
+    role turn them off)."""
+    from runner.metrics.environment import read_sysctl
+
+    if read_sysctl("net.ipv4.tcp_syncookies") not in (None, "0"):
+        console.print("[yellow]note:[/] net.ipv4.tcp_syncookies is on here: a server with a small listen backlog "
+                      "(vsftpd: 32) can leave sessions waiting for a greeting that never comes under a burst of "
+                      "connects; `sysctl -w net.ipv4.tcp_syncookies=0` (or the Ansible tuning role) turns it off")
 
 
 def _run_with_progress(console, engine, cid: int, total: int, done: int) -> None:

@@ -12,6 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MIB = 1 << 20
+#: A session whose connect + greeting took longer than this (s) is counted as *late*:
+#: the first SYN or SYN-ACK retransmission of Linux fires after 1 s (initial RTO,
+#: RFC 6298 as Linux applies it) and the second 2 s later, so a wait past 3 s means the
+#: kernel retransmitted its handshake at least twice (an accept queue that overflowed;
+#: the cell's TCP counters say how many times).
+LATE_SESSION_S = 3.0
 
 
 @dataclass
@@ -53,6 +59,10 @@ class PhaseResult:
         started_at / ended_at: wall clock (``time.time()``, epoch seconds) of the measured
             phase's first start and last end, None when nothing was measured; used to
             combine phases run on several client hosts (runner.multihost).
+        greeted_sessions: sessions of the phase (setup included) that got their greeting.
+        late_sessions: of those, how many waited more than :data:`LATE_SESSION_S`
+            (3 s) for connect + greeting: the kernel retransmitted their handshake
+            (docs/methodology.md, "Slow is a figure").
     """
 
     workload: str
@@ -67,6 +77,8 @@ class PhaseResult:
     notes: list[str] = field(default_factory=list)
     started_at: float | None = None
     ended_at: float | None = None
+    greeted_sessions: int = 0
+    late_sessions: int = 0
 
     @property
     def throughput_mib_s(self) -> float:

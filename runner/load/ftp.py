@@ -106,8 +106,10 @@ class FTPSession(RetrReceivers):
     Args:
         host: server IP address or name (loopback in tests).
         port: FTP control port.
-        op_timeout: bound on each operation (s): connect, one reply, one whole
-            transfer (data connect + payload + final reply).
+        op_timeout: bound on each operation after the greeting (s): one reply, one
+            whole transfer (data connect + payload + final reply).
+        connect_timeout: bound on the control connect and on the greeting (s); None =
+            ``op_timeout``. The load generator passes a long one (WorkloadParams).
         passive: ``"pasv"`` (RFC 959) or ``"epsv"`` (RFC 2428) data connections.
         buffer_size: RETR receive buffer (bytes), shared across sessions.
         retr_mode: how RETR payload is read, always into one shared preallocated buffer:
@@ -126,11 +128,13 @@ class FTPSession(RetrReceivers):
     """
 
     def __init__(self, host: str, port: int, *, op_timeout: float = 30.0,
-                 passive: Literal["pasv", "epsv"] = "pasv", buffer_size: int = 256 * 1024,
+                 connect_timeout: float | None = None, passive: Literal["pasv", "epsv"] = "pasv",
+                 buffer_size: int = 256 * 1024,
                  retr_mode: RetrMode = "reader", rcvlowat: int | None = None) -> None:
         self.host = host
         self.port = port
         self.op_timeout = op_timeout
+        self.connect_timeout = op_timeout if connect_timeout is None else connect_timeout
         self.passive = passive
         self.buffer_size = buffer_size
         self.retr_mode = retr_mode
@@ -143,32 +147,35 @@ class FTPSession(RetrReceivers):
     # -- control connection -------------------------------------------------------
     async def connect(self) -> Reply:
         """Open the control connection and read the greeting (``220``; a ``120``
-        preliminary is skipped). Returns the greeting reply."""
+        preliminary is skipped), each bounded by ``connect_timeout``. Returns the
+        greeting reply."""
         loop = asyncio.get_running_loop()
         try:
             self._family = _family_of(self.host)
         except ValueError:
             self._family = socket.AF_UNSPEC
         try:
-            async with asyncio.timeout(self.op_timeout):
+            async with asyncio.timeout(self.connect_timeout):
                 transport, proto = await loop.create_connection(_ControlProtocol, self.host, self.port)
         except TimeoutError:
             raise FTPError("timeout", f"connect to {self.host}:{self.port}: no answer within "
-                                      f"{self.op_timeout:g} s") from None
+                                      f"{self.connect_timeout:g} s") from None
         except OSError as e:
             raise FTPError(classify(e), f"connect to {self.host}:{self.port}: {e}") from e
         self._proto = proto
         if self._family == socket.AF_UNSPEC:
             self._family = transport.get_extra_info("socket").family
-        r = await self.read_reply("greeting")
+        r = await self.read_reply("greeting", self.connect_timeout)
         while 100 <= r.code < 200:
-            r = await self.read_reply("greeting")
+            r = await self.read_reply("greeting", self.connect_timeout)
         if r.code != 220:
             raise reply_error(r, "greeting")
         return r
 
-    async def read_reply(self, what: str = "reply") -> Reply:
-        """Next complete reply on the control connection, bounded by ``op_timeout``."""
+    async def read_reply(self, what: str = "reply", timeout: float | None = None) -> Reply:
+        """Next complete reply on the control connection, bounded by ``timeout`` (s;
+        None = ``op_timeout``)."""
+        bound = self.op_timeout if timeout is None else timeout
         p = self._proto
         if p is None:
             raise FTPError("protocol", f"{what}: not connected")
@@ -177,7 +184,7 @@ class FTPSession(RetrReceivers):
                 raise p.error
             loop = asyncio.get_running_loop()
             w = p.waiter = loop.create_future()
-            h = loop.call_later(self.op_timeout, _expire, w)
+            h = loop.call_later(bound, _expire, w)
             try:
                 await w
             finally:
@@ -186,7 +193,7 @@ class FTPSession(RetrReceivers):
             if not p.replies:
                 if p.error is not None:
                     raise p.error
-                raise FTPError("timeout", f"{what}: no reply within {self.op_timeout:g} s")
+                raise FTPError("timeout", f"{what}: no reply within {bound:g} s")
         return p.replies.pop(0)
 
     def send(self, line: str) -> None:

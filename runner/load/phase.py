@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from runner.backends.base import Target
-from runner.drivers.result import ClientFigures, PhaseResult
+from runner.drivers.result import LATE_SESSION_S, ClientFigures, PhaseResult
 from runner.load.ftp import FTPError, FTPSession, classify
 from runner.workloads import WorkloadParams
 
@@ -79,6 +79,8 @@ class Phase:
         self.latencies_ms: list[float] = []
         self.clients: list[ClientFigures] = []
         self.logged_in = 0
+        self.greeted = 0  # sessions that got their greeting
+        self.late = 0     # ... after more than LATE_SESSION_S
         self.pending = 0  # operations started or planned and not finished
         # measurement clocks
         self.single = False  # single-stream: elapsed = sum of spans
@@ -95,7 +97,8 @@ class Phase:
     # -- helpers ------------------------------------------------------------------
     def kw(self) -> dict:
         p = self.p
-        return dict(op_timeout=p.op_timeout, passive=p.passive, buffer_size=p.buffer_size)
+        return dict(op_timeout=p.op_timeout, connect_timeout=p.connect_timeout, passive=p.passive,
+                    buffer_size=p.buffer_size)
 
     def progress(self, msg: str) -> None:
         if self._progress is not None:
@@ -165,13 +168,17 @@ class Phase:
             ended_at = (self.wall_ref[0] + (self.t1 - self.wall_ref[1]) if self.t1 is not None
                         else started_at + max(elapsed, 0.0))
         notes = list(self.notes)
+        if self.late:
+            notes.append(f"late sessions: {self.late} of {self.greeted} waited > {LATE_SESSION_S:g} s for "
+                         "connect + greeting (handshake retransmitted by the kernel: see the TCP counters)")
         for kind, msg in sorted(self.first_error.items()):
             notes.append(f"first {kind} error: {msg}")
         return PhaseResult(
             workload=self.workload, elapsed_s=max(elapsed, 0.0), bytes=self.bytes, ops=self.ops,
             latencies_ms=self.latencies_ms, errors=dict(self.errors), clients=self.clients,
             client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes,
-            started_at=started_at, ended_at=ended_at)
+            started_at=started_at, ended_at=ended_at, greeted_sessions=self.greeted,
+            late_sessions=self.late)
 
     # -- sessions -----------------------------------------------------------------
     async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:
@@ -183,6 +190,9 @@ class Phase:
         t0 = time.perf_counter()
         try:
             await s.connect()
+            self.greeted += 1
+            if time.perf_counter() - t0 > LATE_SESSION_S:
+                self.late += 1
             await s.login(t.user, t.password)
             lat = (time.perf_counter() - t0) * 1000.0
             self.logged_in += 1

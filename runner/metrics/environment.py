@@ -18,7 +18,7 @@ from typing import Any
 SYSCTLS = (
     "net.core.somaxconn", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_tw_reuse",
     "net.ipv4.ip_local_port_range", "net.ipv4.tcp_max_syn_backlog", "fs.file-max",
-    "fs.nr_open", "net.core.rmem_max", "net.core.wmem_max",
+    "fs.nr_open", "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_syncookies",
 )
 
 #: snapshot keys that define the environment class (see environment_class).

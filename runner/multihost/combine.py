@@ -73,7 +73,9 @@ def combine(results: list[tuple[str, PhaseResult]]) -> PhaseResult:
         clients=[c for _, r in results for c in r.clients],
         client_cpu_user_s=sum(r.client_cpu_user_s for _, r in results),
         client_cpu_system_s=sum(r.client_cpu_system_s for _, r in results), notes=notes,
-        started_at=min(starts) if starts else None, ended_at=max(ends) if ends else None)
+        started_at=min(starts) if starts else None, ended_at=max(ends) if ends else None,
+        greeted_sessions=sum(r.greeted_sessions for _, r in results),
+        late_sessions=sum(r.late_sessions for _, r in results))
 
 
 def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:

@@ -144,10 +144,12 @@ class Sample(Base):
     Attributes:
         metric: ``throughput``, ``elapsed``, ``latency``, ``ops_rate``, ``errors``,
             ``bytes``, ``server_mem_uss``, ``server_mem_rss_minus_shared``,
-            ``server_cpu``, ``client_cpu``, ``fairness`` (docs/methodology.md).
+            ``server_cpu``, ``client_cpu``, ``fairness``, ``late_sessions``, ``tcp``
+            (kernel TCP counters of the phase), ``listen_backlog`` (docs/methodology.md).
         stat: which figure of the metric: ``value``; ``p50``/``p90``/``p99``/``max``
             for latency; ``start``/``loaded``/``end``/``peak`` for memory;
-            ``user``/``system`` for CPU; the error kind for errors.
+            ``user``/``system`` for CPU; the error kind for errors; the kernel's
+            counter name for ``tcp`` (e.g. ``ListenOverflows``).
         value: the figure, in ``unit``.
         raw: optional raw data (per-operation latencies, per-client figures,
             memory timeline) as JSON.

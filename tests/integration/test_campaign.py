@@ -61,6 +61,10 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             assert ("server_mem_rss_minus_shared", "peak") in metrics
             assert ("server_mem_uss", "start") in metrics
             assert ("client_cpu", "user") in metrics
+            # the kernel's TCP counters of the server's namespace over the phase, and its backlog
+            assert ("tcp", "ListenOverflows") in metrics and ("tcp", "RetransSegs") in metrics, metrics
+            backlog = next(x for x in cell.samples if x.metric == "listen_backlog")
+            assert backlog.value == 1024 and backlog.raw, backlog.raw  # the lab's backlog for pyftpdlib
             assert cell.build_id is not None and cell.environment_id is not None
             # which driver made the load is recorded with the cell (its environment snapshot)
             assert cell.environment.data["driver"]["name"] == "xferlab-ftp"

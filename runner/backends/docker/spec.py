@@ -23,8 +23,15 @@ CONTAINER_HTTP_PORT = 8080
 PASV_RANGE = (30000, 31999)
 #: Per-container sysctls (own network namespace). Chosen so 2,000+ clients and
 #: many short connections do not hit the kernel's defaults (somaxconn 4096 is the
-#: kernel default since 5.4; older hosts had 128).
+#: kernel default since 5.4; older hosts had 128). SYN cookies off, as seed 002's
+#: tuning had it: with a small listen backlog (vsftpd's is 32) a burst of connects fills
+#: the SYN queue, the kernel answers with SYN cookies, and a cookie handshake whose
+#: final ACK arrives while the accept queue is full is dropped with no state left to
+#: retransmit from: the client is ESTABLISHED and waits for a greeting that never comes
+#: (3 of 300 vsftpd logins hung 130 s here; with cookies off all 300 logged in, in
+#: 5.3 s: docs/methodology.md, "Slow is a figure").
 DEFAULT_SYSCTLS: dict[str, str] = {
+    "net.ipv4.tcp_syncookies": "0",
     "net.core.somaxconn": "4096",
     "net.ipv4.tcp_fin_timeout": "15",
     "net.ipv4.tcp_tw_reuse": "1",

@@ -15,11 +15,16 @@ class FakeFTP:
         retr_send: bytes actually sent on RETR before closing the data connection
             (less than file_size = short transfer), followed by ``226``.
         stor_size: what SIZE answers after a STOR (None = bytes received).
+        greeting_delays: seconds to wait before greeting the 1st, 2nd, ... connection
+            (connections past the list are greeted at once).
     """
 
     def __init__(self, *, greeting: bytes | None = b"220 fake ready\r\n",
                  login_reply: bytes = b"230 ok\r\n", file_size: int = 1 << 20,
-                 retr_send: int | None = None, stor_size: int | None = None) -> None:
+                 retr_send: int | None = None, stor_size: int | None = None,
+                 greeting_delays: tuple[float, ...] = ()) -> None:
+        self.greeting_delays = list(greeting_delays)
+        self.connections = 0
         self.greeting = greeting
         self.login_reply = login_reply
         self.file_size = file_size
@@ -48,6 +53,10 @@ class FakeFTP:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.append(writer)
+        n = self.connections
+        self.connections += 1
+        if n < len(self.greeting_delays):
+            await asyncio.sleep(self.greeting_delays[n])
         if self.greeting is None:  # silent: hold the connection, never answer
             await reader.read()
             return

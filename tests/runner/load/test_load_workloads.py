@@ -12,6 +12,7 @@ import pytest
 from runner.backends.base import Target
 from runner.load.fixtures import server_name
 from runner.load.run import LoadError, run_workload, run_workload_sync
+from runner.measure import headline, phase_samples
 from runner.workloads import WORKLOADS, WorkloadParams
 
 from .conftest import PASSWORD, USER
@@ -194,9 +195,31 @@ def test_op_timeout_counts_each_session():
     async def go():
         async with FakeFTP(greeting=None) as srv:
             t = Target("127.0.0.1", srv.port, "u", "p")
-            return await run_workload("login", t, small(clients=4, op_timeout=0.3, phase_timeout=10))
+            return await run_workload("login", t, small(clients=4, op_timeout=0.3, connect_timeout=0.3,
+                                                        phase_timeout=10))
     r = asyncio.run(go())
     assert r.errors == {"timeout": 4}
+    assert any("greeting: no reply within 0.3 s" in n for n in r.notes), r.notes
+
+
+def test_slow_greeting_is_a_figure_and_late_sessions_are_counted():
+    """A greeting held back past op_timeout (as the kernel does when a burst of connects
+    overflowed the accept queue and the handshake is retransmitted) is waited for up to
+    connect_timeout: the phase gets a figure, and the late sessions are counted."""
+    async def go():
+        async with FakeFTP(greeting_delays=(3.4, 3.4, 0.0)) as srv:
+            t = Target("127.0.0.1", srv.port, "u", "p")
+            return await run_workload("login", t, small(clients=5, op_timeout=0.5, connect_timeout=20,
+                                                        phase_timeout=30))
+    r = asyncio.run(go())
+    assert r.errors == {} and r.ops == 5, (r.errors, r.notes)
+    assert 3.4 <= r.elapsed_s < 10, r.elapsed_s          # the time until every session finished
+    assert (r.greeted_sessions, r.late_sessions) == (5, 2)
+    assert any(n.startswith("late sessions: 2 of 5 waited > 3 s") for n in r.notes), r.notes
+    rows = {(x.metric, x.stat): x for x in phase_samples(r)}
+    assert rows[("late_sessions", "value")].value == 2
+    assert rows[("late_sessions", "value")].raw == {"greeted": 5, "threshold_s": 3.0}
+    assert "2 of 5 sessions waited > 3 s" in headline(r)
 
 
 def test_short_transfer_in_workload(tmp_path):
