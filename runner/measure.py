@@ -91,6 +91,8 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
     if server_cpu is not None:
         out.append(Sample(metric="server_cpu", stat="user", value=server_cpu[0], unit="s"))
         out.append(Sample(metric="server_cpu", stat="system", value=server_cpu[1], unit="s"))
+        out += efficiency_samples("server_cpu", server_cpu[0] + server_cpu[1], result)
+    out += efficiency_samples("client_cpu", result.client_cpu_user_s + result.client_cpu_system_s, result)
     for kind, metric in (("uss", "server_mem_uss"), ("rss_minus_shared", "server_mem_rss_minus_shared")):
         for stat, mem in (memory or {}).get(kind, {}).items():
             if mem is None:
@@ -139,4 +141,24 @@ def tcp_samples(delta: dict[str, int], backlogs: list[tuple[str, int]] | None, n
         out.append(Sample(metric="listen_backlog", stat="value", value=float(min(b for _, b in backlogs)),
                           unit="count", raw=[list(b) for b in backlogs]))
     return out
+
+
+GIB = 1 << 30
+
+
+def efficiency_samples(who: str, cpu_s: float, result: PhaseResult) -> list[Sample]:
+    """CPU cost per unit of work of one phase, valid even when the other side is the
+    bottleneck (a client-bound cell still compares servers by what each spent).
+
+    ``who`` is ``server_cpu`` or ``client_cpu``; ``cpu_s`` the user + system CPU seconds
+    of that side over the measured phase. A phase that moved payload bytes gets
+    ``<who>_per_gib`` (CPU s per GiB, 2**30 bytes, unit ``s/GiB``); one that moved none
+    but completed operations (logins, QUITs) gets ``<who>_per_op`` (CPU microseconds per
+    completed operation, unit ``us/op``). Nothing when the phase completed nothing.
+    Returns unsaved Sample objects (stat ``value``)."""
+    if result.bytes > 0:
+        return [Sample(metric=f"{who}_per_gib", stat="value", value=cpu_s / (result.bytes / GIB), unit="s/GiB")]
+    if result.ops > 0:
+        return [Sample(metric=f"{who}_per_op", stat="value", value=cpu_s * 1e6 / result.ops, unit="us/op")]
+    return []
 

@@ -24,6 +24,11 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("fairness", "jain"): ("ratio", True),
     ("client_cpu", "utilization"): ("ratio", False),
     ("errors", "total"): ("count", False),
+    ("late_sessions", "value"): ("count", False),
+    ("server_cpu_per_op", "value"): ("us/op", False),
+    ("server_cpu_per_gib", "value"): ("s/GiB", False),
+    ("client_cpu_per_op", "value"): ("us/op", False),
+    ("client_cpu_per_gib", "value"): ("s/GiB", False),
 }
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
 MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")

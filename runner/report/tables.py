@@ -322,6 +322,10 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
 CLIENT_BOUND = 0.90
 
 
+#: Server CPU cost series (runner.measure.efficiency_samples), per GiB before per operation.
+_COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
+
+
 def _client_cpu_cell(busy: float | None) -> Cell:
     if busy is None:
         return Cell(fmt.NA)
@@ -339,16 +343,23 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     ``errors_total`` series; ``n/a`` when not recorded) and ``failed`` (failed or skipped cells in
     ``data.failures``), ``client_cpu`` (median load-generator CPU seconds per wall
     second, from the ``client_cpu_utilization`` series; at 90% or more marked
-    ``client-bound``, a loss). A workload whose every cell failed still gets a row
-    (median ``n/a``), so a skipped server is never silently missing.
+    ``client-bound``, a loss) and, when the campaign stored them, ``server_cpu``: the
+    server's CPU cost of the work, median of ``server_cpu_per_op`` (``"41.20 us/op"``,
+    logins and QUITs) or ``server_cpu_per_gib`` (``"0.210 s/GiB"``, transfers). A workload
+    whose every cell failed still gets a row (median ``n/a``), so a skipped server is
+    never silently missing.
 
     Records: per row ``server, workload, params_key, title, metric, unit``, the
     summary fields, ``errors``, ``failed``.
     """
-    columns = (Column("server", "server"), Column("title", "benchmark type"),
-               Column("median", "median", True), Column("ci", "95% CI", True),
-               Column("n", "n", True), Column("errors", "errors", True),
-               Column("failed", "failed", True), Column("client_cpu", "client CPU", True))
+    columns: tuple[Column, ...] = (
+        Column("server", "server"), Column("title", "benchmark type"),
+        Column("median", "median", True), Column("ci", "95% CI", True),
+        Column("n", "n", True), Column("errors", "errors", True),
+        Column("failed", "failed", True), Column("client_cpu", "client CPU", True))
+    cost = any(s.metric in _COST_METRICS for s in data.series)
+    if cost:
+        columns += (Column("server_cpu", "server CPU", True),)
     rows: list[Row] = []
     records: list[dict] = []
     keys = _ordered_keys(data, data.series)
@@ -371,18 +382,24 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             busy = summarize(util.samples).median if util else None
             summ = summarize(s.samples) if s else None
             unit = s.unit if s else ""
-            cells = (Cell(server), Cell(_title(data, data.series, key)),
+            cells: tuple[Cell, ...] = (Cell(server), Cell(_title(data, data.series, key)),
                      Cell(fmt.value(summ.median, unit) if summ else fmt.NA),
                      Cell(fmt.ci_bounds(summ, unit) if summ else fmt.NA),
                      Cell(str(summ.n) if summ else "0"),
                      Cell(str(errors) if errors is not None else fmt.NA),
                      Cell(str(failed)),
                      _client_cpu_cell(busy))
+            record_cost: dict = {}
+            if cost:
+                c = next((x for x in (_find(data.series, server, key, m) for m in _COST_METRICS) if x), None)
+                med = summarize(c.samples).median if c else None
+                cells += (Cell(fmt.value(med, c.unit) if c and med is not None else fmt.NA),)
+                record_cost = {"server_cpu": med, "server_cpu_unit": c.unit if c else None}
             rows.append(Row(f"{server}:{_row_key(key)}", cells, None, unit))
             records.append({"server": server, "workload": key[0], "params_key": key[1],
                             "title": cells[1].text, "metric": m, "unit": unit,
                             **_summary_record("", summ), "errors": errors, "failed": failed,
-                            "client_cpu_utilization": busy})
+                            "client_cpu_utilization": busy, **record_cost})
     return Table("campaign", title or f"Campaign {data.name}", columns, rows, "", records)
 
 
