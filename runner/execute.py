@@ -191,7 +191,8 @@ def resolve_backend(name: str, **kwargs: Any) -> Backend:
     if name == "auto":
         try:
             backend = get_backend("docker", **kwargs)
-        except (ValueError, ImportError, RuntimeError):
+        except (ValueError, ImportError, RuntimeError) as exc:  # said, so a run never moves silently
+            log.warning("no docker engine usable here (%s): using the local backend", str(exc).splitlines()[0][:200])
             return get_backend("local", **kwargs)
         from runner import images
         from runner.backends.docker import DockerBackend

@@ -17,7 +17,7 @@ from ..probe import ProbeError, wait_ready
 from ..system import free_port, nofile_target
 from .handle import DockerServerHandle
 from .reaping import LABEL, owner_labels, reap_orphans
-from .spec import FTP_USER, ContainerSettings, container_spec
+from .spec import FTP_HOME, FTP_USER, ContainerSettings, container_spec
 
 Progress = Callable[[str], None]
 
@@ -230,6 +230,11 @@ class DockerBackend:
                                            password), info, spec.volume, stop_timeout=self.stop_timeout)
         try:
             handle._attach_pid()
+            handle.record_storage_fs(FTP_HOME)
+            if info["storage"] == "disk" and handle.build_info["storage_fs"] in ("tmpfs", "ramfs"):
+                # as the local backend: a "disk" home in memory would be measured as disk
+                raise ServerSkipped(f"{req.label}: storage disk: the container's {FTP_HOME} (a named volume) is on "
+                                    f"{handle.build_info['storage_fs']}: docker's data root is in memory here")
             if spec.network == "bridge":
                 ip = handle.bridge_address()
                 if not ip:

@@ -66,6 +66,13 @@ class DockerServerHandle:
                 return
             time.sleep(0.025)
 
+    def record_storage_fs(self, home: str) -> None:
+        """Set ``build_info["storage_fs"]``: the filesystem type the server's ``home``
+        is on, as the server process sees it (its /proc/<pid>/mountinfo), e.g.
+        ``tmpfs`` or ``ext4``; ``""`` when it cannot be read. The local backend
+        records the same key (runner.backends.local.rundir)."""
+        self.build_info["storage_fs"] = mount_fs_type(self.pid, home) if self.pid else ""
+
     def bridge_address(self) -> str:
         """The container's IP address on its bridge network ("" when it has none)."""
         ns = self._container.attrs["NetworkSettings"]
@@ -149,3 +156,28 @@ class DockerServerHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def mount_fs_type(pid: int, path: str) -> str:
+    """Filesystem type of the mount holding ``path`` in the mount namespace of process
+    ``pid``: the longest mount point of ``/proc/<pid>/mountinfo`` (proc(5): field 5 is
+    the mount point, the field after the ``-`` separator the type) that is ``path`` or
+    one of its parents. Returns ``""`` when the file cannot be read or nothing matches."""
+    try:
+        text = Path(f"/proc/{pid}/mountinfo").read_text()
+    except OSError:
+        return ""
+    best, fs = -1, ""
+    for line in text.splitlines():
+        fields = line.split()
+        if "-" not in fields or len(fields) < 5:
+            continue
+        point = fields[4].replace("\\040", " ")
+        sep = fields.index("-")
+        if sep + 1 >= len(fields):
+            continue
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > best:
+            best, fs = len(point), fields[sep + 1]
+    return fs
+

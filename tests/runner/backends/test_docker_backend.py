@@ -94,6 +94,7 @@ def test_limits_sysctls_tmpfs_storage(dbackend, client):
         assert int(lines[1]) == h.build_info["rlimit_nofile"][0] >= 4096
         assert "tmpfs" in lines[2]
         assert h.build_info["storage"] == "tmpfs" and h.build_info["memory_limit"] == "512m"
+        assert h.build_info["storage_fs"] == "tmpfs"   # read from the server's own mountinfo
     finally:
         h.stop()
 

@@ -111,3 +111,25 @@ def test_config_hash_ignores_per_run_values_only():
 def test_bad_variant_values_are_skips(variant, match):
     with pytest.raises(ServerSkipped, match=match):
         spec(ServerRequest("vsftpd", variant=variant))
+
+
+def test_mount_fs_type_reads_the_longest_matching_mount(tmp_path, monkeypatch):
+    from runner.backends.docker import handle as handle_mod
+
+    info = ("22 1 0:21 / / rw,relatime - overlay overlay rw\n"
+            "30 22 0:30 / /srv rw - ext4 /dev/sda1 rw\n"
+            "31 30 0:31 / /srv/ftp rw,nosuid - tmpfs tmpfs rw,size=2g\n"
+            "32 22 0:32 / /srv/ftp\\040old rw - xfs /dev/sdb rw\n")
+    real = handle_mod.Path
+
+    def fake_path(p):
+        return tmp_path / "mountinfo" if str(p) == "/proc/4242/mountinfo" else real(p)
+
+    (tmp_path / "mountinfo").write_text(info)
+    monkeypatch.setattr(handle_mod, "Path", fake_path)
+    assert handle_mod.mount_fs_type(4242, "/srv/ftp") == "tmpfs"
+    assert handle_mod.mount_fs_type(4242, "/srv/ftp/sub/dir") == "tmpfs"
+    assert handle_mod.mount_fs_type(4242, "/srv/other") == "ext4"
+    assert handle_mod.mount_fs_type(4242, "/srv/ftp old") == "xfs"
+    assert handle_mod.mount_fs_type(4242, "/etc") == "overlay"
+    assert handle_mod.mount_fs_type(999_999_999, "/srv/ftp") == ""
