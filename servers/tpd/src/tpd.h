@@ -3,8 +3,10 @@
  * zero-copy FTP + HTTP server of xferlab (after teepeedee).
  *
  * Module map:
- *   main.c   configuration, command line, listeners, the epoll loop,
- *            idle timers, signal handling, logging and small helpers
+ *   main.c   the epoll loop, idle timers, signal handling, logging and
+ *            small helpers (epoll interest, connections, output buffers)
+ *   config.c defaults, configuration file and command line
+ *   listen.c listening sockets, accept, descriptor-exhaustion recovery
  *   users.c  the users file and password checks
  *   parse.c  pure, allocation-free protocol parsers (FTP command lines,
  *            PORT/EPRT, virtual paths, HTTP requests, chunked bodies,
@@ -81,6 +83,8 @@ struct config {
     bool use_sendfile;
 };
 extern struct config g_cfg;
+int config_load(int argc, char **argv);
+int config_parse_int(const char *v, long lo, long hi, int *out);
 
 /* ---- event loop objects ------------------------------------------------- */
 enum htype {
@@ -131,6 +135,13 @@ int  obuf_flush(int fd, struct obuf *b);
 size_t obuf_pending(const struct obuf *b);
 void obuf_free(struct obuf *b);
 void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
+
+/* listen.c */
+int  listen_start(void);
+void listen_event(struct handler *h);
+int64_t listen_resume_at(void);
+void listen_resume(void);
+void listen_stop(void);
 
 /* ftp.c / http.c entry points */
 void ftp_accept(int fd, const struct sockaddr_storage *peer);
