@@ -35,7 +35,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,9 +62,8 @@ struct ftp_sess {
     int xfer;                      /* X_* */
     const char *xverb;             /* for the transfer log line */
     int file_fd;
-    off_t foff, fend;              /* RETR position and end */
+    struct io_src src;             /* RETR range (file_fd, xbuf borrowed) */
     char *xbuf;                    /* STOR / no-sendfile buffer */
-    size_t xlen, xoff;
     struct obuf list;              /* listing chunk being sent */
     struct lister *lister;         /* listing in progress (streamed) */
     struct upload up;              /* STOR to a temporary name */
@@ -279,7 +277,7 @@ static void xfer_done(struct ftp_sess *s, int code, const char *msg)
     s->lister = NULL;
     free(s->xbuf);
     s->xbuf = NULL;
-    s->xlen = s->xoff = 0;
+    s->src = (struct io_src){ .fd = -1 };
     obuf_free(&s->list);
     s->xfer = X_NONE;
     reply(s, code, "%s", msg);
@@ -371,61 +369,21 @@ static void pasv_accept(struct ftp_sess *s)
         xfer_io(s);
 }
 
-/* RETR: sendfile() (or pread+send) up to SEND_BUDGET bytes. */
+/* RETR: sendfile() (or pread+send) up to SEND_BUDGET bytes (io.c). */
 static void send_file(struct ftp_sess *s)
 {
-    size_t budget = SEND_BUDGET;
-    for (int guard = 0; guard < 1024; guard++) {
-        if (s->foff >= s->fend && s->xoff >= s->xlen) {
-            xfer_done(s, 226, "Transfer complete.");
-            return;
-        }
-        if (budget == 0)
-            break;
-        ssize_t n;
-        bool full = false;
-        if (g_cfg.use_sendfile) {
-            size_t want = (size_t)(s->fend - s->foff);
-            if (want > budget)
-                want = budget;
-            n = sendfile(s->data.fd, s->file_fd, &s->foff, want);
-            /* a short count means the socket buffer is full: wait for
-             * EPOLLOUT rather than spend a syscall on EAGAIN */
-            full = n > 0 && (size_t)n < want;
-            if (n == 0) {
-                xfer_done(s, 451, "File shrank during transfer.");
-                return;
-            }
-        } else {
-            if (s->xoff >= s->xlen) {
-                size_t want = (size_t)(s->fend - s->foff);
-                if (want > XFER_BUF_SIZE)
-                    want = XFER_BUF_SIZE;
-                ssize_t r = pread(s->file_fd, s->xbuf, want, s->foff);
-                if (r <= 0) {
-                    xfer_done(s, 451, "Error reading local file.");
-                    return;
-                }
-                s->foff += r;
-                s->xlen = (size_t)r;
-                s->xoff = 0;
-            }
-            n = send(s->data.fd, s->xbuf + s->xoff, s->xlen - s->xoff,
-                     MSG_NOSIGNAL);
-            if (n > 0)
-                s->xoff += (size_t)n;
-        }
-        if (n > 0) {
-            s->xbytes += (uint64_t)n;
-            budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
-            if (full && s->foff < s->fend)
-                break;
-            continue;
-        }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            break;
+    unsigned fl = g_cfg.use_sendfile ? IO_SENDFILE : 0;
+    switch (io_send_file(s->data.fd, &s->src, SEND_BUDGET, fl, &s->xbytes)) {
+    case IO_OK:
+        xfer_done(s, 226, "Transfer complete.");
+        return;
+    case IO_EOF:
+        xfer_done(s, 451, "File shrank during transfer.");
+        return;
+    case IO_FILE_ERR:
+        xfer_done(s, 451, "Error reading local file.");
+        return;
+    case IO_SOCK_ERR:
         xfer_done(s, 426, "Connection closed; transfer aborted.");
         return;
     }
@@ -468,32 +426,23 @@ static void send_list(struct ftp_sess *s)
 static void recv_file(struct ftp_sess *s)
 {
     for (int i = 0; i < 16; i++) {
-        ssize_t n = recv(s->data.fd, s->xbuf, XFER_BUF_SIZE, 0);
-        if (n > 0) {
-            size_t off = 0;
-            while (off < (size_t)n) {
-                ssize_t w = write(s->file_fd, s->xbuf + off, (size_t)n - off);
-                if (w < 0 && errno == EINTR)
-                    continue;
-                if (w <= 0) {
-                    xfer_done(s, 451, "Failure writing to local storage.");
-                    return;
-                }
-                off += (size_t)w;
-            }
-            s->xbytes += (uint64_t)n;
-            continue;
-        }
-        if (n == 0) {
+        size_t n;
+        int r = io_recv(s->data.fd, s->xbuf, XFER_BUF_SIZE, &n);
+        if (r == IO_AGAIN)
+            break;
+        if (r == IO_EOF) {
             xfer_done(s, 226, "Transfer complete.");
             return;
         }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            break;
-        xfer_done(s, 426, "Connection closed; transfer aborted.");
-        return;
+        if (r != IO_OK) {
+            xfer_done(s, 426, "Connection closed; transfer aborted.");
+            return;
+        }
+        if (io_write_all(s->file_fd, s->xbuf, n) != IO_OK) {
+            xfer_done(s, 451, "Failure writing to local storage.");
+            return;
+        }
+        s->xbytes += (uint64_t)n;
     }
     conn_touch(&s->base);
 }
@@ -942,9 +891,8 @@ static void cmd_retr(struct ftp_sess *s, const char *arg)
     }
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     s->file_fd = fd;
-    s->foff = rest > st.st_size ? st.st_size : rest;
-    s->fend = st.st_size;
-    s->xlen = s->xoff = 0;
+    s->src = (struct io_src){ fd, rest > st.st_size ? st.st_size : rest,
+                              st.st_size, s->xbuf, XFER_BUF_SIZE, 0, 0 };
     s->xfer = X_FILE_OUT;
     s->xverb = "RETR";
     reply(s, 150, "Opening BINARY mode data connection for %s (%lld bytes).",
@@ -1331,19 +1279,18 @@ static void ctl_read(struct ftp_sess *s)
 {
     if (s->inlen >= FTP_LINE_MAX)
         return;
-    ssize_t n = recv(s->ctl.fd, s->in + s->inlen, FTP_LINE_MAX - s->inlen, 0);
-    if (n == 0) {
-        log_debug("ftp %s: client closed control connection",
-                  s->base.peer_str);
+    size_t n;
+    int r = io_recv(s->ctl.fd, s->in + s->inlen, FTP_LINE_MAX - s->inlen, &n);
+    if (r == IO_AGAIN)
+        return;
+    if (r != IO_OK) {
+        if (r == IO_EOF)
+            log_debug("ftp %s: client closed control connection",
+                      s->base.peer_str);
         s->broken = true;
         return;
     }
-    if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            s->broken = true;
-        return;
-    }
-    s->inlen += (size_t)n;
+    s->inlen += n;
     conn_touch(&s->base);
     process_lines(s);
 }
@@ -1392,6 +1339,7 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer)
     s->pasv = (struct handler){ H_FTP_PASV, -1, 0, &s->base };
     s->data = (struct handler){ H_FTP_DATA, -1, 0, &s->base };
     s->file_fd = -1;
+    s->src.fd = -1;
     s->up.dirfd = s->up.fd = -1;
     s->peer = *peer;
     getsockname(fd, (struct sockaddr *)&s->local, &llen);

@@ -13,6 +13,8 @@
  *            Range headers, percent-decoding); fuzzed by fuzz/
  *   vfs.c    confined file access below a user's home (openat2
  *            RESOLVE_BENEATH) and directory listings
+ *   io.c     transfer loops shared by FTP and HTTP (sendfile or
+ *            pread+send of a file range, recv, write to a file)
  *   ftp.c    FTP sessions (control + data connections)
  *   http.c   HTTP/1.1 connections
  */
@@ -154,6 +156,28 @@ void http_event(struct handler *h, uint32_t events);
 void http_timeout(struct conn *c);
 void http_close(struct conn *c);
 void http_free(struct conn *c);
+
+/* ---- io.c: transfer loops shared by FTP and HTTP ------------------------- */
+enum io_status {
+    IO_OK = 0,             /* done (range sent, bytes received, written) */
+    IO_AGAIN,              /* would block, or the per-wakeup budget is spent */
+    IO_EOF,                /* peer closed (recv) / file shrank (sendfile)   */
+    IO_SOCK_ERR,           /* socket error, errno set                      */
+    IO_FILE_ERR            /* file read or write error, errno set          */
+};
+#define IO_SENDFILE 1u     /* io_send_file: use sendfile(), not pread+send  */
+#define IO_NOKEEP   2u     /* io_send_file: buf does not outlive the call   */
+/* A file range being sent; the descriptor and the buffer are borrowed. */
+struct io_src {
+    int fd;                /* file to send                               */
+    off_t off, end;        /* next byte to read, end of the range         */
+    char *buf;             /* bounce buffer without sendfile (else NULL)  */
+    size_t cap, len, pos;  /* its size, bytes held, bytes already sent    */
+};
+int io_send_file(int sock, struct io_src *x, size_t budget, unsigned flags,
+                 uint64_t *sent);
+int io_recv(int sock, void *buf, size_t cap, size_t *got);
+int io_write_all(int fd, const void *p, size_t n);
 
 /* ---- parse.c: pure parsers (no I/O, no allocation) ----------------------- */
 enum ftp_cmd_id {
