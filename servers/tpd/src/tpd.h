@@ -15,7 +15,9 @@
  *            RESOLVE_BENEATH) and directory listings
  *   io.c     transfer loops shared by FTP and HTTP (sendfile or
  *            pread+send of a file range, recv, write to a file)
- *   ftp.c    FTP sessions (control + data connections)
+ *   ftp_*.c  FTP sessions: ftp_session.c (control connection, replies),
+ *            ftp_cmds.c (command table, handlers), ftp_data.c (data
+ *            channel, transfers); shared declarations in ftp_int.h
  *   http.c   HTTP/1.1 connections
  */
 #ifndef TPD_H
@@ -145,7 +147,7 @@ int64_t listen_resume_at(void);
 void listen_resume(void);
 void listen_stop(void);
 
-/* ftp.c / http.c entry points */
+/* ftp_session.c / http.c entry points */
 void ftp_accept(int fd, const struct sockaddr_storage *peer);
 void ftp_event(struct handler *h, uint32_t events);
 void ftp_timeout(struct conn *c);
