@@ -128,18 +128,40 @@ static char *trim(char *s)
     return s;
 }
 
+/*
+ * Open a text file for reading; `what` names it in the error message
+ * ("config", "users file").  Returns the stream, or NULL after logging
+ * the error (errno set).
+ */
+FILE *config_fopen(const char *what, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        log_error("%s %s: %s", what, path, strerror(errno));
+    return f;
+}
+
+/*
+ * Read the next line of f into line (at most max lines in all, counted in
+ * *lineno).  Returns true with a line, false at the end or past max.
+ */
+bool config_getline(FILE *f, char *line, int size, int *lineno, int max)
+{
+    if (*lineno >= max || !fgets(line, size, f))
+        return false;
+    ++*lineno;
+    return true;
+}
+
 /* Read a "key = value" configuration file ('#' starts a comment). */
 static int load_config_file(const char *path)
 {
-    FILE *f = fopen(path, "r");
     char line[2048];
     int lineno = 0;
-    if (!f) {
-        log_error("config %s: %s", path, strerror(errno));
+    FILE *f = config_fopen("config", path);
+    if (!f)
         return -1;
-    }
-    while (fgets(line, sizeof(line), f) && lineno < 100000) {
-        lineno++;
+    while (config_getline(f, line, sizeof(line), &lineno, 100000)) {
         char *s = trim(line);
         if (*s == '\0' || *s == '#')
             continue;

@@ -273,17 +273,29 @@ static void cmd_rest(struct ftp_sess *s, const char *arg)
     ftp_reply(s, 350, "Restart position accepted (%lld).", v);
 }
 
+/*
+ * Common start of RETR, STOR and APPE: take the REST offset into *rest,
+ * check that a data connection is arranged (425) and resolve arg into vp
+ * (553).  Returns 0, or -1 after the reply.
+ */
+static int xfer_prologue(struct ftp_sess *s, const char *arg, char *vp,
+                         off_t *rest)
+{
+    *rest = s->rest;
+    s->rest = 0;
+    if (!ftp_data_ready(s)) {
+        ftp_reply(s, 425, "Use PORT or PASV first.");
+        return -1;
+    }
+    return resolve(s, arg, vp);
+}
+
 static void cmd_retr(struct ftp_sess *s, const char *arg)
 {
     char vp[VPATH_MAX];
     struct stat st;
-    off_t rest = s->rest;
-    s->rest = 0;
-    if (!ftp_data_ready(s)) {
-        ftp_reply(s, 425, "Use PORT or PASV first.");
-        return;
-    }
-    if (resolve(s, arg, vp))
+    off_t rest;
+    if (xfer_prologue(s, arg, vp, &rest))
         return;
     int fd = vfs_open(s->user, vp, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -317,13 +329,8 @@ static void do_store(struct ftp_sess *s, const char *arg, bool append)
 {
     char vp[VPATH_MAX];
     struct stat st;
-    off_t rest = s->rest;
-    s->rest = 0;
-    if (!ftp_data_ready(s)) {
-        ftp_reply(s, 425, "Use PORT or PASV first.");
-        return;
-    }
-    if (resolve(s, arg, vp))
+    off_t rest;
+    if (xfer_prologue(s, arg, vp, &rest))
         return;
     int fd;
     if (!append && rest == 0) {
@@ -362,37 +369,48 @@ static void do_store(struct ftp_sess *s, const char *arg, bool append)
 static void cmd_stor(struct ftp_sess *s, const char *arg) { do_store(s, arg, false); }
 static void cmd_appe(struct ftp_sess *s, const char *arg) { do_store(s, arg, true); }
 
+enum { OP_UNLINK, OP_MKDIR, OP_RMDIR, OP_EXISTS };
+
+/*
+ * Resolve arg into vp, open its parent directory and unlink, mkdir, rmdir
+ * or lstat the last component (op).  Returns 0, or -1 after replying 553
+ * (name too long) or 550 `fail`.
+ */
+static int parent_op(struct ftp_sess *s, const char *arg, char *vp, int op,
+                     const char *fail)
+{
+    const char *name;
+    struct stat st;
+    int r = -1;
+    if (resolve(s, arg, vp))
+        return -1;
+    int pfd = vfs_open_parent(s->user, vp, &name);
+    if (pfd >= 0) {
+        if (op == OP_MKDIR)
+            r = mkdirat(pfd, name, 0755);
+        else if (op == OP_EXISTS)
+            r = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW);
+        else
+            r = unlinkat(pfd, name, op == OP_RMDIR ? AT_REMOVEDIR : 0);
+        close(pfd);
+    }
+    if (r < 0)
+        ftp_reply(s, 550, "%s", fail);
+    return r < 0 ? -1 : 0;
+}
+
 static void cmd_dele(struct ftp_sess *s, const char *arg)
 {
     char vp[VPATH_MAX];
-    const char *name;
-    if (resolve(s, arg, vp))
-        return;
-    int pfd = vfs_open_parent(s->user, vp, &name);
-    if (pfd < 0 || unlinkat(pfd, name, 0) < 0) {
-        if (pfd >= 0)
-            close(pfd);
-        ftp_reply(s, 550, "Delete operation failed.");
-        return;
-    }
-    close(pfd);
-    ftp_reply(s, 250, "Delete operation successful.");
+    if (!parent_op(s, arg, vp, OP_UNLINK, "Delete operation failed."))
+        ftp_reply(s, 250, "Delete operation successful.");
 }
 
 static void cmd_mkd(struct ftp_sess *s, const char *arg)
 {
     char vp[VPATH_MAX], q[VPATH_MAX * 2];
-    const char *name;
-    if (resolve(s, arg, vp))
+    if (parent_op(s, arg, vp, OP_MKDIR, "Create directory operation failed."))
         return;
-    int pfd = vfs_open_parent(s->user, vp, &name);
-    if (pfd < 0 || mkdirat(pfd, name, 0755) < 0) {
-        if (pfd >= 0)
-            close(pfd);
-        ftp_reply(s, 550, "Create directory operation failed.");
-        return;
-    }
-    close(pfd);
     quote_path(vp, q, sizeof(q));
     ftp_reply(s, 257, "\"%s\" created", q);
 }
@@ -400,35 +418,15 @@ static void cmd_mkd(struct ftp_sess *s, const char *arg)
 static void cmd_rmd(struct ftp_sess *s, const char *arg)
 {
     char vp[VPATH_MAX];
-    const char *name;
-    if (resolve(s, arg, vp))
-        return;
-    int pfd = vfs_open_parent(s->user, vp, &name);
-    if (pfd < 0 || unlinkat(pfd, name, AT_REMOVEDIR) < 0) {
-        if (pfd >= 0)
-            close(pfd);
-        ftp_reply(s, 550, "Remove directory operation failed.");
-        return;
-    }
-    close(pfd);
-    ftp_reply(s, 250, "Remove directory operation successful.");
+    if (!parent_op(s, arg, vp, OP_RMDIR, "Remove directory operation failed."))
+        ftp_reply(s, 250, "Remove directory operation successful.");
 }
 
 static void cmd_rnfr(struct ftp_sess *s, const char *arg)
 {
     char vp[VPATH_MAX];
-    const char *name;
-    struct stat st;
-    if (resolve(s, arg, vp))
+    if (parent_op(s, arg, vp, OP_EXISTS, "RNFR command failed."))
         return;
-    int pfd = vfs_open_parent(s->user, vp, &name);
-    if (pfd < 0 || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        if (pfd >= 0)
-            close(pfd);
-        ftp_reply(s, 550, "RNFR command failed.");
-        return;
-    }
-    close(pfd);
     free(s->rnfr);
     s->rnfr = strdup(vp);
     ftp_reply(s, 350, "Ready for RNTO.");

@@ -255,19 +255,16 @@ void ftp_pasv_accept(struct ftp_sess *s)
 /* RETR: sendfile() (or pread+send) up to SEND_BUDGET bytes (io.c). */
 static void send_file(struct ftp_sess *s)
 {
+    static const struct { int code; const char *msg; } end[] = {
+        [IO_OK]       = { 226, "Transfer complete." },
+        [IO_EOF]      = { 451, "File shrank during transfer." },
+        [IO_FILE_ERR] = { 451, "Error reading local file." },
+        [IO_SOCK_ERR] = { 426, "Connection closed; transfer aborted." },
+    };
     unsigned fl = g_cfg.use_sendfile ? IO_SENDFILE : 0;
-    switch (io_send_file(s->data.fd, &s->src, SEND_BUDGET, fl, &s->xbytes)) {
-    case IO_OK:
-        ftp_xfer_done(s, 226, "Transfer complete.");
-        return;
-    case IO_EOF:
-        ftp_xfer_done(s, 451, "File shrank during transfer.");
-        return;
-    case IO_FILE_ERR:
-        ftp_xfer_done(s, 451, "Error reading local file.");
-        return;
-    case IO_SOCK_ERR:
-        ftp_xfer_done(s, 426, "Connection closed; transfer aborted.");
+    int r = io_send_file(s->data.fd, &s->src, SEND_BUDGET, fl, &s->xbytes);
+    if (r != IO_AGAIN) {
+        ftp_xfer_done(s, end[r].code, end[r].msg);
         return;
     }
     conn_touch(&s->base);

@@ -150,20 +150,15 @@ void ftp_process_lines(struct ftp_sess *s)
 /* Read from the control connection and run what arrived. */
 static void ctl_read(struct ftp_sess *s)
 {
-    if (s->inlen >= FTP_LINE_MAX)
-        return;
-    size_t n;
-    int r = io_recv(s->ctl.fd, s->in + s->inlen, FTP_LINE_MAX - s->inlen, &n);
-    if (r == IO_AGAIN)
-        return;
+    int r = io_recv_append(s->ctl.fd, s->in, &s->inlen, FTP_LINE_MAX);
+    if (r == IO_EOF)
+        log_debug("ftp %s: client closed control connection",
+                  s->base.peer_str);
     if (r != IO_OK) {
-        if (r == IO_EOF)
-            log_debug("ftp %s: client closed control connection",
-                      s->base.peer_str);
-        s->broken = true;
+        if (r != IO_AGAIN)
+            s->broken = true;
         return;
     }
-    s->inlen += n;
     conn_touch(&s->base);
     ftp_process_lines(s);
 }

@@ -597,17 +597,12 @@ static bool send_some(struct http_conn *c)
 /* Read more of the request head. */
 static void read_head(struct http_conn *c)
 {
-    if (c->inlen >= HTTP_HDR_MAX)
-        return;
-    size_t n;
-    int r = io_recv(c->h.fd, c->in + c->inlen, HTTP_HDR_MAX - c->inlen, &n);
-    if (r == IO_AGAIN)
-        return;
+    int r = io_recv_append(c->h.fd, c->in, &c->inlen, HTTP_HDR_MAX);
     if (r != IO_OK) {
-        c->broken = true;
+        if (r != IO_AGAIN)
+            c->broken = true;
         return;
     }
-    c->inlen += n;
     conn_touch(&c->base);
 }
 

@@ -126,6 +126,20 @@ int io_recv(int sock, void *buf, size_t cap, size_t *got)
 }
 
 /*
+ * Receive into the free tail of buf (*len bytes used of cap) and add the
+ * count to *len.  Returns as io_recv; IO_AGAIN also when buf is full.
+ */
+int io_recv_append(int sock, char *buf, size_t *len, size_t cap)
+{
+    size_t got;
+    if (*len >= cap)
+        return IO_AGAIN;
+    int r = io_recv(sock, buf + *len, cap - *len, &got);
+    *len += got;
+    return r;
+}
+
+/*
  * Write all n bytes of p to the file fd (retrying short writes and EINTR).
  * Returns IO_OK, or IO_FILE_ERR with errno set (ENOSPC when write()
  * returned 0).

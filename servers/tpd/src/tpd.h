@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -89,6 +90,8 @@ struct config {
 extern struct config g_cfg;
 int config_load(int argc, char **argv);
 int config_parse_int(const char *v, long lo, long hi, int *out);
+FILE *config_fopen(const char *what, const char *path);
+bool config_getline(FILE *f, char *line, int size, int *lineno, int max);
 
 /* ---- event loop objects ------------------------------------------------- */
 enum htype {
@@ -179,6 +182,7 @@ struct io_src {
 int io_send_file(int sock, struct io_src *x, size_t budget, unsigned flags,
                  uint64_t *sent);
 int io_recv(int sock, void *buf, size_t cap, size_t *got);
+int io_recv_append(int sock, char *buf, size_t *len, size_t cap);
 int io_write_all(int fd, const void *p, size_t n);
 
 /* ---- parse.c: pure parsers (no I/O, no allocation) ----------------------- */
