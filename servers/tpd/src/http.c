@@ -25,7 +25,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,7 +42,7 @@ struct http_conn {
     struct lister *lister;     /* directory listing being streamed */
     bool chunked_out;          /* listing sent with chunked coding */
     int minor;                 /* HTTP/1.x minor version of the request */
-    off_t foff, fend;
+    struct io_src body;        /* file range of the response body */
     /* upload */
     int up_fd;                 /* -1 while discarding a refused body */
     struct upload up;          /* temporary file renamed on success */
@@ -284,8 +283,7 @@ static void serve_get(struct http_conn *c, const char *vp, const char *raw,
     }
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     c->file_fd = fd;
-    c->foff = start;
-    c->fend = end + 1;
+    c->body = (struct io_src){ fd, start, end + 1, NULL, 0, 0, 0 };
 }
 
 /* Finish an upload body: reply with the stored outcome. */
@@ -320,18 +318,10 @@ static void upload_finish(struct http_conn *c)
 /* Write decoded body bytes to the upload file (errors become up_err). */
 static void body_write(struct http_conn *c, const char *p, size_t n)
 {
-    size_t off = 0;
-    while (c->up_fd >= 0 && !c->up_err && off < n) {
-        ssize_t w = write(c->up_fd, p + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            c->up_err = errno_status(w < 0 ? errno : ENOSPC);
-            close(c->up_fd);
-            c->up_fd = -1;
-            break;
-        }
-        off += (size_t)w;
+    if (c->up_fd >= 0 && !c->up_err && io_write_all(c->up_fd, p, n) != IO_OK) {
+        c->up_err = errno_status(errno);
+        close(c->up_fd);
+        c->up_fd = -1;
     }
     c->sent += n;
 }
@@ -558,46 +548,19 @@ static bool send_some(struct http_conn *c)
             return false;
     }
     if (c->file_fd >= 0) {
-        size_t budget = SEND_BUDGET;
-        while (c->foff < c->fend && budget > 0) {
-            size_t want = (size_t)(c->fend - c->foff);
-            if (want > budget)
-                want = budget;
-            ssize_t n;
-            if (g_cfg.use_sendfile) {
-                n = sendfile(c->h.fd, c->file_fd, &c->foff, want);
-            } else {
-                char buf[65536];
-                if (want > sizeof(buf))
-                    want = sizeof(buf);
-                n = pread(c->file_fd, buf, want, c->foff);
-                if (n > 0) {
-                    ssize_t w = send(c->h.fd, buf, (size_t)n, MSG_NOSIGNAL);
-                    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        return false;
-                    n = w;
-                    if (n > 0)
-                        c->foff += n;
-                } else if (n == 0) {
-                    errno = EIO;
-                    n = -1;
-                }
-            }
-            if (n > 0) {
-                c->sent += (uint64_t)n;
-                budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
-                continue;
-            }
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                break;
+        char buf[65536];               /* --no-sendfile bounce buffer */
+        unsigned fl = g_cfg.use_sendfile ? IO_SENDFILE : IO_NOKEEP;
+        c->body.buf = buf;
+        c->body.cap = sizeof(buf);
+        int r = io_send_file(c->h.fd, &c->body, SEND_BUDGET, fl, &c->sent);
+        c->body.buf = NULL;
+        if (r != IO_OK && r != IO_AGAIN) {
             /* error or file shrank: the length promised is wrong, close */
             c->broken = true;
             return false;
         }
         conn_touch(&c->base);
-        if (c->foff < c->fend)
+        if (r == IO_AGAIN)
             return false;
         close(c->file_fd);
         c->file_fd = -1;
@@ -634,19 +597,12 @@ static bool send_some(struct http_conn *c)
 /* Read more of the request head. */
 static void read_head(struct http_conn *c)
 {
-    if (c->inlen >= HTTP_HDR_MAX)
-        return;
-    ssize_t n = recv(c->h.fd, c->in + c->inlen, HTTP_HDR_MAX - c->inlen, 0);
-    if (n == 0) {
-        c->broken = true;
-        return;
-    }
-    if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    int r = io_recv_append(c->h.fd, c->in, &c->inlen, HTTP_HDR_MAX);
+    if (r != IO_OK) {
+        if (r != IO_AGAIN)
             c->broken = true;
         return;
     }
-    c->inlen += (size_t)n;
     conn_touch(&c->base);
 }
 
@@ -661,26 +617,25 @@ static void read_body(struct http_conn *c)
         size_t cap = XFER_BUF_SIZE;
         if (!c->up_chunked && (int64_t)cap > c->up_remaining)
             cap = (size_t)c->up_remaining;
-        ssize_t n = recv(c->h.fd, c->upbuf, cap, 0);
-        if (n == 0) {
+        size_t n;
+        int r = io_recv(c->h.fd, c->upbuf, cap, &n);
+        if (r == IO_EOF) {
             log_info("http %s: client closed during upload",
                      c->base.peer_str);
             c->broken = true;
             return;
         }
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
+        if (r != IO_OK) {
+            if (r != IO_AGAIN)
                 c->broken = true;
             break;
         }
         conn_touch(&c->base);
         size_t used = 0;
-        int r = body_feed(c, c->upbuf, (size_t)n, &used);
-        if (r > 0 && used < (size_t)n) {
+        r = body_feed(c, c->upbuf, n, &used);
+        if (r > 0 && used < n) {
             /* pipelined bytes after a chunked body: keep them if they fit */
-            size_t left = (size_t)n - used;
+            size_t left = n - used;
             if (c->inlen + left <= HTTP_HDR_MAX) {
                 memcpy(c->in + c->inlen, c->upbuf + used, left);
                 c->inlen += left;

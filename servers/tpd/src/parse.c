@@ -564,6 +564,21 @@ int chunk_decode(struct chunk_dec *d, char *buf, size_t len,
     return d->state == CK_DONE ? 1 : 0;
 }
 
+/* Read the decimal number at s[*i] (if any) into *out, advancing *i.
+ * Returns 0 (*out untouched when there is no digit), or -1 past 18 digits. */
+static int range_num(const char *s, size_t len, size_t *i, int64_t *out)
+{
+    int n = 0;
+    if (*i < len && isdigit((unsigned char)s[*i]))
+        *out = 0;
+    while (*i < len && isdigit((unsigned char)s[*i])) {
+        if (++n > 18)
+            return -1;
+        *out = *out * 10 + (s[(*i)++] - '0');
+    }
+    return 0;
+}
+
 /*
  * Parse a Range header value for a representation of `size` bytes.
  * Supports one "bytes=" range (a-b, a-, -n).  Returns 1 with an inclusive
@@ -579,27 +594,13 @@ int http_parse_range(const char *s, size_t len, int64_t size,
         return 0;
     while (i < len && s[i] == ' ')
         i++;
-    if (i < len && isdigit((unsigned char)s[i])) {
-        a = 0;
-        int n = 0;
-        while (i < len && isdigit((unsigned char)s[i])) {
-            if (++n > 18)
-                return 0;
-            a = a * 10 + (s[i++] - '0');
-        }
-    }
+    if (range_num(s, len, &i, &a) < 0)
+        return 0;
     if (i >= len || s[i] != '-')
         return 0;
     i++;
-    if (i < len && isdigit((unsigned char)s[i])) {
-        b = 0;
-        int n = 0;
-        while (i < len && isdigit((unsigned char)s[i])) {
-            if (++n > 18)
-                return 0;
-            b = b * 10 + (s[i++] - '0');
-        }
-    }
+    if (range_num(s, len, &i, &b) < 0)
+        return 0;
     while (i < len && s[i] == ' ')
         i++;
     if (i != len)

@@ -3,15 +3,21 @@
  * zero-copy FTP + HTTP server of xferlab (after teepeedee).
  *
  * Module map:
- *   main.c   configuration, command line, listeners, the epoll loop,
- *            idle timers, signal handling, logging and small helpers
+ *   main.c   the epoll loop, idle timers, signal handling, logging and
+ *            small helpers (epoll interest, connections, output buffers)
+ *   config.c defaults, configuration file and command line
+ *   listen.c listening sockets, accept, descriptor-exhaustion recovery
  *   users.c  the users file and password checks
  *   parse.c  pure, allocation-free protocol parsers (FTP command lines,
  *            PORT/EPRT, virtual paths, HTTP requests, chunked bodies,
  *            Range headers, percent-decoding); fuzzed by fuzz/
  *   vfs.c    confined file access below a user's home (openat2
  *            RESOLVE_BENEATH) and directory listings
- *   ftp.c    FTP sessions (control + data connections)
+ *   io.c     transfer loops shared by FTP and HTTP (sendfile or
+ *            pread+send of a file range, recv, write to a file)
+ *   ftp_*.c  FTP sessions: ftp_session.c (control connection, replies),
+ *            ftp_cmds.c (command table, handlers), ftp_data.c (data
+ *            channel, transfers); shared declarations in ftp_int.h
  *   http.c   HTTP/1.1 connections
  */
 #ifndef TPD_H
@@ -23,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -81,6 +88,10 @@ struct config {
     bool use_sendfile;
 };
 extern struct config g_cfg;
+int config_load(int argc, char **argv);
+int config_parse_int(const char *v, long lo, long hi, int *out);
+FILE *config_fopen(const char *what, const char *path);
+bool config_getline(FILE *f, char *line, int size, int *lineno, int max);
 
 /* ---- event loop objects ------------------------------------------------- */
 enum htype {
@@ -132,7 +143,14 @@ size_t obuf_pending(const struct obuf *b);
 void obuf_free(struct obuf *b);
 void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
 
-/* ftp.c / http.c entry points */
+/* listen.c */
+int  listen_start(void);
+void listen_event(struct handler *h);
+int64_t listen_resume_at(void);
+void listen_resume(void);
+void listen_stop(void);
+
+/* ftp_session.c / http.c entry points */
 void ftp_accept(int fd, const struct sockaddr_storage *peer);
 void ftp_event(struct handler *h, uint32_t events);
 void ftp_timeout(struct conn *c);
@@ -143,6 +161,29 @@ void http_event(struct handler *h, uint32_t events);
 void http_timeout(struct conn *c);
 void http_close(struct conn *c);
 void http_free(struct conn *c);
+
+/* ---- io.c: transfer loops shared by FTP and HTTP ------------------------- */
+enum io_status {
+    IO_OK = 0,             /* done (range sent, bytes received, written) */
+    IO_AGAIN,              /* would block, or the per-wakeup budget is spent */
+    IO_EOF,                /* peer closed (recv) / file shrank (sendfile)   */
+    IO_SOCK_ERR,           /* socket error, errno set                      */
+    IO_FILE_ERR            /* file read or write error, errno set          */
+};
+#define IO_SENDFILE 1u     /* io_send_file: use sendfile(), not pread+send  */
+#define IO_NOKEEP   2u     /* io_send_file: buf does not outlive the call   */
+/* A file range being sent; the descriptor and the buffer are borrowed. */
+struct io_src {
+    int fd;                /* file to send                               */
+    off_t off, end;        /* next byte to read, end of the range         */
+    char *buf;             /* bounce buffer without sendfile (else NULL)  */
+    size_t cap, len, pos;  /* its size, bytes held, bytes already sent    */
+};
+int io_send_file(int sock, struct io_src *x, size_t budget, unsigned flags,
+                 uint64_t *sent);
+int io_recv(int sock, void *buf, size_t cap, size_t *got);
+int io_recv_append(int sock, char *buf, size_t *len, size_t cap);
+int io_write_all(int fd, const void *p, size_t n);
 
 /* ---- parse.c: pure parsers (no I/O, no allocation) ----------------------- */
 enum ftp_cmd_id {

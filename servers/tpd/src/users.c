@@ -77,16 +77,13 @@ static int parse_user_line(char *line, struct user *u)
 /* Load the users file.  Returns 0, or -1 (logged) on any error. */
 int users_load(const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = config_fopen("users file", path);
     char line[4096];
     int lineno = 0;
 
-    if (!f) {
-        log_error("users file %s: %s", path, strerror(errno));
+    if (!f)
         return -1;
-    }
-    while (fgets(line, sizeof(line), f) && lineno < 1000000) {
-        lineno++;
+    while (config_getline(f, line, sizeof(line), &lineno, 1000000)) {
         size_t n = strlen(line);
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
