@@ -48,7 +48,9 @@ class _TcpWatch:
     logged and left out of the cell.
 
     Under the local backend the server shares the machine's namespace, so the counts
-    include the load generator's side of every connection (docs/methodology.md)."""
+    include the load generator's side of every connection and the machine's other
+    traffic: all are stored, only the listen-queue counters are shown
+    (docs/methodology.md)."""
 
     def __init__(self, pid: int | None) -> None:
         from runner.metrics import tcpstats
@@ -82,10 +84,19 @@ class _TcpWatch:
         delta = self.counters.delta
         before = self.counters.before
         samples = tcp_samples(delta, self.backlogs, before.netns if before else "")
-        sentence = tcpstats.format_tcp_counters(delta, [b for _, b in self.backlogs or []])
-        if sentence and before is not None and before.netns and before.netns == _own_netns():
-            sentence += " (host namespace: the load generator's side included)"
+        shown = delta
+        host_ns = before is not None and bool(before.netns) and before.netns == _own_netns()
+        if host_ns:  # the machine's own traffic retransmits too: show what only listeners count
+            shown = {k: v for k, v in delta.items() if k in _LISTEN_COUNTERS}
+        sentence = tcpstats.format_tcp_counters(shown, [b for _, b in self.backlogs or []])
+        if sentence and host_ns:
+            sentence += " (host namespace)"
         return samples, sentence
+
+
+#: Counters shown for a server in the host's namespace (all are stored): those only a
+#: listening socket counts, so the machine's other traffic does not show up in them.
+_LISTEN_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFullDoCookies", "SyncookiesSent")
 
 
 def _own_netns() -> str:
@@ -350,9 +361,11 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                     outcome = cell_runner(spec)(cell, spec, backend, reporter=reporter)
                     if outcome.status == "skipped":
                         skipped_servers[key] = outcome.error or "skipped"
-                store_retry(session, partial(_store, session, cell, outcome, spec, backend, env_cache),
-                            f"storing cell {cell.id}", reporter)
+                more = store_retry(session, partial(_store, session, cell, outcome, spec, backend, env_cache),
+                                   f"storing cell {cell.id}", reporter)
                 reporter.cell_finished(cell, outcome.status, outcome.summary)
+                if more:
+                    reporter.message(more)
                 ran += 1
     finally:
         os.sched_setaffinity(0, orig_affinity)
@@ -372,7 +385,9 @@ def _campaign_backend(camp: Campaign, reporter: Reporter) -> tuple[CampaignSpec,
 
 
 def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpec, backend: Backend,
-           env_cache: dict) -> None:
+           env_cache: dict) -> str | None:
+    """Store ``outcome`` for ``cell`` (and, with adaptive repeats, queue another repeat of
+    its group when needed). Returns the message saying a repeat was queued, or None."""
     build = crud.get_or_create_build(session, info=outcome.build_info) if outcome.build_info else None
     env = None
     if outcome.status != "skipped" and outcome.environment is not None:
@@ -388,5 +403,16 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
         env = crud.get_or_create_environment(session, data=data, env_class=cls)
     # Re-read the cell in this session (it was claimed and committed in the same session).
     current = session.scalars(select(Cell).where(Cell.id == cell.id)).one()
+    then = None
+    note: list[str] = []
+    if spec.max_repeats:
+        from runner.repeats import add_repeat_if_needed, group_values, steadiness
+
+        def then(s: Session, c: Cell) -> None:
+            new = add_repeat_if_needed(s, c, spec)
+            if new is not None:
+                note.append(f"{c.server_label} · {c.workload}: 95% CI {steadiness(group_values(s, c))} of the "
+                            f"median, wanted +-{spec.target_ci * 100:g}%: repeat {new.repeat + 1} queued")
     crud.finish_cell(session, cell=current, status=outcome.status, error=outcome.error, samples=outcome.samples,
-                     build=build, environment=env)
+                     build=build, environment=env, then=then)
+    return note[-1] if note else None

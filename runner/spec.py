@@ -17,11 +17,11 @@ anything runs; a bad spec is rejected with the path of the bad field and why::
     pinning: {server: [0], client: [1]}
     driver: xferlab-ftp          # what makes the load (runner.drivers); this is the default
 
-Bounds: a spec expands to ``repeats x workloads x servers`` cells, counted before any
-cell is made (:func:`count_cells`); more than ``XFERLAB_MAX_CELLS`` (default 100,000)
-is refused. YAML is read by :func:`runner.spec_yaml.load_yaml`, which refuses documents whose aliases
-and merge keys would expand to more than ``MAX_YAML_NODES`` nodes (a "billion
-laughs" document is a few hundred bytes). Values a server would only refuse at run
+Repeats: ``repeats: N``, or ``repeats: auto`` (3 to 10, stopping when the figure is
+steady: runner.repeats). Bounds: a spec expands to ``repeats x workloads x servers`` cells
+(:func:`count_cells`); more than ``XFERLAB_MAX_CELLS`` (default 100,000) is refused.
+YAML is read by :func:`runner.spec_yaml.load_yaml`, which refuses documents whose
+aliases and merge keys would expand to more than ``MAX_YAML_NODES`` nodes. Values a server would only refuse at run
 time are refused here: ``max_clients`` above 1,000,000, a version for a server that
 has one version per install or image, a version that is not a plain version string;
 variant values outside the server's own limits (runner.backends.variants).
@@ -201,6 +201,10 @@ def _default_storage() -> list[Literal["disk", "tmpfs"]]:
     return ["disk"]
 
 
+#: ``repeats: auto``: at least 3 repeats of each cell group, at most 10 (runner.repeats).
+AUTO_REPEATS = (3, 10)
+
+
 class CampaignSpec(BaseModel):
     """A whole campaign. See the module docstring for an example."""
 
@@ -208,7 +212,10 @@ class CampaignSpec(BaseModel):
     name: str = Field("campaign", min_length=1, max_length=200)
     servers: list[ServerSpec] = Field(min_length=1)
     workloads: list[WorkloadSpec] = Field(min_length=1)
-    repeats: int = Field(5, ge=1, le=1000)
+    repeats: int = Field(5, ge=1, le=1000, description="repeats per cell; the minimum with max_repeats")
+    max_repeats: int | None = Field(None, ge=2, le=1000, description="adaptive repeats: more repeats until the "
+                                    "figure's 95% CI is within target_ci of the median, at most this many")
+    target_ci: float = Field(0.025, gt=0, lt=1, description="adaptive repeats: wanted relative CI half-width")
     warmup: bool = Field(True, description="run a short unrecorded pass of each workload after server start")
     backend: Literal["auto", "local", "docker"] = "auto"
     pinning: Pinning = Field(default_factory=Pinning)
@@ -247,6 +254,19 @@ class CampaignSpec(BaseModel):
                 servers.append({**srv, "variant": {**(variant or {}), "storage": kind},
                                 **({"label": f"{srv['label']} [{kind}]"} if srv.get("label") else {})})
         return {**data, "servers": servers}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_repeats(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("repeats") == "auto":
+            data = {**data, "repeats": AUTO_REPEATS[0], "max_repeats": data.get("max_repeats") or AUTO_REPEATS[1]}
+        return data
+
+    @model_validator(mode="after")
+    def _repeats_range(self) -> CampaignSpec:
+        if self.max_repeats is not None and self.max_repeats < self.repeats:
+            raise ValueError(f"max_repeats ({self.max_repeats}) is below repeats ({self.repeats})")
+        return self
 
     @field_validator("driver")
     @classmethod
@@ -296,8 +316,9 @@ class CellPlan:
 
 def count_cells(spec: CampaignSpec) -> int:
     """Number of cells ``spec`` expands to, by arithmetic (no cell is made):
-    ``repeats x (workload names, presets counted by their members) x servers``."""
-    return spec.repeats * sum(len(w.names()) for w in spec.workloads) * len(spec.servers)
+    ``repeats x (workload names, presets counted by their members) x servers``, with
+    ``max_repeats`` as the repeats when the campaign adds repeats (the most it can make)."""
+    return max(spec.repeats, spec.max_repeats or 0) * sum(len(w.names()) for w in spec.workloads) * len(spec.servers)
 
 
 def max_cells() -> int:
@@ -314,7 +335,8 @@ def check_cells(spec: CampaignSpec, maximum: int | None = None, source: str = "s
     limit = max_cells() if maximum is None else maximum
     if n > limit:
         names = sum(len(w.names()) for w in spec.workloads)
-        raise SpecError([("", f"the spec expands to {n:,} cells ({spec.repeats} repeats x {names} workloads x "
+        reps = max(spec.repeats, spec.max_repeats or 0)
+        raise SpecError([("", f"the spec expands to {n:,} cells ({reps} repeats x {names} workloads x "
                               f"{len(spec.servers)} servers); the maximum is {limit:,} cells (XFERLAB_MAX_CELLS)")],
                         source)
     return n

@@ -53,13 +53,27 @@ class Command:
     description: str | None = None
 
 
+def _repeats_arg(text: str) -> int | str:
+    """``--repeats``: a positive integer or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of repeats: {text!r} (want N or auto)") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"repeats must be at least 1, not {n}")
+    return n
+
+
 def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("spec", nargs="?", help="campaign spec (YAML or JSON)")
     r.add_argument("--preset", help="built-in spec instead of a file (default: classic)")
     r.add_argument("--name", help="campaign name")
     r.add_argument("--servers", help="comma-separated servers: name[:version[:opt=val;opt=val]]")
     r.add_argument("--workloads", help="comma-separated workloads (default: the spec's)")
-    r.add_argument("--repeats", type=int, help="repeats per cell (default 5)")
+    r.add_argument("--repeats", type=_repeats_arg,
+                   help="repeats per cell: N (the classic preset: 5), or auto (3 to 10, until the figure is steady)")
     r.add_argument("--clients", type=int, help="clients of the N-client workloads")
     r.add_argument("--file-size", help="file size of the concurrent workloads, e.g. 10M")
     r.add_argument("--transfer-size", help="fixture size of single-stream STOR/RETR, e.g. 256M")

@@ -196,11 +196,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         session.commit()
         cid, total = camp.id, camp.cells_total
     console.print(f"campaign [bold]{cid}[/] '{spec.name}': {total} cells "
-                  f"({len(spec.servers)} servers, backend {backend.name}, {spec.repeats} repeats)")
+                  f"({len(spec.servers)} servers, backend {backend.name}, {_repeats_text(spec)})")
     if backend.name == "local":
         _warn_syncookies(console)
     _run_with_progress(console, engine, cid, total, 0)
     return _print_results(console, engine, cid, args)
+
+
+def _repeats_text(spec) -> str:
+    if spec.max_repeats:
+        return (f"{spec.repeats} to {spec.max_repeats} repeats, until the 95% CI is within "
+                f"+-{spec.target_ci * 100:g}% of the median")
+    return f"{spec.repeats} repeats"
 
 
 def _warn_syncookies(console) -> None:

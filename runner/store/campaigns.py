@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -121,10 +122,13 @@ def get_or_create_environment(session: Session, *, data: dict[str, Any], env_cla
 
 def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None = None,
                 samples: list[Sample] | None = None, build: ServerBuild | None = None,
-                environment: Environment | None = None) -> None:
+                environment: Environment | None = None,
+                then: Callable[[Session, Cell], object] | None = None) -> None:
     """Store a cell's outcome and samples and refresh its campaign's progress; commits.
 
-    ``status`` is ``done``, ``failed`` or ``skipped``."""
+    ``status`` is ``done``, ``failed`` or ``skipped``. ``then(session, cell)`` runs after
+    the samples are flushed and before the progress is counted, in the same transaction
+    (runner.repeats queues another repeat there, so the campaign is not closed first)."""
     cell.status = status
     cell.error = error
     cell.finished_at = now()
@@ -135,6 +139,9 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
     for s in samples or []:
         s.cell_id = cell.id
         session.add(s)
+    if then is not None:
+        session.flush()
+        then(session, cell)
     refresh_progress(session, campaign_id=cell.campaign_id)
     session.commit()
 
