@@ -42,9 +42,12 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
                     reference: str | None = None) -> str:
     """A campaign's report: per-server table, each server against ``reference`` (default
     the first server), memory table; rendered in ``fmt``."""
+    from runner.report.context import context_table, setup_table
     from runner.report.tables import report_tables
 
     tables = report_tables(data, reference=reference, ci=True, speedup=speedup)
+    tables += [t for t in (context_table(data.environment, data.setups), setup_table(data.servers, data.setups))
+               if t is not None]
     return render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}")
 
 
@@ -114,7 +117,8 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
     order = {w: i for i, w in enumerate(WORKLOADS)}
     facts = {**db.workloads, **da.workloads}
     data = CampaignData(campaign_id=cb, name=f"{da.name} vs {db.name}", servers=[na, nb], series=series,
-                        environment=db.environment,
+                        environment=db.environment, environments={na: da.environment, nb: db.environment},
+                        setups={na: da.setups.get(la, {}), nb: db.setups.get(lb, {})},
                         failures=[(na, *f[1:]) for f in da.failures if f[0] == la]
                         + [(nb, *f[1:]) for f in db.failures if f[0] == lb],
                         workloads={w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, len(order)))})
@@ -123,12 +127,19 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
 
 def compare_report(session: Session, a: str, b: str, *, campaign: int | None = None, fmt: str = "text",
                    speedup: bool = False) -> str:
-    """The comparison table of ``a`` (reference) and ``b`` in ``fmt``. Raises CompareError."""
+    """The comparison table of ``a`` (reference) and ``b`` in ``fmt``, then (except in
+    CSV, one table per file) the two servers' setups and, for servers of two campaigns,
+    every difference between the campaigns' environments. Raises CompareError."""
+    from runner.report.context import environment_diff_table, setup_table
     from runner.report.tables import comparison_table
 
     data, la, lb, warnings = comparison_data(session, a, b, campaign=campaign)
-    table = comparison_table(data, la, lb, ci=True, speedup=speedup)
-    out = render_tables([table], fmt, title=f"{la} vs. {lb}")
+    tables = [comparison_table(data, la, lb, ci=True, speedup=speedup)]
+    diff = (environment_diff_table(data.environments[la], data.environments[lb], la, lb)
+            if data.environments else None)
+    if fmt != "csv":  # one table per CSV file: the comparison alone
+        tables += [t for t in (setup_table([la, lb], data.setups), diff) if t is not None]
+    out = render_tables(tables, fmt, title=f"{la} vs. {lb}")
     if warnings and fmt == "text":
         out = "".join(f"warning: {w}\n" for w in warnings) + out
     return out

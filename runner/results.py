@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner.report.data import CampaignData, Series, WorkloadFacts
-from runner.store.models import Campaign, Cell, Environment, Sample
+from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
 from runner.workloads import WORKLOADS, WorkloadParams
 
 #: (metric, stat) pairs exported as series, with unit and direction.
@@ -85,7 +85,26 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
             env["env_class"] = row.env_class
     workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series, environment=env,
-                        failures=failures, workloads=workloads)
+                        failures=failures, workloads=workloads, setups=_setups(session, cells))
+
+
+#: Build-info keys shown as a server's setup (runner.report.context.setup_table).
+SETUP_KEYS = ("version", "backend", "obtained", "config_hash", "variant", "storage", "storage_fs", "network",
+              "image_tag", "binary")
+
+
+def _setups(session: Session, cells) -> dict[str, dict]:
+    """Server label -> the setup keys of the build its first measured cell ran."""
+    out: dict[str, dict] = {}
+    for c in cells:
+        if c.server_label in out or c.build_id is None or c.status != "done":
+            continue
+        build = session.get(ServerBuild, c.build_id)
+        if build is not None:
+            info = {**(build.info or {}), "version": build.version or (build.info or {}).get("version"),
+                    "variant": build.variant, "config_hash": build.config_hash}
+            out[c.server_label] = {k: info.get(k) for k in SETUP_KEYS if info.get(k) not in (None, "", {})}
+    return out
 
 
 def latest_campaign_id(session: Session) -> int | None:

@@ -224,15 +224,23 @@ def page_campaign(request: Request, campaign_id: CampaignId, session: Session = 
     detail = redact(request, campaign_detail(session, campaign_id=campaign_id))
     labels = list(dict.fromkeys(session.scalars(select(Cell.server_label).where(Cell.campaign_id == campaign_id)
                                                 .order_by(Cell.seq))))
-    return render(request, "campaign.html", c=detail, labels=labels, tables=_tables(session, campaign_id))
+    tables, context = _tables(session, campaign_id, context=True)
+    return render(request, "campaign.html", c=detail, labels=labels, tables=tables, context=context)
 
 
-def _tables(session: Session, campaign_id: int):
+def _tables(session: Session, campaign_id: int, *, context: bool = False):
+    """The campaign table so far; with ``context``, ``(that list, the "Conducted on" and
+    "Setup" tables as the exports have them: runner.report.context)``."""
+    from runner.report.context import context_table, setup_table
     from runner.report.tables import campaign_table
     from runner.results import load_campaign
 
     data = load_campaign(session, campaign_id=campaign_id)
-    return [campaign_table(data)] if data.series or data.failures else []
+    tables = [campaign_table(data)] if data.series or data.failures else []
+    if not context:
+        return tables
+    return tables, [t for t in (context_table(data.environment, data.setups), setup_table(data.servers, data.setups))
+                    if t is not None]
 
 
 @router.get("/campaigns/{campaign_id}/figures", include_in_schema=False, dependencies=[Depends(require_read)])

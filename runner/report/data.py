@@ -71,6 +71,12 @@ class CampaignData:
             catalogue's order). Rows of workloads not listed come after, by first
             appearance; their row metric is the first non-memory metric seen. Not part of
             the JSON document (version 1) and not compared by ``==``.
+        setups: server label -> how it ran (the build info of its first measured cell:
+            ``version``, ``backend``, ``obtained``, ``config_hash``, ``variant``,
+            ``storage``, ``storage_fs``, ``network``...); the reports' "Setup" table.
+        environments: for a comparison across two campaigns, server label -> the
+            environment snapshot of its campaign (the reports list the differences);
+            empty otherwise.
     """
 
     campaign_id: int
@@ -80,3 +86,5 @@ class CampaignData:
     environment: dict = field(default_factory=dict)
     failures: list[tuple[str, str, int, str]] = field(default_factory=list)
     workloads: dict[str, WorkloadFacts] = field(default_factory=dict, compare=False)
+    setups: dict[str, dict] = field(default_factory=dict, compare=False)
+    environments: dict[str, dict] = field(default_factory=dict, compare=False)

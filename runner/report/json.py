@@ -5,6 +5,7 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
     {"format": "xferlab-results", "version": 1,
      "campaign": {"id": 7, "name": "nightly", "servers": ["a", "b"],
                   "environment": {...},
+                  "setups": {"a": {"version": ..., ...}},   # when recorded (optional)
                   "failures": [{"server": "a", "workload": "stor", "repeat": 2,
                                 "error": "421 Timeout"}]},
      "series": [{"server": "a", "workload": "retr", "title": "RETR (server -> client)",
@@ -53,6 +54,7 @@ def to_dict(data: CampaignData) -> dict:
         "campaign": {
             "id": data.campaign_id, "name": data.name, "servers": list(data.servers),
             "environment": data.environment,
+            **({"setups": data.setups} if data.setups else {}),
             "failures": [{"server": f[0], "workload": f[1], "repeat": f[2], "error": f[3]}
                          for f in data.failures],
         },
@@ -116,7 +118,8 @@ def from_dict(doc: dict) -> CampaignData:
                 for f in c.get("failures", [])]
     return CampaignData(campaign_id=_need(c, "id", "campaign"), name=_need(c, "name", "campaign"),
                         servers=list(_need(c, "servers", "campaign")), series=series,
-                        environment=dict(c.get("environment") or {}), failures=failures)
+                        environment=dict(c.get("environment") or {}), failures=failures,
+                        setups=dict(c.get("setups") or {}))
 
 
 def load_json(text: str | bytes) -> CampaignData:

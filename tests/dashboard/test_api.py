@@ -32,7 +32,10 @@ def test_pages_render(client, store_campaign):
                 f"/compare?campaign={cid}&a=pyftpdlib 2.2.0&b=pyftpdlib 2.2.0 [use_sendfile=False]"):
         r = client.get(url)
         assert r.status_code == 200, (url, r.text[:500])
-    assert "RETR (server -&gt; client)" in client.get(f"/campaigns/{cid}").text
+    page = client.get(f"/campaigns/{cid}").text
+    assert "RETR (server -&gt; client)" in page
+    # the report context, as in the exports: where it was measured (the stored snapshot)
+    assert '<h3>Conducted on</h3>' in page and 'id="context-table"' in page
 
 
 def test_campaign_api_progress(client, store_campaign):

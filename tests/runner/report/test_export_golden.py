@@ -1,7 +1,9 @@
 """Export bytes are pinned: a fixed campaign is stored in the real PostgreSQL (through
 the store helpers, as a run stores it), read back with ``runner.results.load_campaign``
-and exported in every format; each export must equal, byte for byte, the golden file
-made by the code of the day the goldens were generated (before the issue-11 refactor).
+and exported in every format; each export must equal, byte for byte, the golden file.
+The goldens were made before the issue-11 refactor, which left them unchanged; they were
+regenerated on 2026-11-23 for one intended change, the report context of issue 12
+("Conducted on" and "Setup" tables; ``setups`` in the JSON campaign document).
 
 Regenerate only for an intended change of the export bytes:
 ``XFERLAB_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/runner/report/test_export_golden.py``
