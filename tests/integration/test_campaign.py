@@ -65,9 +65,12 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             assert ("tcp", "ListenOverflows") in metrics and ("tcp", "RetransSegs") in metrics, metrics
             backlog = next(x for x in cell.samples if x.metric == "listen_backlog")
             assert backlog.value == 1024 and backlog.raw, backlog.raw  # the lab's backlog for pyftpdlib
-            # the server's CPU cost of the work: per GiB moved, or per operation
-            cost = "server_cpu_per_op" if cell.workload in ("login", "quit") else "server_cpu_per_gib"
-            assert any(x.metric == cost and x.value > 0 for x in cell.samples), (cell.workload, metrics)
+            # the server's CPU cost of the work: per GiB moved, or per operation (20 logins or
+            # QUITs can cost less than the 10 ms clock tick of the CPU figures: 0 is a value)
+            per_op = cell.workload in ("login", "quit")
+            cost = "server_cpu_per_op" if per_op else "server_cpu_per_gib"
+            assert any(x.metric == cost and (x.value >= 0 if per_op else x.value > 0) for x in cell.samples), \
+                (cell.workload, metrics)
             assert cell.build_id is not None and cell.environment_id is not None
             # which driver made the load is recorded with the cell (its environment snapshot)
             assert cell.environment.data["driver"]["name"] == "xferlab-ftp"
