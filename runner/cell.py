@@ -2,7 +2,7 @@
 
 A *cell runner* runs one cell (one fresh server, one measured phase) and returns a
 :class:`CellOutcome`; ``run_campaign`` (runner.execute) stores it. Two runners exist:
-this machine (:func:`runner.execute.run_local_cell`) and across hosts
+this machine (:func:`runner.local_cell.run_local_cell`) and across hosts
 (:func:`runner.multihost.control.run_remote_cell`). Both turn what they measured into
 an outcome here, so the memory figures, the failed-operations reason and the crash
 record are written once.

@@ -19,91 +19,17 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from runner.backends.base import Backend, ServerFailed, ServerSkipped
-from runner.cell import (
-    CellOutcome,
-    CellRunner,
-    Reporter,
-    crashed,
-    failed,
-    measured,
-    memory_figures,
-    skipped,
-    warmup_params,
-)
-from runner.drivers import DriverUnavailable, LoadError, driver_record, get_driver
-from runner.spec import CampaignSpec, ServerSpec
+from runner.backends.base import Backend
+from runner.cell import CellOutcome, CellRunner, Reporter, warmup_params
+from runner.drivers import driver_record
+from runner.local_cell import run_local_cell
+from runner.spec import CampaignSpec
 from runner.store import campaigns as crud
-from runner.store.models import Campaign, Cell
+from runner.store.models import Campaign, Cell, Sample
 from runner.store.retry import store_retry
-from runner.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
 
-
-class _TcpWatch:
-    """The kernel TCP counters of the server's network namespace over the measured
-    phase, and its listen backlogs (runner.metrics.tcpstats), for one cell. Never
-    raises: what cannot be read (no /proc, no ``ss``, no permission for ``nsenter``) is
-    logged and left out of the cell.
-
-    Under the local backend the server shares the machine's namespace, so the counts
-    include the load generator's side of every connection and the machine's other
-    traffic: all are stored, only the listen-queue counters are shown
-    (docs/methodology.md)."""
-
-    def __init__(self, pid: int | None) -> None:
-        from runner.metrics import tcpstats
-
-        self.backlogs: list[tuple[str, int]] | None = None
-        self.counters: tcpstats.PhaseCounters | None = None
-        if pid is None:
-            return
-        try:
-            self.backlogs = [(s.local, s.backlog) for s in tcpstats.listen_backlogs(pid)]
-        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
-            log.info("listen backlog of pid %s not read: %s", pid, exc)
-        try:
-            self.counters = tcpstats.PhaseCounters(pid).__enter__()
-        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
-            log.info("TCP counters of pid %s not read: %s", pid, exc)
-
-    def finish(self) -> tuple[list[Any], str]:
-        """Read the counters again; return (sample rows, the sentence of the non-zero
-        counters with the backlog, e.g. ``"148 listen overflows, ...; backlog 32"``)."""
-        from runner.measure import tcp_samples
-        from runner.metrics import tcpstats
-
-        if self.counters is None:
-            return [], ""
-        try:
-            self.counters.__exit__(None, None, None)
-        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
-            log.info("TCP counters not read after the phase: %s", exc)
-            return [], ""
-        delta = self.counters.delta
-        before = self.counters.before
-        samples = tcp_samples(delta, self.backlogs, before.netns if before else "")
-        shown = delta
-        host_ns = before is not None and bool(before.netns) and before.netns == _own_netns()
-        if host_ns:  # the machine's own traffic retransmits too: show what only listeners count
-            shown = {k: v for k, v in delta.items() if k in _LISTEN_COUNTERS}
-        sentence = tcpstats.format_tcp_counters(shown, [b for _, b in self.backlogs or []])
-        if sentence and host_ns:
-            sentence += " (host namespace)"
-        return samples, sentence
-
-
-#: Counters shown for a server in the host's namespace (all are stored): those only a
-#: listening socket counts, so the machine's other traffic does not show up in them.
-_LISTEN_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFullDoCookies", "SyncookiesSent")
-
-
-def _own_netns() -> str:
-    try:
-        return os.readlink("/proc/self/ns/net")
-    except OSError:
-        return ""
 
 __all__ = ["CellOutcome", "Heartbeat", "LogReporter", "Reporter", "cell_runner", "resolve_backend", "run_campaign",
            "run_local_cell", "warmup_params"]
@@ -217,91 +143,6 @@ def resolve_backend(name: str, **kwargs: Any) -> Backend:
     return get_backend(name, **kwargs)
 
 
-def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
-                   reporter: Reporter | None = None) -> CellOutcome:
-    """Run one cell on this machine (a runner.cell.CellRunner): start the server with
-    ``backend``, sample its process tree, warm up, run the measured phase with the
-    spec's driver, stop the server. Never raises for server or load failures (they
-    become a ``failed``/``skipped`` outcome with the reason)."""
-    from runner.metrics.sampler import TreeSampler
-
-    srv = ServerSpec.model_validate(cell.server_spec)
-    req = srv.request(spec.max_clients)
-    params = WorkloadParams.model_validate(cell.params)
-    driver = get_driver(spec.driver)
-    try:
-        driver.check()
-        backend.check(req)
-    except (ServerSkipped, DriverUnavailable) as exc:
-        return skipped(str(exc))
-    handle = None
-    sampler = None
-    try:
-        handle = backend.start(req, cpu=spec.pinning.server)
-        build = dict(handle.build_info)
-        if handle.pid is not None:
-            sampler = TreeSampler(handle.pid)
-            sampler.start()
-            start_mem = sampler.checkpoint("start")
-        else:
-            start_mem = None
-        def progress(text: str) -> None:
-            if reporter is not None:
-                reporter.message(text)
-
-        if spec.warmup:
-            try:  # its messages too: the fixtures are usually made here
-                driver.run(cell.workload, handle.target, warmup_params(params),
-                           progress=lambda text: progress(f"warm-up: {text}"))
-            except LoadError as exc:
-                raise ServerFailed(f"warm-up failed: {exc}") from exc
-        tcp = _TcpWatch(handle.pid)
-        cpu0 = sampler.cpu_times() if sampler else None
-        snaps: dict[str, Any] = {"start": start_mem}
-
-        def checkpoint(name: str) -> None:
-            if sampler is not None:
-                snaps[name] = sampler.checkpoint(name)
-
-        result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
-        tcp_rows, kernel_note = tcp.finish()
-        memory = None
-        server_cpu = None
-        timeline = None
-        if sampler is not None and cpu0 is not None:
-            cpu1 = sampler.cpu_times()
-            server_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
-            snaps["end"] = sampler.checkpoint("end")
-            sampler.stop()
-            memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
-                                     for k, v in snaps.items()},
-                                    (sampler.peak_uss, sampler.peak_rss_minus_shared))
-            timeline = [list(t) for t in sampler.timeline[-2000:]]
-        alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
-        return measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
-                        # docker backend: the container's memory cgroup (current/peak/anon)
-                        cgroup_memory=handle.cgroup_memory(), server_alive=alive,
-                        exit_reason=None if alive else (handle.exit_reason() or "exited"),
-                        extra_samples=tcp_rows, kernel_note=kernel_note)
-    except ServerSkipped as exc:
-        return skipped(str(exc))
-    except (ServerFailed, LoadError) as exc:
-        reason = str(exc)
-        if handle is not None and not handle.alive():  # say so when the server died under load
-            reason += f"; server not running ({handle.exit_reason() or 'exited'})"
-        return failed(reason, build_info=handle.build_info if handle else None)
-    except Exception as exc:  # a bug or an unexpected failure: record it, keep the campaign going
-        return crashed(exc, cell.id)
-    finally:
-        if sampler is not None:
-            try:
-                sampler.stop()
-            except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
-                pass
-        if handle is not None:
-            handle.stop()
-
-
 def cell_runner(spec: CampaignSpec) -> CellRunner:
     """The cell runner for ``spec``: across hosts (runner.multihost) when it has a
     ``hosts`` block, else this machine (:func:`run_local_cell`)."""
@@ -361,8 +202,12 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                     outcome = cell_runner(spec)(cell, spec, backend, reporter=reporter)
                     if outcome.status == "skipped":
                         skipped_servers[key] = outcome.error or "skipped"
+                t_store = time.perf_counter()
                 more = store_retry(session, partial(_store, session, cell, outcome, spec, backend, env_cache),
                                    f"storing cell {cell.id}", reporter)
+                if outcome.status != "skipped":  # where the cell's time went: the write too
+                    store_retry(session, partial(_store_time, session, cell.id, time.perf_counter() - t_store),
+                                f"storing cell {cell.id}", reporter)
                 reporter.cell_finished(cell, outcome.status, outcome.summary)
                 if more:
                     reporter.message(more)
@@ -382,6 +227,12 @@ def _campaign_backend(camp: Campaign, reporter: Reporter) -> tuple[CampaignSpec,
     if prepare is not None and spec.hosts is None:
         prepare([srv.request(spec.max_clients) for srv in spec.servers])
     return spec, backend
+
+
+def _store_time(session: Session, cell_id: int, seconds: float) -> None:
+    """Add the ``cell_time``/``store`` sample (runner.local_cell.STAGES) and commit."""
+    session.add(Sample(cell_id=cell_id, metric="cell_time", stat="store", value=seconds, unit="s"))
+    session.commit()
 
 
 def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpec, backend: Backend,

@@ -6,6 +6,7 @@ listed as failures with their reason, so a failure is visible but never averaged
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -110,3 +111,37 @@ def _setups(session: Session, cells) -> dict[str, dict]:
 def latest_campaign_id(session: Session) -> int | None:
     """Id of the most recent campaign, or None when the store is empty."""
     return session.scalar(select(Campaign.id).order_by(Campaign.id.desc()).limit(1))
+
+
+def campaign_timing(session: Session, *, campaign_id: int) -> dict[str, Any]:
+    """Where a campaign's time went, from its cells' ``cell_time`` samples
+    (runner.local_cell.STAGES).
+
+    Returns ``{"stages": [{"stage", "cells", "total_s", "median_s"}, ...]`` in STAGES
+    order, ``"cells_s"``: the sum of the cells' wall times (claimed to finished),
+    ``"campaign_s"``: the campaign's wall time (started to finished, or to now when
+    running; None when it never started), ``"cells"``: cells with timing}. Raises
+    LookupError for an unknown id."""
+    import statistics
+    from datetime import UTC, datetime
+
+    from runner.local_cell import STAGES
+
+    camp = session.get(Campaign, campaign_id)
+    if camp is None:
+        raise LookupError(f"no campaign {campaign_id}")
+    rows = session.execute(select(Sample.cell_id, Sample.stat, Sample.value).join(Cell).where(
+        Cell.campaign_id == campaign_id, Sample.metric == "cell_time")).all()
+    per: dict[str, list[float]] = defaultdict(list)
+    for _cell, stage, value in rows:
+        per[stage].append(float(value))
+    stages = [{"stage": k, "cells": len(per[k]), "total_s": sum(per[k]), "median_s": statistics.median(per[k])}
+              for k in STAGES if per.get(k)]
+    cells = session.execute(select(Cell.started_at, Cell.finished_at).where(
+        Cell.campaign_id == campaign_id, Cell.started_at.is_not(None), Cell.finished_at.is_not(None))).all()
+    cells_s = sum(((f - s).total_seconds() for s, f in cells if s is not None and f is not None), 0.0)
+    end = camp.finished_at or datetime.now(UTC)
+    campaign_s = (end - camp.started_at).total_seconds() if camp.started_at else None
+    return {"stages": stages, "cells_s": cells_s, "campaign_s": campaign_s,
+            "cells": len({c for c, _, _ in rows})}
+

@@ -93,6 +93,12 @@ def _id_format_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS)
 
 
+def _show_args(p: argparse.ArgumentParser) -> None:
+    _id_format_args(p)
+    p.add_argument("--timing", action="store_true",
+                   help="where the campaign's time went: each cell stage (start, warm-up, phase, store...)")
+
+
 def _campaigns_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=50)
 
@@ -160,7 +166,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "finish the queued cells of an interrupted campaign", "runner.cli.campaign:cmd_resume",
             _id_format_args),
     Command("campaigns", "list campaigns", "runner.cli.read:cmd_campaigns", _campaigns_args),
-    Command("show", "one campaign's figures and failures", "runner.cli.read:cmd_show", _id_format_args),
+    Command("show", "one campaign's figures and failures", "runner.cli.read:cmd_show", _show_args),
     Command("compare", "compare two servers (in a campaign) or two campaigns", "runner.cli.read:cmd_compare",
             _compare_args, description="A and B are each a campaign id (one-server campaign), ID:SERVER, or a "
                                        "SERVER label looked up in --campaign (default: the latest campaign)."),

@@ -43,9 +43,44 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"campaign {camp.id} '{camp.name}': {camp.status}, backend {camp.backend}, "
                       f"{camp.cells_done}/{camp.cells_total} done, {camp.cells_failed} failed, "
                       f"{camp.cells_skipped} skipped; lab {camp.lab_version}")
+    if getattr(args, "timing", False):
+        _print_timing(console, args.id)
+        return 0
     _print_failures(console, data)
     common.emit(reporting.campaign_report(data, fmt=args.format or "text"), None)
     return 0
+
+
+def _print_timing(console, campaign_id: int) -> None:
+    """``show ID --timing``: the campaign's time per cell stage (runner.results.campaign_timing)."""
+    from rich.table import Table
+
+    from runner.local_cell import STAGES
+    from runner.results import campaign_timing
+
+    with common.session(common.engine()) as session:
+        t = campaign_timing(session, campaign_id=campaign_id)
+    if not t["stages"]:
+        console.print(f"campaign {campaign_id}: no cell timing recorded (cells run before timing was recorded, "
+                      "or none ran yet)")
+        return
+    cells_s = t["cells_s"] or 0.0
+    table = Table("stage", "what", "cells", "median s", "total s", "share of cell time",
+                  title=f"Where the time of campaign {campaign_id} went ({t['cells']} cells)")
+    for row in t["stages"]:
+        share = f"{row['total_s'] / cells_s * 100:.1f}%" if cells_s else "n/a"
+        table.add_row(row["stage"], STAGES[row["stage"]].strip(), str(row["cells"]), f"{row['median_s']:.3f}",
+                      f"{row['total_s']:.1f}", share)
+    console.print(table)
+    # "store" happens after a cell's finished_at; "of which" rows are inside another stage
+    inside = sum(r["total_s"] for r in t["stages"] if r["stage"] != "store" and not STAGES[r["stage"]].startswith("  "))
+    store = sum(r["total_s"] for r in t["stages"] if r["stage"] == "store")
+    console.print(f"cells: {cells_s:.1f} s from claim to finish, {inside:.1f} s of it in the stages above; "
+                  f"other (claiming, environment and build records): {max(0.0, cells_s - inside):.1f} s; "
+                  f"then {store:.1f} s storing")
+    if t["campaign_s"] is not None:
+        console.print(f"campaign: {t['campaign_s']:.1f} s wall; outside cells and their storing: "
+                      f"{max(0.0, t['campaign_s'] - cells_s - store):.1f} s")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -71,12 +71,18 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             cost = "server_cpu_per_op" if per_op else "server_cpu_per_gib"
             assert any(x.metric == cost and (x.value >= 0 if per_op else x.value > 0) for x in cell.samples), \
                 (cell.workload, metrics)
+            # where the cell's time went (runner.local_cell.STAGES), the database write included
+            stages = {x.stat: x.value for x in cell.samples if x.metric == "cell_time"}
+            assert {"check", "start", "probe", "warmup", "phase", "measured", "stop", "store"} <= set(stages), stages
+            assert stages["measured"] <= stages["phase"] and stages["probe"] <= stages["start"]
             assert cell.build_id is not None and cell.environment_id is not None
             # which driver made the load is recorded with the cell (its environment snapshot)
             assert cell.environment.data["driver"]["name"] == "xferlab-ftp"
         retr = s.scalars(select(Sample).join(Cell).where(Cell.workload == "retr", Sample.metric == "throughput"))
         assert all(x.value > 10 for x in retr)  # MiB/s, confirmed bytes
     engine.dispose()
+    p = _run(["show", "1", "--timing"], xferlab_env)
+    assert "Where the time of campaign 1 went (32 cells)" in p.stdout and "warmup" in p.stdout, p.stdout
     p = _run(["campaigns"], xferlab_env)
     assert "it" in p.stdout and "done" in p.stdout
     p = _run(["export", "1", "--format", "json"], xferlab_env)

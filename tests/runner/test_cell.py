@@ -83,3 +83,26 @@ def test_handles_answer_exit_reason_and_cgroup_memory():
     assert h.exit_reason() == f"no FTP login at 127.0.0.1:{port}" and h.cgroup_memory() is None
     for cls in (LocalServerHandle, DockerServerHandle):
         assert callable(cls.exit_reason) and callable(cls.cgroup_memory)
+
+
+def test_stage_clock_records_blocks_and_known_durations():
+    import time
+
+    import pytest
+
+    from runner.local_cell import STAGES, StageClock
+
+    clock = StageClock()
+    with clock("start"):
+        time.sleep(0.05)
+    with clock("start"):   # a stage that runs twice adds up
+        time.sleep(0.02)
+    clock.record("probe", 0.03)
+    with pytest.raises(RuntimeError), clock("phase"):   # timed even when the block raises
+        raise RuntimeError("x")
+    assert 0.07 <= clock.seconds["start"] < 0.5 and clock.seconds["probe"] == 0.03 and "phase" in clock.seconds
+    with pytest.raises(ValueError, match="unknown cell stage 'nap'"):
+        clock.record("nap", 1.0)
+    rows = {s.stat: s for s in clock.samples()}
+    assert set(rows) == {"start", "probe", "phase"} <= set(STAGES)
+    assert all(s.metric == "cell_time" and s.unit == "s" for s in rows.values())

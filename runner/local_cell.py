@@ -1,0 +1,252 @@
+"""One cell on this machine: the cell runner of campaigns without a ``hosts`` block
+(runner.execute.cell_runner), the kernel TCP counters around its measured phase, and
+where its time goes.
+
+Time: every cell records, as samples of metric ``cell_time`` (seconds of wall time),
+the stages of :data:`STAGES`; ``xferlab show ID --timing`` sums them over a campaign
+(runner.cli.read). ``store`` (writing the cell's outcome to the database) is recorded
+by the campaign loop after the write (runner.execute).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from runner.backends.base import Backend, ServerFailed, ServerSkipped
+from runner.cell import (
+    CellOutcome,
+    Reporter,
+    crashed,
+    failed,
+    measured,
+    memory_figures,
+    skipped,
+    warmup_params,
+)
+from runner.drivers import DriverUnavailable, LoadError, get_driver
+from runner.spec import CampaignSpec, ServerSpec
+from runner.store.models import Cell, Sample
+from runner.workloads import WorkloadParams
+
+log = logging.getLogger(__name__)
+
+#: Stages of a cell, in order, with what each covers. ``probe`` is part of ``start``
+#: (the backend's wait for a greeting and a login) and ``measured`` part of ``phase``
+#: (the measured span of the driver's run: the rest is its untimed setup and teardown).
+STAGES: dict[str, str] = {
+    "check": "driver and backend checks (binary, image present)",
+    "start": "server start: process or container, until it answers",
+    "probe": "  of which: waiting for the greeting and a login",
+    "sampler": "memory sampler start and stop, memory figures",
+    "warmup": "unrecorded warm-up pass (fixtures are usually made here)",
+    "counters": "kernel TCP counters and listen backlog (ss)",
+    "phase": "the driver's run of the measured workload",
+    "measured": "  of which: the measured span",
+    "stop": "server stop (process or container removal)",
+    "store": "writing the outcome to the database",
+}
+
+
+class StageClock:
+    """Wall time per stage of one cell: ``with clock("start"): ...`` adds the block's
+    duration to stage ``start``; :meth:`record` adds a known duration. Seconds."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.record(stage, time.perf_counter() - t)
+
+    def record(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to ``stage`` (a :data:`STAGES` key; ValueError otherwise)."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown cell stage {stage!r}; known: {', '.join(STAGES)}")
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + max(0.0, seconds)
+
+    def samples(self) -> list[Sample]:
+        """One ``cell_time`` sample per stage recorded (stat: the stage, unit ``s``)."""
+        return [Sample(metric="cell_time", stat=k, value=v, unit="s") for k, v in self.seconds.items()]
+
+class _TcpWatch:
+    """The kernel TCP counters of the server's network namespace over the measured
+    phase, and its listen backlogs (runner.metrics.tcpstats), for one cell. Never
+    raises: what cannot be read (no /proc, no ``ss``, no permission for ``nsenter``) is
+    logged and left out of the cell.
+
+    Under the local backend the server shares the machine's namespace, so the counts
+    include the load generator's side of every connection and the machine's other
+    traffic: all are stored, only the listen-queue counters are shown
+    (docs/methodology.md)."""
+
+    def __init__(self, pid: int | None) -> None:
+        from runner.metrics import tcpstats
+
+        self.backlogs: list[tuple[str, int]] | None = None
+        self.counters: tcpstats.PhaseCounters | None = None
+        if pid is None:
+            return
+        try:
+            self.backlogs = [(s.local, s.backlog) for s in tcpstats.listen_backlogs(pid)]
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("listen backlog of pid %s not read: %s", pid, exc)
+        try:
+            self.counters = tcpstats.PhaseCounters(pid).__enter__()
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("TCP counters of pid %s not read: %s", pid, exc)
+
+    def finish(self) -> tuple[list[Any], str]:
+        """Read the counters again; return (sample rows, the sentence of the non-zero
+        counters with the backlog, e.g. ``"148 listen overflows, ...; backlog 32"``)."""
+        from runner.measure import tcp_samples
+        from runner.metrics import tcpstats
+
+        if self.counters is None:
+            return [], ""
+        try:
+            self.counters.__exit__(None, None, None)
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("TCP counters not read after the phase: %s", exc)
+            return [], ""
+        delta = self.counters.delta
+        before = self.counters.before
+        samples = tcp_samples(delta, self.backlogs, before.netns if before else "")
+        shown = delta
+        host_ns = before is not None and bool(before.netns) and before.netns == _own_netns()
+        if host_ns:  # the machine's own traffic retransmits too: show what only listeners count
+            shown = {k: v for k, v in delta.items() if k in _LISTEN_COUNTERS}
+        sentence = tcpstats.format_tcp_counters(shown, [b for _, b in self.backlogs or []])
+        if sentence and host_ns:
+            sentence += " (host namespace)"
+        return samples, sentence
+
+
+#: Counters shown for a server in the host's namespace (all are stored): those only a
+#: listening socket counts, so the machine's other traffic does not show up in them.
+_LISTEN_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFullDoCookies", "SyncookiesSent")
+
+
+def _own_netns() -> str:
+    try:
+        return os.readlink("/proc/self/ns/net")
+    except OSError:
+        return ""
+
+
+
+def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
+                   reporter: Reporter | None = None) -> CellOutcome:
+    """Run one cell on this machine (a runner.cell.CellRunner): start the server with
+    ``backend``, sample its process tree, warm up, run the measured phase with the
+    spec's driver, stop the server. Never raises for server or load failures (they
+    become a ``failed``/``skipped`` outcome with the reason).
+
+    Where the cell's time went is added to the outcome's samples (metric ``cell_time``,
+    one row per :data:`STAGES` entry that ran, seconds of wall time), for ``xferlab
+    show ID --timing``."""
+    clock = StageClock()
+    outcome = _run_local_cell(cell, spec, backend, reporter, clock)
+    if outcome.status != "skipped":
+        outcome.samples += clock.samples()
+    return outcome
+
+
+def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: Reporter | None,
+                    clock: StageClock) -> CellOutcome:
+    from runner.metrics.sampler import TreeSampler
+
+    srv = ServerSpec.model_validate(cell.server_spec)
+    req = srv.request(spec.max_clients)
+    params = WorkloadParams.model_validate(cell.params)
+    driver = get_driver(spec.driver)
+    try:
+        with clock("check"):
+            driver.check()
+            backend.check(req)
+    except (ServerSkipped, DriverUnavailable) as exc:
+        return skipped(str(exc))
+    handle = None
+    sampler = None
+    try:
+        with clock("start"):
+            handle = backend.start(req, cpu=spec.pinning.server)
+        build = dict(handle.build_info)
+        if isinstance(build.get("startup_s"), (int, float)):  # of which: waiting for the greeting and a login
+            clock.record("probe", float(build["startup_s"]))
+        start_mem = None
+        if handle.pid is not None:
+            with clock("sampler"):
+                sampler = TreeSampler(handle.pid)
+                sampler.start()
+                start_mem = sampler.checkpoint("start")
+        def progress(text: str) -> None:
+            if reporter is not None:
+                reporter.message(text)
+
+        if spec.warmup:
+            try:  # its messages too: the fixtures are usually made here
+                with clock("warmup"):
+                    driver.run(cell.workload, handle.target, warmup_params(params),
+                               progress=lambda text: progress(f"warm-up: {text}"))
+            except LoadError as exc:
+                raise ServerFailed(f"warm-up failed: {exc}") from exc
+        with clock("counters"):
+            tcp = _TcpWatch(handle.pid)
+        cpu0 = sampler.cpu_times() if sampler else None
+        snaps: dict[str, Any] = {"start": start_mem}
+
+        def checkpoint(name: str) -> None:
+            if sampler is not None:
+                snaps[name] = sampler.checkpoint(name)
+
+        with clock("phase"):
+            result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+        clock.record("measured", result.elapsed_s)
+        with clock("counters"):
+            tcp_rows, kernel_note = tcp.finish()
+        memory = None
+        server_cpu = None
+        timeline = None
+        if sampler is not None and cpu0 is not None:
+            t_mem = time.perf_counter()
+            cpu1 = sampler.cpu_times()
+            server_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
+            snaps["end"] = sampler.checkpoint("end")
+            sampler.stop()
+            memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
+                                     for k, v in snaps.items()},
+                                    (sampler.peak_uss, sampler.peak_rss_minus_shared))
+            timeline = [list(t) for t in sampler.timeline[-2000:]]
+            clock.record("sampler", time.perf_counter() - t_mem)
+        alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
+        return measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
+                        # docker backend: the container's memory cgroup (current/peak/anon)
+                        cgroup_memory=handle.cgroup_memory(), server_alive=alive,
+                        exit_reason=None if alive else (handle.exit_reason() or "exited"),
+                        extra_samples=tcp_rows, kernel_note=kernel_note)
+    except ServerSkipped as exc:
+        return skipped(str(exc))
+    except (ServerFailed, LoadError) as exc:
+        reason = str(exc)
+        if handle is not None and not handle.alive():  # say so when the server died under load
+            reason += f"; server not running ({handle.exit_reason() or 'exited'})"
+        return failed(reason, build_info=handle.build_info if handle else None)
+    except Exception as exc:  # a bug or an unexpected failure: record it, keep the campaign going
+        return crashed(exc, cell.id)
+    finally:
+        if sampler is not None:
+            try:
+                sampler.stop()
+            except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
+                pass
+        if handle is not None:
+            with clock("stop"):
+                handle.stop()
