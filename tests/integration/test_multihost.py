@@ -37,6 +37,7 @@ WANTED = {
     "net.ipv4.ip_local_port_range": "1024 65535",
     "net.core.somaxconn": "65535",
     "net.ipv4.tcp_max_syn_backlog": "65535",
+    "net.ipv4.tcp_syncookies": "0",
 }
 HOST_WIDE = ("fs.file-max", "fs.nr_open")
 
