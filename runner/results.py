@@ -26,10 +26,9 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_cpu", "utilization"): ("ratio", False),
     ("errors", "total"): ("count", False),
     ("late_sessions", "value"): ("count", False),
-    ("server_cpu_per_op", "value"): ("us/op", False),
-    ("server_cpu_per_gib", "value"): ("s/GiB", False),
-    ("client_cpu_per_op", "value"): ("us/op", False),
-    ("client_cpu_per_gib", "value"): ("s/GiB", False),
+    # CPU cost of the work (runner.measure.efficiency_samples): lower is better
+    **{(f"{who}_per_{per}", "value"): (unit, False)
+       for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},
 }
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
 MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
