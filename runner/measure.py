@@ -38,7 +38,11 @@ def latency_stats(latencies_ms: list[float]) -> dict[str, float]:
 
 
 def client_utilization(result: PhaseResult) -> float:
-    """Load-generator CPU seconds / phase wall seconds (1.0 = one core fully busy)."""
+    """Load-generator CPU seconds / phase wall seconds (1.0 = one core fully busy), of
+    the busiest load host when the result combines several (each host is one
+    load-generator process: summing them would flag two hosts at 50% as client-bound)."""
+    if result.busiest_client_utilization is not None:
+        return result.busiest_client_utilization
     if result.elapsed_s <= 0:
         return 0.0
     return (result.client_cpu_user_s + result.client_cpu_system_s) / result.elapsed_s

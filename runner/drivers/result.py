@@ -60,6 +60,10 @@ class PhaseResult:
             phase's first start and last end, None when nothing was measured; used to
             combine phases run on several client hosts (runner.multihost).
         greeted_sessions: sessions of the phase (setup included) that got their greeting.
+        busiest_client_utilization: for a result combined from several load hosts
+            (runner.multihost.combine), the highest of the hosts' own CPU s / wall s;
+            None for one host. The client-bound flag is per host: two hosts at 50%
+            each are not client-bound (runner.measure.client_utilization).
         late_sessions: of those, how many waited more than :data:`LATE_SESSION_S`
             (3 s) for connect + greeting: the kernel retransmitted their handshake
             (docs/methodology.md, "Slow is a figure").
@@ -79,6 +83,7 @@ class PhaseResult:
     ended_at: float | None = None
     greeted_sessions: int = 0
     late_sessions: int = 0
+    busiest_client_utilization: float | None = None
 
     @property
     def throughput_mib_s(self) -> float:

@@ -75,7 +75,15 @@ def combine(results: list[tuple[str, PhaseResult]]) -> PhaseResult:
         client_cpu_system_s=sum(r.client_cpu_system_s for _, r in results), notes=notes,
         started_at=min(starts) if starts else None, ended_at=max(ends) if ends else None,
         greeted_sessions=sum(r.greeted_sessions for _, r in results),
-        late_sessions=sum(r.late_sessions for _, r in results))
+        late_sessions=sum(r.late_sessions for _, r in results),
+        busiest_client_utilization=max(_utilization(r) for _, r in results) if len(results) > 1 else None)
+
+
+def _utilization(r: PhaseResult) -> float:
+    """One host's load-generator CPU s / its own phase wall s (as runner.measure.client_utilization)."""
+    if r.busiest_client_utilization is not None:
+        return r.busiest_client_utilization
+    return (r.client_cpu_user_s + r.client_cpu_system_s) / r.elapsed_s if r.elapsed_s > 0 else 0.0
 
 
 def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:

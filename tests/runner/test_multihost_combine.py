@@ -72,3 +72,22 @@ def test_spec_hosts_block(tmp_path, monkeypatch) -> None:
     assert parse_spec(base).hosts is None
     with pytest.raises(SpecError, match="hosts.bogus"):
         parse_spec({**base, "hosts": {"inventory": "x", "bogus": 1}})
+
+
+def test_client_bound_is_judged_per_host() -> None:
+    from runner.measure import client_utilization, headline
+
+    # two hosts, each 0.5 s of CPU over a 1 s phase: 50% each, not client-bound
+    half = [_r("login", 1.0, 0, [1.0] * 10, [], 100.0, 101.0) for _ in range(2)]
+    for r in half:
+        r.client_cpu_user_s, r.client_cpu_system_s = 0.4, 0.1
+    c = combine([("a", half[0]), ("b", half[1])])
+    assert c.client_cpu_user_s + c.client_cpu_system_s == 1.0        # the total is still the sum
+    assert client_utilization(c) == 0.5 and "[client-bound]" not in headline(c)
+    # one host busy: the combined result is client-bound
+    half[1].client_cpu_user_s = 0.9
+    c = combine([("a", half[0]), ("b", half[1])])
+    assert client_utilization(c) == 1.0 and "[client-bound]" in headline(c)
+    assert result_from_json(result_to_json(c)).busiest_client_utilization == 1.0
+    assert combine([("a", half[0])]).busiest_client_utilization is None
+
