@@ -128,13 +128,18 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
 def compare_report(session: Session, a: str, b: str, *, campaign: int | None = None, fmt: str = "text",
                    speedup: bool = False) -> str:
     """The comparison table of ``a`` (reference) and ``b`` in ``fmt``, then (except in
-    CSV, one table per file) the two servers' setups and, for servers of two campaigns,
-    every difference between the campaigns' environments. Raises CompareError."""
+    CSV, one table per file) the same comparison of their server CPU per unit of work
+    (s/GiB or us/op, when both have it), the two servers' setups and, for servers of two
+    campaigns, every difference between the campaigns' environments. Raises CompareError."""
     from runner.report.context import environment_diff_table, setup_table
-    from runner.report.tables import comparison_table
+    from runner.report.tables import COST_METRICS, comparison_table
 
     data, la, lb, warnings = comparison_data(session, a, b, campaign=campaign)
     tables = [comparison_table(data, la, lb, ci=True, speedup=speedup)]
+    if fmt != "csv" and all(any(s.server == x and s.metric in COST_METRICS for s in data.series) for x in (la, lb)):
+        # what each server spent for the work (valid when the client was the bottleneck)
+        tables.append(comparison_table(data, la, lb, ci=True, speedup=speedup, metric=COST_METRICS,
+                                       title=f"Server CPU per unit of work: {la} vs. {lb}"))
     diff = (environment_diff_table(data.environments[la], data.environments[lb], la, lb)
             if data.environments else None)
     if fmt != "csv":  # one table per CSV file: the comparison alone

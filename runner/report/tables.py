@@ -165,7 +165,7 @@ def _summary_record(prefix: str, s: Summary | None) -> dict:
 
 def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
                      ci: bool = False, speedup: bool = False, alpha: float = ALPHA,
-                     metric: str | None = None, geomean: bool = True,
+                     metric: str | tuple[str, ...] | None = None, geomean: bool = True,
                      title: str | None = None) -> Table:
     """Seed 000's comparison table of ``server_a`` (reference, "old") vs ``server_b``
     ("new"), pyperf-style.
@@ -180,7 +180,8 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
     speedup are ``loss``. Not significant: no marks.
 
     Rows: one per (workload, params_key) in catalogue order (``CampaignData.workloads``), using the
-    workload's primary metric (``metric`` overrides it); a row missing on either
+    workload's primary metric (``metric`` overrides it; a tuple: the first of its metrics
+    either server has for that row, e.g. :data:`COST_METRICS`); a row missing on either
     side shows ``"n/a"``. Last, a ``"Geometric mean"`` row of the time-like ratios
     of all rows with a defined ratio (pyperf), when ``geomean`` and at least one.
 
@@ -202,7 +203,11 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
     records: list[dict] = []
     comparisons: list[Comparison] = []
     for key in _ordered_keys(data, data.series):
-        m = metric or _primary_metric(data, key[0], data.series)
+        if isinstance(metric, tuple):
+            m = next((x for x in metric
+                      if _find(data.series, server_a, key, x) or _find(data.series, server_b, key, x)), None)
+        else:
+            m = metric or _primary_metric(data, key[0], data.series)
         if m is None:
             continue
         sa, sb = _find(data.series, server_a, key, m), _find(data.series, server_b, key, m)
@@ -323,7 +328,7 @@ CLIENT_BOUND = 0.90
 
 
 #: Server CPU cost series (runner.measure.efficiency_samples), per GiB before per operation.
-_COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
+COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
 
 
 def _client_cpu_cell(busy: float | None) -> Cell:
@@ -357,7 +362,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
         Column("median", "median", True), Column("ci", "95% CI", True),
         Column("n", "n", True), Column("errors", "errors", True),
         Column("failed", "failed", True), Column("client_cpu", "client CPU", True))
-    cost = any(s.metric in _COST_METRICS for s in data.series)
+    cost = any(s.metric in COST_METRICS for s in data.series)
     if cost:
         columns += (Column("server_cpu", "server CPU", True),)
     rows: list[Row] = []
@@ -391,7 +396,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                      _client_cpu_cell(busy))
             record_cost: dict = {}
             if cost:
-                c = next((x for x in (_find(data.series, server, key, m) for m in _COST_METRICS) if x), None)
+                c = next((x for x in (_find(data.series, server, key, m) for m in COST_METRICS) if x), None)
                 med = summarize(c.samples).median if c else None
                 cells += (Cell(fmt.value(med, c.unit) if c and med is not None else fmt.NA),)
                 record_cost = {"server_cpu": med, "server_cpu_unit": c.unit if c else None}

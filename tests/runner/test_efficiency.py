@@ -105,3 +105,22 @@ def test_campaign_table_shows_server_cpu_only_when_stored():
     assert t.columns[-1].key == "server_cpu" and t.columns[-1].header == "server CPU"
     assert [r.cells[-1].text for r in t.rows] == ["42.00 us/op", "n/a"]
     assert t.records[0]["server_cpu"] == 42.0 and t.records[0]["server_cpu_unit"] == "us/op"
+
+
+def test_comparison_of_server_cpu_uses_each_rows_cost_metric():
+    from runner.report.tables import COST_METRICS, comparison_table
+
+    def s(server, workload, metric, unit, vals):
+        return Series(server, workload, workload, metric, unit, False, vals, "k")
+    data = CampaignData(1, "c", ["a", "b"], [
+        s("a", "retr", "server_cpu_per_gib", "s/GiB", (0.30, 0.31, 0.32, 0.30, 0.31)),
+        s("b", "retr", "server_cpu_per_gib", "s/GiB", (0.60, 0.61, 0.62, 0.60, 0.63)),
+        s("a", "login", "server_cpu_per_op", "us/op", (100.0, 101.0, 99.0, 100.0, 102.0)),
+        s("b", "login", "server_cpu_per_op", "us/op", (100.0, 99.0, 101.0, 100.0, 101.0))])
+    t = comparison_table(data, "a", "b", metric=COST_METRICS, ci=False)
+    rows = {r.cells[0].text: r for r in t.rows}
+    assert rows["retr"].cells[1].text == "0.310 s/GiB" and rows["retr"].cells[2].text == "0.610 s/GiB"
+    assert rows["retr"].cells[3].text == "1.97x slower" and rows["retr"].cells[3].mark == "loss"
+    assert rows["login"].unit == "us/op" and rows["login"].cells[3].text == "no change"  # equal medians
+    assert [r["metric"] for r in t.records[:2]] == ["server_cpu_per_gib", "server_cpu_per_op"] or \
+        {r["metric"] for r in t.records[:2]} == set(COST_METRICS)

@@ -82,11 +82,14 @@ def test_compare_across_campaigns_lists_the_environment_differences(engine):
             for i, c in enumerate(s.query(Cell).filter(Cell.campaign_id == camp.id)):
                 c.status = "running"
                 crud.finish_cell(s, cell=c, status="done", build=build, environment=env,
-                                 samples=[Sample(metric="throughput", stat="value", value=1000.0 + i, unit="MiB/s")])
+                                 samples=[Sample(metric="throughput", stat="value", value=1000.0 + i, unit="MiB/s"),
+                                          Sample(metric="server_cpu_per_gib", stat="value", value=0.3 + i / 100,
+                                                 unit="s/GiB")])
             ids.append(camp.id)
         out = compare_report(s, f"{ids[0]}:tpd", f"{ids[1]}:tpd", fmt="md")
         csv_out = compare_report(s, f"{ids[0]}:tpd", f"{ids[1]}:tpd", fmt="csv")
     assert "## Environment differences" in out and "## Setup" in out
+    assert "## Server CPU per unit of work: tpd (#1) vs. tpd (#2)" in out and "s/GiB" in out
     assert "| kernel                           | 6.1.0    | 6.18.4   |" in out, out
     assert "sysctls.net.ipv4.tcp\\_syncookies" in out
     assert "Setup" not in csv_out and "kernel" not in csv_out     # CSV: the comparison alone
