@@ -157,6 +157,7 @@ def test_compare_api_and_export_bytes(client, engine, store_campaign):
     retr = next(row for row in d["comparison"]["records"] if row["workload"] == "retr")
     assert retr["significant"] is True and retr["p_value"] < 0.05
     assert d["memory"]["rows"][0][0] == "Starting with"
+    assert d["cost"] is None  # no server CPU per unit of work stored in this fixture
     with Session(engine) as s:
         for fmt in ("rst", "html", "md", "csv", "json"):
             want = compare_report(s, a, b, campaign=cid, fmt=fmt)
