@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -81,9 +82,10 @@ def store_campaign(engine) -> Callable[..., int]:
     return make
 
 
-@pytest.fixture
-def live(app) -> Iterator[tuple[str, int]]:
-    """The app served by a real uvicorn on 127.0.0.1 (a thread); yields ``(host, port)``."""
+@contextmanager
+def served(app) -> Iterator[int]:
+    """Serve ``app`` with a real uvicorn on 127.0.0.1 in a thread; yields the port. Waits
+    at most 20 s for the start and 10 s for the shutdown (asserting both)."""
     import socket
     import threading
     import time
@@ -100,6 +102,16 @@ def live(app) -> Iterator[tuple[str, int]]:
     while not srv.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert srv.started, "uvicorn did not start"
-    yield "127.0.0.1", port
-    srv.should_exit = True
-    th.join(10)
+    try:
+        yield port
+    finally:
+        srv.should_exit = True
+        th.join(10)
+    assert not th.is_alive(), "uvicorn did not shut down within 10 s"
+
+
+@pytest.fixture
+def live(app) -> Iterator[tuple[str, int]]:
+    """The app served by a real uvicorn on 127.0.0.1 (a thread); yields ``(host, port)``."""
+    with served(app) as port:
+        yield "127.0.0.1", port

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -31,33 +29,17 @@ PHONE = {"width": 390, "height": 844}
 WIDE = {"width": 1280, "height": 900}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def server(engine):
     """The dashboard on 127.0.0.1:PORT (uvicorn in a thread); yields the base URL."""
-    import uvicorn
-
     from dashboard.app import create_app
     from dashboard.settings import DashboardSettings
 
-    port = _free_port()
+    from .conftest import served
+
     app = create_app(DashboardSettings(api_token=TOKEN), engine=engine)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    th = threading.Thread(target=srv.run, daemon=True)
-    th.start()
-    deadline = time.monotonic() + 20
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    th.join(10)
-    assert not th.is_alive(), "uvicorn did not shut down within 10 s"
+    with served(app) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture
