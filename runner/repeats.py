@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scipy import stats as sstats
 from sqlalchemy import func, select
@@ -72,16 +72,20 @@ def needs_more(values: Sequence[float], *, minimum: int, maximum: int, target: f
     return rel is None or rel > target
 
 
+def _group(cell: Cell) -> tuple[Any, ...]:
+    """SQL conditions selecting the cells of ``cell``'s group."""
+    return (Cell.campaign_id == cell.campaign_id, Cell.server_label == cell.server_label,
+            Cell.workload == cell.workload, Cell.params_key == cell.params_key)
+
+
 def group_values(session: Session, cell: Cell) -> list[float]:
     """Values of the primary metric of the done cells of ``cell``'s group (same
     campaign, server label, workload and parameters), in repeat order."""
     info = WORKLOADS.get(cell.workload)
     metric = info.primary if info else "elapsed"
     rows = session.execute(
-        select(Sample.value).join(Cell).where(
-            Cell.campaign_id == cell.campaign_id, Cell.server_label == cell.server_label,
-            Cell.workload == cell.workload, Cell.params_key == cell.params_key, Cell.status == "done",
-            Sample.metric == metric, Sample.stat == "value").order_by(Cell.repeat))
+        select(Sample.value).join(Cell).where(*_group(cell), Cell.status == "done",
+                                              Sample.metric == metric, Sample.stat == "value").order_by(Cell.repeat))
     return [float(v) for v in rows.scalars()]
 
 
@@ -94,8 +98,7 @@ def add_repeat_if_needed(session: Session, cell: Cell, spec: CampaignSpec) -> Ce
     Returns the new cell or None."""
     if not spec.max_repeats or cell.status != "done":
         return None
-    group = (Cell.campaign_id == cell.campaign_id, Cell.server_label == cell.server_label,
-             Cell.workload == cell.workload, Cell.params_key == cell.params_key)
+    group = _group(cell)
     pending = session.scalar(select(func.count()).select_from(Cell).where(
         *group, Cell.status.in_(("queued", "running"))))
     made = session.scalar(select(func.count()).select_from(Cell).where(*group)) or 0

@@ -41,6 +41,8 @@ def combine(results: list[tuple[str, PhaseResult]]) -> PhaseResult:
     merged latencies, concatenated per-client figures, union wall window or sum of
     single-stream throughputs). ``results`` is ``[(host name, result), ...]`` of one
     workload. Raises ValueError for an empty list or mixed workloads."""
+    from runner.measure import client_utilization  # the per-host figure, as one host's result reports it
+
     if not results:
         raise ValueError("combine: no results")
     wl = {r.workload for _, r in results}
@@ -76,14 +78,7 @@ def combine(results: list[tuple[str, PhaseResult]]) -> PhaseResult:
         started_at=min(starts) if starts else None, ended_at=max(ends) if ends else None,
         greeted_sessions=sum(r.greeted_sessions for _, r in results),
         late_sessions=sum(r.late_sessions for _, r in results),
-        busiest_client_utilization=max(_utilization(r) for _, r in results) if len(results) > 1 else None)
-
-
-def _utilization(r: PhaseResult) -> float:
-    """One host's load-generator CPU s / its own phase wall s (as runner.measure.client_utilization)."""
-    if r.busiest_client_utilization is not None:
-        return r.busiest_client_utilization
-    return (r.client_cpu_user_s + r.client_cpu_system_s) / r.elapsed_s if r.elapsed_s > 0 else 0.0
+        busiest_client_utilization=max(client_utilization(r) for _, r in results) if len(results) > 1 else None)
 
 
 def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:
