@@ -89,8 +89,8 @@ class Settings(BaseSettings):
     must lie in, separated by ``:`` (default: ``~/.config/xferlab/inventories`` and this
     checkout's ``ansible/inventories``); see runner.inventory."""
 
-    docker_network: str = "bridge"
-    """``XFERLAB_DOCKER_NETWORK``: the docker backend's network mode, ``bridge`` or ``host``
+    docker_network: str = "netns"
+    """``XFERLAB_DOCKER_NETWORK``: the docker backend's network mode, ``netns``, ``bridge`` or ``host``
     (checked by the backend; a variant's ``network`` key overrides it per server)."""
 
     docker_labels: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)

@@ -156,8 +156,11 @@ def cell_runner(spec: CampaignSpec) -> CellRunner:
 def _environment(spec: CampaignSpec, backend: Backend) -> tuple[dict[str, Any], str]:
     from runner.metrics.environment import environment_class, snapshot
 
-    snap = snapshot({"backend": backend.name, "pinning": spec.pinning.model_dump(),
-                     "driver": driver_record(spec.driver)})
+    extra = {"backend": backend.name, "pinning": spec.pinning.model_dump(), "driver": driver_record(spec.driver)}
+    network = getattr(backend, "network", None)
+    if network:  # docker: netns, bridge or host (a variant may override it per server)
+        extra["docker_network"] = network
+    snap = snapshot(extra)
     return snap, environment_class(snap)
 
 

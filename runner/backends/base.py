@@ -32,6 +32,11 @@ class Target:
         root: server-side home directory of ``user`` as a local path when the backend
             knows it (local backend), else None. Fixtures are placed there.
         http_port: HTTP port for servers that also speak HTTP (tpd), else None.
+        netns: a network namespace file (``/proc/<pid>/ns/net``) the load generator
+            must join to reach ``host`` (docker backend, network ``netns``: the
+            server's own namespace, reached over its loopback), else None: connect
+            from where the load generator runs. A driver that cannot honour it must
+            refuse the target (runner.backends.netns.call_in_netns does the joining).
     """
 
     host: str
@@ -40,6 +45,7 @@ class Target:
     password: str
     root: Path | None = None
     http_port: int | None = None
+    netns: str | None = None
 
 
 @dataclass(frozen=True)

@@ -125,8 +125,9 @@ VARIANT_OPTIONS: dict[str, VariantOption] = {
     "tmpfs_size": VariantOption("size of the tmpfs with storage=tmpfs (default 2g)", ALL_SERVERS, DOCKER,
                                 _size),
     "memory": VariantOption("container memory limit (default 4g)", ALL_SERVERS, DOCKER, _size),
-    "network": VariantOption("container network: bridge (default) or host", ALL_SERVERS, DOCKER,
-                             _one_of("bridge", "host")),
+    "network": VariantOption("container network: netns (default: the load generator joins the server's "
+                             "namespace), bridge (through Docker's bridge) or host", ALL_SERVERS, DOCKER,
+                             _one_of("netns", "bridge", "host")),
     "sysctls": VariantOption("extra net.* sysctls of the container's network namespace", ALL_SERVERS, DOCKER,
                              _sysctls),
 }

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 
 from runner.backends.base import Target
+from runner.backends.netns import NetnsError, call_in_netns
 from runner.drivers.base import LoadError
 from runner.drivers.result import ClientFigures, PhaseResult
 from runner.load.fixtures import client_source, ensure_server_file, server_name
@@ -348,6 +349,15 @@ def run_workload_sync(workload: str, target: Target, params: WorkloadParams, *,
                       progress: Callable[[str], None] | None = None) -> PhaseResult:
     """Blocking wrapper of :func:`run_workload` (runs its own event loop with
     ``asyncio.run``; must not be called from a running loop). Same arguments,
-    result and exceptions."""
-    return asyncio.run(run_workload(workload, target, params, checkpoint=checkpoint,
-                                    progress=progress))
+    result and exceptions. When ``target.netns`` is set, the loop runs in a thread
+    that joined that network namespace (:func:`runner.backends.netns.call_in_netns`;
+    a LoadError naming the namespace when it cannot be joined)."""
+    def phase() -> PhaseResult:
+        return asyncio.run(run_workload(workload, target, params, checkpoint=checkpoint, progress=progress))
+
+    if target.netns:
+        try:
+            return call_in_netns(target.netns, phase)
+        except NetnsError as e:
+            raise LoadError(f"{workload}: {e}") from e
+    return phase()

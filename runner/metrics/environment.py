@@ -23,6 +23,9 @@ SYSCTLS = (
 
 #: snapshot keys that define the environment class (see environment_class).
 CLASS_FIELDS = ("kernel", "cpu_model", "cores", "sysctls", "backend")
+#: Fields that enter the class only when the snapshot has them (so snapshots taken
+#: before they existed keep their class): the docker backend's network mode.
+OPTIONAL_CLASS_FIELDS = ("docker_network",)
 
 
 def _read(path: str) -> str | None:
@@ -140,8 +143,10 @@ def snapshot(extra: dict[str, Any] | None = None) -> dict[str, Any]:
 def environment_class(snap: dict[str, Any]) -> str:
     """Short id (12 hex chars of a sha256) of the fields that make results comparable:
     kernel, cpu_model, cores, sysctls and backend (``snap.get("backend")``, set through
-    ``snapshot(extra={"backend": ...})``). Two snapshots with the same class ran on
-    equivalent machines; hostname, memory, Python and governor do not enter it."""
+    ``snapshot(extra={"backend": ...})``), plus the docker backend's network mode
+    (``docker_network``) when the snapshot has one. Two snapshots with the same class
+    ran on equivalent machines; hostname, memory, Python and governor do not enter it."""
     key = {f: snap.get(f) for f in CLASS_FIELDS}
+    key.update({f: snap[f] for f in OPTIONAL_CLASS_FIELDS if snap.get(f) is not None})
     blob = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

@@ -33,13 +33,18 @@ def _text(v: Any) -> str:
     return str(v)
 
 
+#: How the load generator reached a container, by the docker backend's network mode.
+_DOCKER_LINKS = {"netns": "loopback in each server container's network namespace (the load generator joins it)",
+                 "bridge": "docker bridge: veth pair and bridge to the container's address",
+                 "host": "host network namespace, loopback"}
+
+
 def _link(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]]) -> str:
     if env.get("hosts"):
         return f"across hosts: {_text(env.get('hosts'))}"
     nets = sorted({str(s.get("network")) for s in setups.values() if s.get("network")})
     if env.get("backend") == "docker" and nets:
-        return "; ".join("docker bridge (veth, NAT) to 127.0.0.1" if n == "bridge" else
-                         "host network namespace, loopback" if n == "host" else n for n in nets)
+        return "; ".join(_DOCKER_LINKS.get(n, n) for n in nets)
     return "loopback (127.0.0.1), one machine"
 
 

@@ -21,12 +21,16 @@ pure function :func:`~.spec.container_spec`, tested without an engine):
 * the FTP user's writable home ``/srv/ftp``, passive range 30000-31999, and the
   masquerade address from the variant ``masquerade_address`` (for clients on another host).
 
-Networking (variant ``network`` or the backend's ``network``): ``bridge`` (default)
-connects straight to the container's address on Docker's bridge (no port publishing,
-no userland proxy on the data path; passive mode works as the server announces its own
-address; per-container sysctls apply); ``host`` shares the host's network namespace
-(the server binds the backend's ``bind`` address, 127.0.0.1 by default, on a free port,
-no NAT/veth cost, but no per-container sysctls). docs/containers.md compares the two.
+Networking (variant ``network`` or the backend's ``network``): ``netns`` (default)
+puts the container on Docker's bridge (its own namespace: per-container sysctls, its
+own TCP counters) and gives the target ``netns=/proc/<pid>/ns/net``: the load
+generator joins that namespace (:mod:`runner.backends.netns`) and reaches the server
+over the namespace's loopback, no veth/bridge/netfilter on the path; ``bridge``
+connects from the host straight to the container's address on the bridge (no port
+publishing, no userland proxy; passive mode works as the server announces its own
+address); ``host`` shares the host's network namespace (the server binds the backend's
+``bind`` address, 127.0.0.1 by default, on a free port; no per-container sysctls).
+docs/containers.md compares them.
 
 Memory: ``handle.pid`` is the server as a host PID (the child of the container's
 docker-init, whose host PID is ``State.Pid``),

@@ -13,11 +13,12 @@ from runner.config import get_settings
 
 from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
 from ..external import check_external, start_external
+from ..netns import can_join_netns
 from ..probe import ProbeError, wait_ready
 from ..system import free_port, nofile_target
 from .handle import DockerServerHandle
 from .reaping import LABEL, owner_labels, reap_orphans
-from .spec import FTP_HOME, FTP_USER, ContainerSettings, container_spec
+from .spec import FTP_HOME, FTP_USER, NETWORK_MODES, ContainerSettings, container_spec
 
 Progress = Callable[[str], None]
 
@@ -31,8 +32,10 @@ class DockerBackend:
     Args:
         progress: one-line progress messages (image builds).
         client: a docker.DockerClient (default: ``docker.from_env()``).
-        network: ``bridge`` (default; env XFERLAB_DOCKER_NETWORK) or ``host``; a
-            variant's ``network`` key overrides it per server.
+        network: ``netns`` (default; env XFERLAB_DOCKER_NETWORK), ``bridge`` or ``host``
+            (:data:`~.spec.NETWORK_MODES`); a variant's ``network`` key overrides it per
+            server. ``netns`` needs CAP_SYS_ADMIN to join the server's namespace: without
+            it the backend uses ``bridge`` and says so through ``progress``.
         ready_timeout: seconds to wait for greeting + login (default 30).
         stop_timeout: seconds between SIGTERM and SIGKILL in stop() (0: kill at once).
         labels: extra labels on containers and volumes (tests use them to clean up);
@@ -41,6 +44,11 @@ class DockerBackend:
         bind: with host networking, the address the server listens on and announces in
             passive replies (default 127.0.0.1; ``xferlab serve --backend docker`` on a
             server host of a multi-host campaign gives that host's address).
+        run_overrides: keyword arguments of ``containers.run`` to set (value None:
+            remove) on every container, e.g. ``{"security_opt": ["seccomp=unconfined"]}``
+            or ``{"mem_limit": None, "memswap_limit": None}``; for measuring what each
+            part of the container costs (benchmarks/containers_cost.py --isolate), not
+            for campaigns (recorded in build_info ``run_overrides``).
 
     Raises:
         RuntimeError: no Docker engine answers (``resolve_backend("auto")`` then falls
@@ -51,7 +59,7 @@ class DockerBackend:
 
     def __init__(self, *, progress: Progress | None = None, client=None, network: str | None = None,
                  ready_timeout: float = 30.0, stop_timeout: float = 2.0, labels: dict[str, str] | None = None,
-                 build: bool = True, bind: str = "127.0.0.1"):
+                 build: bool = True, bind: str = "127.0.0.1", run_overrides: dict[str, Any] | None = None):
         self.progress: Progress = progress or (lambda _m: None)
         if client is None:
             try:
@@ -62,11 +70,18 @@ class DockerBackend:
         self.client = client
         settings = get_settings()
         self.network = network or settings.docker_network
-        if self.network not in ("bridge", "host"):
-            raise ValueError(f"docker backend: network {self.network!r}: want 'bridge' or 'host'")
+        if self.network not in NETWORK_MODES:
+            raise ValueError(f"docker backend: network {self.network!r}: want one of {', '.join(NETWORK_MODES)}")
+        self._netns_refused = can_join_netns()
+        if self.network == "netns" and self._netns_refused:
+            self.progress(f"docker backend: network netns unavailable ({self._netns_refused}); using bridge: "
+                          "the load generator reaches each server through Docker's bridge, which costs "
+                          "throughput (docs/containers.md)")
+            self.network = "bridge"
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
         self.bind = bind
+        self.run_overrides = dict(run_overrides or {})
         self.labels = {**settings.docker_labels, **(labels or {})}
         self.build = build
         self._images: dict[tuple[str, str | None], tuple[str, str, bool]] = {}
@@ -137,11 +152,14 @@ class DockerBackend:
 
     def check(self, req: ServerRequest) -> None:
         """Raise ServerSkipped when ``req`` cannot run in a container here (unknown
-        server, version not buildable, image build failed). Builds the image if needed.
+        server, version not buildable, image build failed, variant ``network: netns``
+        where this process may not join a namespace). Builds the image if needed.
         ``external`` servers are checked as the local backend does."""
         if req.name == "external":
             check_external(req)
             return
+        if req.variant.get("network") == "netns" and self._netns_refused:
+            raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
         self.image(req)
 
     # ------------------------------------------------------------------ start
@@ -194,6 +212,8 @@ class DockerBackend:
         """
         if req.name == "external":
             return start_external(req, None)
+        if req.variant.get("network") == "netns" and self._netns_refused:
+            raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
         from runner import images
 
         tag, image_id, built = self.image(req)
@@ -209,6 +229,13 @@ class DockerBackend:
                               password=password, pick_port=lambda: free_port(self.bind), cpu=cpu,
                               entrypoint=entrypoint)
         info = spec.info
+        if self.run_overrides:
+            for k, v in self.run_overrides.items():
+                if v is None:
+                    spec.kwargs.pop(k, None)
+                else:
+                    spec.kwargs[k] = v
+            info["run_overrides"] = {k: v for k, v in self.run_overrides.items()}
         if spec.volume:
             self.client.volumes.create(name=spec.volume, labels=spec.labels)
         try:
@@ -235,11 +262,14 @@ class DockerBackend:
                 # as the local backend: a "disk" home in memory would be measured as disk
                 raise ServerSkipped(f"{req.label}: storage disk: the container's {FTP_HOME} (a named volume) is on "
                                     f"{handle.build_info['storage_fs']}: docker's data root is in memory here")
-            if spec.network == "bridge":
+            if spec.network in ("bridge", "netns"):
                 ip = handle.bridge_address()
                 if not ip:
                     raise ServerFailed(f"{req.label}: container {name} has no IP address on the bridge")
-                handle.target = Target(ip, port, FTP_USER, password, http_port=spec.http_port)
+                # netns: the same address, reached from inside the container's namespace,
+                # is a local address there: the kernel loops it back without the veth
+                handle.target = Target(ip, port, FTP_USER, password, http_port=spec.http_port,
+                                       netns=f"/proc/{handle.pid}/ns/net" if spec.network == "netns" else None)
             elif spec.http_port is not None:
                 handle.target = Target(spec.bind, port, FTP_USER, password, http_port=spec.http_port)
             t = handle.target

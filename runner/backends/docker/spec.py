@@ -45,6 +45,11 @@ FTP_HOME = "/srv/ftp"
 #: CAP_SYS_NICE and CAP_DAC_READ_SEARCH at startup (its caps.c) and exits with status
 #: 252, silently, without them.
 SERVER_CAPS: dict[str, list[str]] = {"pureftpd": ["SYS_NICE", "DAC_READ_SEARCH"]}
+#: Network modes, the default first: ``netns`` (container on Docker's bridge, the load
+#: generator joins its network namespace and connects over its loopback), ``bridge``
+#: (the load generator connects from the host through the veth pair and the bridge),
+#: ``host`` (the host's network namespace).
+NETWORK_MODES = ("netns", "bridge", "host")
 
 
 @dataclass(frozen=True)
@@ -52,13 +57,13 @@ class ContainerSettings:
     """What the backend, not the request, decides about a container.
 
     Attributes:
-        network: ``bridge`` or ``host``, used when the variant has no ``network`` key.
+        network: one of :data:`NETWORK_MODES`, used when the variant has no ``network`` key.
         bind: with host networking, the address the server listens on and announces.
         labels: every label of the container and its volume (owner and extra labels).
         nofile: RLIMIT_NOFILE soft = hard asked for (``min(fs.nr_open, 1048576)``).
     """
 
-    network: str = "bridge"
+    network: str = "netns"
     bind: str = "127.0.0.1"
     labels: dict[str, str] = field(default_factory=dict)
     nofile: int = 1048576
@@ -121,8 +126,8 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
     """
     var = dict(req.variant)
     network = str(var.get("network", settings.network))
-    if network not in ("bridge", "host"):
-        raise ServerSkipped(f"{req.label}: variant network={network!r}: want 'bridge' or 'host'")
+    if network not in NETWORK_MODES:
+        raise ServerSkipped(f"{req.label}: variant network={network!r}: want one of {', '.join(NETWORK_MODES)}")
     storage = str(var.get("storage", "disk"))
     if storage not in ("disk", "tmpfs"):
         raise ServerSkipped(f"{req.label}: variant storage={storage!r}: want 'disk' or 'tmpfs'")

@@ -247,3 +247,41 @@ def test_serve_refuses_a_bridge_container_across_hosts(client):
     said = json.loads(r.stdout.splitlines()[0])
     assert r.returncode == 0 and said["event"] == "skipped", r.stdout + r.stderr
     assert "host networking" in said["reason"] and "network='bridge'" in said["reason"]
+
+
+def _active_opens(pid: int) -> int:
+    """Tcp ActiveOpens (connect() calls that got a SYN out) of pid's network namespace."""
+    from runner.metrics.tcpstats import parse_proc_net
+
+    f = Path(f"/proc/{pid}/net/snmp")
+    return parse_proc_net(f.read_text(), str(f))["Tcp"]["ActiveOpens"]
+
+
+@pytest.mark.parametrize("network", ["netns", "bridge"])
+def test_netns_client_connects_from_inside_the_container_namespace(dbackend, network):
+    """Default netns: the target carries the server's namespace and the load
+    generator's connections are opened *in it* (its ActiveOpens count them); bridge:
+    they are opened on the host (the container's namespace opens none)."""
+    import os
+
+    from runner.load.run import run_workload_sync
+    from runner.workloads import WorkloadParams
+
+    assert dbackend.network == "netns"  # root here: the default is not downgraded
+    h = dbackend.start(ServerRequest("pyftpdlib", variant={"network": network}))
+    try:
+        assert h.build_info["network"] == network
+        if network == "netns":
+            assert h.target.netns == f"/proc/{h.pid}/ns/net"
+            assert os.readlink(h.target.netns) != os.readlink("/proc/self/ns/net")
+        else:
+            assert h.target.netns is None
+        before = _active_opens(h.pid)
+        r = run_workload_sync("login", h.target, WorkloadParams(clients=20, login_mode="concurrent"))
+        assert r.error_count == 0 and r.ops == 20
+        r = run_workload_sync("retr", h.target, WorkloadParams(transfer_size=2 << 20, duration=0.2))
+        assert r.error_count == 0 and r.bytes >= 2 << 20
+        opened = _active_opens(h.pid) - before
+        assert opened >= 20 if network == "netns" else opened == 0, opened
+    finally:
+        h.stop()

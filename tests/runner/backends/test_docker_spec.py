@@ -133,3 +133,17 @@ def test_mount_fs_type_reads_the_longest_matching_mount(tmp_path, monkeypatch):
     assert handle_mod.mount_fs_type(4242, "/srv/ftp old") == "xfs"
     assert handle_mod.mount_fs_type(4242, "/etc") == "overlay"
     assert handle_mod.mount_fs_type(999_999_999, "/srv/ftp") == ""
+
+
+def test_netns_is_the_default_and_runs_the_container_as_bridge_does():
+    """netns changes who joins whose namespace, not the container: same run() kwargs
+    as bridge (own namespace, sysctls, no port publishing), recorded as netns."""
+    assert ContainerSettings().network == "netns"
+    bridge = spec(ServerRequest("tpd"))
+    netns = spec(ServerRequest("tpd", variant={"network": "netns"}))
+    assert netns.kwargs == bridge.kwargs and "network_mode" not in netns.kwargs
+    assert netns.kwargs["sysctls"] == DEFAULT_SYSCTLS and "ports" not in netns.kwargs
+    assert (netns.network, netns.info["network"], bridge.info["network"]) == ("netns", "netns", "bridge")
+    assert netns.info["config_hash"] != bridge.info["config_hash"]  # a different setup, a different hash
+    with pytest.raises(ServerSkipped, match="want one of netns, bridge, host"):
+        spec(ServerRequest("tpd", variant={"network": "overlay"}))

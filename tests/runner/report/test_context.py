@@ -23,7 +23,7 @@ def test_context_of_this_machine_names_what_the_seeds_name():
     assert {"machine", "CPU", "memory", "kernel", "Python", "xferlab", "backend", "link", "pinning",
             "driver", "sysctls"} <= set(items), items
     assert f"{env['cores']} logical CPUs" in items["CPU"] and env["kernel"] in items["kernel"]
-    assert items["link"] == "docker bridge (veth, NAT) to 127.0.0.1"
+    assert items["link"] == "docker bridge: veth pair and bridge to the container's address"
     assert items["driver"] == "xferlab-ftp" and "net.ipv4.tcp_syncookies=" in items["sysctls"]
     assert context_table({}) is None
     # only what was recorded is listed
