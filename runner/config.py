@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     must lie in, separated by ``:`` (default: ``~/.config/xferlab/inventories`` and this
     checkout's ``ansible/inventories``); see runner.inventory."""
 
+    event_loop: str = "uvloop"
+    """``XFERLAB_EVENT_LOOP``: the load generator's event loop, ``uvloop`` (asyncio's
+    when uvloop is not installed) or ``asyncio`` (runner.load.loop)."""
     docker_network: str = "netns"
     """``XFERLAB_DOCKER_NETWORK``: the docker backend's network mode, ``netns``, ``bridge`` or ``host``
     (checked by the backend; a variant's ``network`` key overrides it per server)."""

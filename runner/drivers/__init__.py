@@ -34,10 +34,12 @@ def get_driver(name: str) -> Driver:
 
 def driver_record(name: str) -> dict[str, str]:
     """What made a cell's load, as stored in the cell's environment snapshot (key
-    ``driver``): ``{"name": "xferlab-ftp", "version": "0.4.0"}``. Raises ValueError for
-    an unknown name."""
+    ``driver``): ``{"name": "xferlab-ftp", "version": "0.4.0"}``, plus the items of the
+    driver's optional ``details()`` (xferlab-ftp: ``{"event_loop": "uvloop"}``).
+    Raises ValueError for an unknown name."""
     driver = get_driver(name)
-    return {"name": driver.name, "version": driver.version()}
+    details = getattr(driver, "details", None)
+    return {"name": driver.name, "version": driver.version(), **(details() if details else {})}
 
 
 __all__ = ["DEFAULT_DRIVER", "DRIVER_MODULES", "Driver", "DriverUnavailable", "LoadError", "driver_names",

@@ -36,6 +36,13 @@ class XferlabFtpDriver:
         except PackageNotFoundError:  # pragma: no cover - source checkout without install
             return "0+unknown"
 
+    def details(self) -> dict[str, str]:
+        """``{"event_loop": "uvloop" | "asyncio"}``: the loop the phases run on
+        (runner.load.loop.loop_name; raises ValueError for a bad XFERLAB_EVENT_LOOP)."""
+        from runner.load.loop import loop_name
+
+        return {"event_loop": loop_name()}
+
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
             checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:
         """One phase through :func:`runner.load.run.run_workload_sync` (same result,

@@ -15,7 +15,7 @@ Design for speed (the client must never be the bottleneck):
   wake-up finds half a buffer queued; alternatives (``retr_mode``) are
   :class:`asyncio.BufferedProtocol` (``get_buffer`` / ``buffer_updated``) and
   ``loop.sock_recv_into``;
-* ``STOR`` sends from a local file with ``loop.sock_sendfile`` (``os.sendfile``,
+* ``STOR`` sends from a local file with :func:`runner.load.loop.sendfile` (``os.sendfile``,
   zero-copy; no fallback to read/send).
 
 Every await is bounded by a timeout. Every failure is raised as :class:`FTPError`
@@ -28,6 +28,7 @@ import ipaddress
 import socket
 from typing import BinaryIO, Literal
 
+from runner.load.loop import sendfile
 from runner.load.replies import (
     ERROR_KINDS,
     MAX_LINE,
@@ -353,14 +354,13 @@ class FTPSession(RetrReceivers):
     async def stor_transfer(self, path: str, file: BinaryIO, count: int) -> int:
         """The timed part of :meth:`stor` (no timeout of its own, no SIZE check).
         Returns the bytes sent and confirmed by ``226``."""
-        loop = asyncio.get_running_loop()
         port = await self._passive_port()
         sock = await self._open_raw(port)
         try:
             self.send(f"STOR {path}")
             await self._preliminary(f"STOR {path}")
             try:
-                sent = await loop.sock_sendfile(sock, file, 0, count, fallback=False)
+                sent = await sendfile(sock, file.fileno(), 0, count)
             except OSError as e:
                 raise FTPError("reset", f"STOR {path}: data connection: {e}") from e
         finally:

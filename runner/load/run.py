@@ -45,6 +45,7 @@ from runner.backends.base import Target
 from runner.backends.netns import NetnsError, call_in_netns
 from runner.drivers.base import LoadError
 from runner.drivers.result import ClientFigures, PhaseResult
+from runner.load import loop as event_loop
 from runner.load.fixtures import client_source, ensure_server_file, server_name
 from runner.load.ftp import FTPError, FTPSession, _with_timeout
 from runner.load.phase import MAX_REPEATS, Phase, gc_paused, raise_nofile_limit
@@ -347,13 +348,14 @@ async def run_workload(workload: str, target: Target, params: WorkloadParams, *,
 def run_workload_sync(workload: str, target: Target, params: WorkloadParams, *,
                       checkpoint: Callable[[str], None] | None = None,
                       progress: Callable[[str], None] | None = None) -> PhaseResult:
-    """Blocking wrapper of :func:`run_workload` (runs its own event loop with
-    ``asyncio.run``; must not be called from a running loop). Same arguments,
+    """Blocking wrapper of :func:`run_workload` (runs its own event loop,
+    :func:`runner.load.loop.run`: uvloop unless ``XFERLAB_EVENT_LOOP=asyncio``; must
+    not be called from a running loop). Same arguments,
     result and exceptions. When ``target.netns`` is set, the loop runs in a thread
     that joined that network namespace (:func:`runner.backends.netns.call_in_netns`;
     a LoadError naming the namespace when it cannot be joined)."""
     def phase() -> PhaseResult:
-        return asyncio.run(run_workload(workload, target, params, checkpoint=checkpoint, progress=progress))
+        return event_loop.run(run_workload(workload, target, params, checkpoint=checkpoint, progress=progress))
 
     if target.netns:
         try:

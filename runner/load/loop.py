@@ -1,0 +1,116 @@
+"""The load generator's event loop: uvloop (default) or asyncio's own, and the parts of
+the client that must not depend on which one runs.
+
+uvloop (libuv under a CPython extension, a well-kept drop-in replacement of the asyncio
+event loop) spends less CPU per wake-up and per socket operation than asyncio's
+selector loop, so the load generator needs less of its core per login and per GiB
+(figures: ``xferlab selftest``, docs/methodology.md "Client cost"). Chosen by
+``XFERLAB_EVENT_LOOP`` (``uvloop`` or ``asyncio``); when uvloop is not installed the
+asyncio loop is used and :func:`loop_name` says so.
+
+uvloop does not implement ``loop.sock_sendfile`` (it raises NotImplementedError even
+with ``fallback=False``), so STOR sends with :func:`sendfile`: ``os.sendfile`` on the
+non-blocking data socket, waiting for writability with ``loop.add_writer`` when the
+socket buffer is full. It is what asyncio's own ``_sock_sendfile_native`` does, and the
+same code runs under both loops.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Event loops the load generator can run on, the default first.
+EVENT_LOOPS = ("uvloop", "asyncio")
+
+
+def _wanted() -> str:
+    from runner.config import get_settings
+
+    name = get_settings().event_loop
+    if name not in EVENT_LOOPS:
+        raise ValueError(f"XFERLAB_EVENT_LOOP={name!r}: want one of {', '.join(EVENT_LOOPS)}")
+    return name
+
+
+def loop_name(wanted: str | None = None) -> str:
+    """The event loop a phase runs on: ``wanted`` (default: the setting) when it can
+    be used here, else ``"asyncio"`` (uvloop not installed).
+
+    Raises:
+        ValueError: ``wanted`` (or the setting) is not one of :data:`EVENT_LOOPS`.
+    """
+    name = wanted or _wanted()
+    if name not in EVENT_LOOPS:
+        raise ValueError(f"event loop {name!r}: want one of {', '.join(EVENT_LOOPS)}")
+    if name == "uvloop":
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            return "asyncio"
+    return name
+
+
+def loop_factory(wanted: str | None = None) -> Callable[[], asyncio.AbstractEventLoop]:
+    """A callable making a new event loop of :func:`loop_name` ``(wanted)``."""
+    if loop_name(wanted) == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return asyncio.new_event_loop
+
+
+def run(coro: Coroutine[Any, Any, T], *, wanted: str | None = None) -> T:
+    """Run ``coro`` to completion on a new event loop of :func:`loop_name` ``(wanted)``
+    (``asyncio.Runner``: the loop is closed and its async generators finalised after),
+    return its result or raise its exception. Must not be called from a running loop.
+
+    Raises:
+        ValueError: as :func:`loop_name` (``coro`` is closed, never started).
+    """
+    try:
+        factory = loop_factory(wanted)
+    except BaseException:
+        coro.close()
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(coro)
+
+
+async def sendfile(sock: socket.socket, fd: int, offset: int, count: int) -> int:
+    """Send ``count`` bytes of the file ``fd`` from ``offset`` on the non-blocking
+    ``sock`` with ``os.sendfile`` (zero-copy), under any event loop.
+
+    Returns the bytes sent: ``count``, or fewer when the file ended first.
+
+    Raises:
+        OSError: the connection failed (reset, broken pipe); the bytes sent before
+            are lost to the caller, as with ``loop.sock_sendfile``.
+    """
+    loop = asyncio.get_running_loop()
+    sent = 0
+    out = sock.fileno()
+    while sent < count:
+        try:
+            n = os.sendfile(out, fd, offset + sent, count - sent)
+        except (BlockingIOError, InterruptedError):
+            fut: asyncio.Future[None] = loop.create_future()
+            loop.add_writer(out, _wake, fut)
+            try:
+                await fut
+            finally:
+                loop.remove_writer(out)
+            continue
+        if n == 0:  # end of file
+            break
+        sent += n
+    return sent
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
