@@ -53,6 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="epoch seconds at which to start the phase (sleeps until then; default now)")
     p.add_argument("--cpu", default=None, help="pin this load generator to CPUs, e.g. 1 or 0,1")
     p.add_argument("--name", default=None, help="host name to report (default: this host's name)")
+    p.add_argument("--netns", default=None,
+                   help="join this network namespace to connect (/proc/PID/ns/net of the server; needs root)")
+    p.add_argument("--no-environment", action="store_true",
+                   help="leave the machine snapshot out of the output (a client process of this machine)")
 
 
 def result_to_json(result: PhaseResult) -> dict[str, Any]:
@@ -118,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
         except (ValueError, OSError) as exc:
             _emit({**head, "error": f"--cpu {args.cpu}: {exc}"})
             return 2
-    env = snapshot({"role": "client", "name": host})
+    env = {} if args.no_environment else snapshot({"role": "client", "name": host})
     start_at = args.start_at if args.start_at is not None else time.time()
     wait = start_at - time.time()
     if wait > MAX_WAIT_S:
@@ -127,7 +131,7 @@ def main(args: argparse.Namespace) -> int:
     if wait > 0:
         time.sleep(wait)
     late = time.time() - start_at
-    target = Target(args.host, args.port, args.user, args.password)
+    target = Target(args.host, args.port, args.user, args.password, netns=args.netns)
     try:
         result = driver.run(args.workload, target, params)
     except LoadError as exc:

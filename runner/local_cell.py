@@ -28,6 +28,8 @@ from runner.cell import (
     warmup_params,
 )
 from runner.drivers import DriverUnavailable, LoadError, get_driver
+from runner.multihost.inventory import MultiHostError
+from runner.multihost.processes import run_client_processes, splits
 from runner.spec import CampaignSpec, ServerSpec
 from runner.store.models import Cell, Sample
 from runner.workloads import WorkloadParams
@@ -207,8 +209,16 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             if sampler is not None:
                 snaps[name] = sampler.checkpoint(name)
 
+        processes = spec.client_process_count()
         with clock("phase"):
-            result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+            if splits(cell.workload, params.clients, processes):
+                progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
+                # no "loaded" checkpoint: the peak comes from the sampler's timeline
+                result, process_rows = run_client_processes(cell.workload, handle.target, params, processes,
+                                                            cpus=spec.pinning.client, driver=spec.driver)
+            else:
+                result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+                process_rows = []
         clock.record("measured", result.elapsed_s)
         with clock("counters"):
             tcp_rows, kernel_note = tcp.finish()
@@ -231,10 +241,10 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                         # docker backend: the container's memory cgroup (current/peak/anon)
                         cgroup_memory=handle.cgroup_memory(), server_alive=alive,
                         exit_reason=None if alive else (handle.exit_reason() or "exited"),
-                        extra_samples=tcp_rows, kernel_note=kernel_note)
+                        extra_samples=tcp_rows + process_rows, kernel_note=kernel_note)
     except ServerSkipped as exc:
         return skipped(str(exc))
-    except (ServerFailed, LoadError) as exc:
+    except (ServerFailed, LoadError, MultiHostError) as exc:
         reason = str(exc)
         if handle is not None and not handle.alive():  # say so when the server died under load
             reason += f"; server not running ({handle.exit_reason() or 'exited'})"

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runner.backends.base import ServerRequest
 from runner.backends.variants import STORAGE_KINDS, check_variant
 from runner.drivers import DEFAULT_DRIVER, driver_names, get_driver
+from runner.spec_placement import HostsSpec, Pinning
 from runner.spec_yaml import MAX_YAML_NODES, load_yaml
 from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
 
@@ -159,50 +160,16 @@ class WorkloadSpec(BaseModel):
         return PRESETS[self.preset] if self.preset else (self.name,)  # type: ignore[return-value]
 
 
-class Pinning(BaseModel):
-    """CPU pinning: server process tree and load generator on separate cores
-    (seed 000's advice, and DESIGN.md: server on CPU 0, client on CPU 1)."""
-
-    model_config = ConfigDict(extra="forbid")
-    server: list[int] | None = None
-    client: list[int] | None = None
-
-    @field_validator("server", "client")
-    @classmethod
-    def _cpus(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None:
-            import os
-
-            # The machine's CPUs, not this process's affinity (the runner pins itself).
-            have = list(range(os.cpu_count() or 1))
-            bad = [c for c in v if c not in have]
-            if bad or not v:
-                raise ValueError(f"CPUs {bad or v} not available here (have {have})")
-        return v
-
-
-class HostsSpec(BaseModel):
-    """Run the campaign across hosts (runner.multihost, docs/multi-host.md): the server on
-    a host of the inventory's ``servers`` group, load from its ``clients`` hosts."""
-
-    model_config = ConfigDict(extra="forbid")
-    inventory: str | None = Field(None, description="Ansible inventory file (groups servers, clients) under an "
-                                                    "allowed inventory directory (runner.inventory); needed, "
-                                                    "may be given as xferlab run --inventory")
-    server: str | None = Field(None, description="host of group servers to use; default the first")
-    clients: list[str] | None = Field(None, min_length=1, description="hosts of group clients; default all")
-    start_delay: float = Field(3.0, ge=0.5, le=120, description="s from dispatch to the common start time")
-    server_backend: Literal["local", "docker"] = Field(
-        "local", description="how xferlab serve starts the server there: local (a child process) or docker "
-                             "(a container with host networking, bound to the host's address)")
-
-
 def _default_storage() -> list[Literal["disk", "tmpfs"]]:
     return ["disk"]
 
 
 #: ``repeats: auto``: at least 3 repeats of each cell group, at most 10 (runner.repeats).
 AUTO_REPEATS = (3, 10)
+
+
+#: Most client processes a spec may ask for (``client_processes``).
+MAX_CLIENT_PROCESSES = 64
 
 
 class CampaignSpec(BaseModel):
@@ -224,6 +191,10 @@ class CampaignSpec(BaseModel):
                                          "1,000,000, tpd's --max-conns limit)")
     skip_unavailable: bool = Field(True, description="record servers that cannot run as skipped instead of failing")
     hosts: HostsSpec | None = Field(None, description="run across hosts (runner.multihost); None = this machine")
+    client_processes: int | Literal["auto"] = Field(
+        "auto", description="load-generator processes on this machine for the N-client workloads, each pinned to "
+                            "a client CPU, merged as client hosts are (runner.multihost.processes); auto: one per "
+                            "client CPU")
     driver: str = Field(DEFAULT_DRIVER, description="what makes the load (runner.drivers), for every cell of "
                                                     "the campaign; default xferlab's own asyncio FTP client")
     storage: list[Literal["disk", "tmpfs"]] = Field(
@@ -267,6 +238,25 @@ class CampaignSpec(BaseModel):
         if self.max_repeats is not None and self.max_repeats < self.repeats:
             raise ValueError(f"max_repeats ({self.max_repeats}) is below repeats ({self.repeats})")
         return self
+
+    @field_validator("client_processes")
+    @classmethod
+    def _client_processes(cls, v: int | str) -> int | str:
+        if v != "auto" and not (isinstance(v, int) and 1 <= v <= MAX_CLIENT_PROCESSES):
+            raise ValueError(f"want 'auto' or a number of processes 1..{MAX_CLIENT_PROCESSES}, got {v!r}")
+        return v
+
+    def client_process_count(self) -> int:
+        """The client processes of this campaign on this machine: ``client_processes``,
+        or for ``"auto"`` the number of client CPUs (the client pinning's length, else
+        this machine's CPUs not pinned to the server, at least 1)."""
+        if self.client_processes != "auto":
+            return int(self.client_processes)
+        if self.pinning.client:
+            return len(self.pinning.client)
+        import os
+
+        return max(1, (os.cpu_count() or 1) - len(self.pinning.server or []))
 
     @field_validator("driver")
     @classmethod

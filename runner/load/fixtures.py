@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from runner.backends.base import Target
 from runner.config import get_settings
 from runner.load.ftp import FTPError, FTPSession
 
@@ -159,3 +160,21 @@ async def ensure_server_file(session: FTPSession | None, root: Path | None, size
     with open(src, "rb") as f:
         await session.stor(name, f, size)
     return name
+
+
+async def place_server_file(target: Target, size: int) -> str:
+    """The RETR fixture of ``size`` bytes in the server's home, before a phase whose
+    load comes from other processes or hosts: written directly when the home is a local
+    path (``target.root``, local backend), else uploaded by STOR over one session
+    (docker backend). Returns its name. Raises FTPError / OSError as
+    :func:`ensure_server_file`."""
+    if target.root is not None:
+        return await ensure_server_file(None, target.root, size)
+    session = FTPSession(target.host, target.port, op_timeout=120)
+    try:
+        await session.connect()
+        await session.login(target.user, target.password)
+        await session.type_binary()
+        return await ensure_server_file(session, None, size)
+    finally:
+        session.close()

@@ -64,6 +64,21 @@ def loop_factory(wanted: str | None = None) -> Callable[[], asyncio.AbstractEven
     return asyncio.new_event_loop
 
 
+def run_at(netns: str | None, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine ``make()`` with :func:`run`, inside the network namespace
+    ``netns`` when given (a thread that joined it: runner.backends.netns.call_in_netns),
+    as a target with ``Target.netns`` must be reached. Returns its result.
+
+    Raises:
+        NetnsError: ``netns`` cannot be joined; else whatever the coroutine raises.
+    """
+    if not netns:
+        return run(make())
+    from runner.backends.netns import call_in_netns
+
+    return call_in_netns(netns, lambda: run(make()))
+
+
 def run(coro: Coroutine[Any, Any, T], *, wanted: str | None = None) -> T:
     """Run ``coro`` to completion on a new event loop of :func:`loop_name` ``(wanted)``
     (``asyncio.Runner``: the loop is closed and its async generators finalised after),

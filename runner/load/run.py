@@ -42,7 +42,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 
 from runner.backends.base import Target
-from runner.backends.netns import NetnsError, call_in_netns
+from runner.backends.netns import NetnsError
 from runner.drivers.base import LoadError
 from runner.drivers.result import ClientFigures, PhaseResult
 from runner.load import loop as event_loop
@@ -354,12 +354,8 @@ def run_workload_sync(workload: str, target: Target, params: WorkloadParams, *,
     result and exceptions. When ``target.netns`` is set, the loop runs in a thread
     that joined that network namespace (:func:`runner.backends.netns.call_in_netns`;
     a LoadError naming the namespace when it cannot be joined)."""
-    def phase() -> PhaseResult:
-        return event_loop.run(run_workload(workload, target, params, checkpoint=checkpoint, progress=progress))
-
-    if target.netns:
-        try:
-            return call_in_netns(target.netns, phase)
-        except NetnsError as e:
-            raise LoadError(f"{workload}: {e}") from e
-    return phase()
+    try:
+        return event_loop.run_at(target.netns, lambda: run_workload(workload, target, params, checkpoint=checkpoint,
+                                                                     progress=progress))
+    except NetnsError as e:
+        raise LoadError(f"{workload}: {e}") from e

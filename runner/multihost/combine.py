@@ -36,11 +36,13 @@ def host_params(workload: str, params: WorkloadParams, share: int) -> WorkloadPa
     return params.model_copy(update={"clients": share})
 
 
-def combine(results: list[tuple[str, PhaseResult]]) -> PhaseResult:
+def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> PhaseResult:
     """Combine per-host PhaseResults of one phase into one (module docstring: sums,
     merged latencies, concatenated per-client figures, union wall window or sum of
     single-stream throughputs). ``results`` is ``[(host name, result), ...]`` of one
-    workload. Raises ValueError for an empty list or mixed workloads."""
+    workload; ``kind`` names the sources in the notes (``"host"``: client hosts,
+    ``"process"``: client processes of one machine, runner.multihost.processes).
+    Raises ValueError for an empty list or mixed workloads."""
     from runner.measure import client_utilization  # the per-host figure, as one host's result reports it
 
     if not results:
@@ -56,15 +58,16 @@ def combine(results: list[tuple[str, PhaseResult]]) -> PhaseResult:
     total_bytes = sum(r.bytes for _, r in results)
     starts = [r.started_at for _, r in results if r.started_at is not None]
     ends = [r.ended_at for _, r in results if r.ended_at is not None]
-    notes = [f"multi-host: load from {len(results)} client hosts: "
+    tag, kinds = f"multi-{kind}", kind + ("es" if kind.endswith("s") else "s")
+    notes = [f"{tag}: load from {len(results)} client {kinds}: "
              + ", ".join(f"{h} ({r.ops} ops, {r.bytes} bytes)" for h, r in results)]
     if workload in WORKLOADS and WORKLOADS[workload].single_stream:
         rate = sum(r.bytes / r.elapsed_s for _, r in results if r.elapsed_s > 0)
         elapsed = total_bytes / rate if rate > 0 else max(r.elapsed_s for _, r in results)
-        notes.append("multi-host single-stream: throughput is the sum of the hosts' throughputs")
+        notes.append(f"{tag} single-stream: throughput is the sum of the {kinds}' throughputs")
     elif starts and ends:
         elapsed = max(ends) - min(starts)
-        notes.append("multi-host: elapsed from the earliest start to the latest end over all hosts")
+        notes.append(f"{tag}: elapsed from the earliest start to the latest end over all {kinds}")
     else:
         elapsed = max(r.elapsed_s for _, r in results)
     for h, r in results:

@@ -133,43 +133,41 @@ class RemoteServer:
 
 
 
-def run_loadgens(inv: Inventory, workload: str, target: dict[str, Any], params: WorkloadParams, *,
-                 start_delay: float, cpu: list[int] | None = None, driver: str = DEFAULT_DRIVER
-                 ) -> tuple[list[dict[str, Any]], list[tuple[str, PhaseResult]]]:
-    """Run ``xferlab loadgen`` on every client host over SSH with one common start time
-    ``start_delay`` s ahead, each running ``driver``, the clients split by
-    runner.multihost.combine.client_shares. Returns
-    ``(documents, [(host, PhaseResult), ...])`` for hosts that measured something.
-    Raises MultiHostError when a host fails to report (the message has its stderr) or
-    when no host measured anything."""
+def loadgen_args(workload: str, target: dict[str, Any], params: WorkloadParams, *, start_at: float, name: str,
+                 cpu: list[int] | None = None, driver: str = DEFAULT_DRIVER) -> list[str]:
+    """The arguments of ``xferlab loadgen`` (after the command) for one client host or
+    process: ``target`` is ``{"host", "port", "user", "password"}`` and optionally
+    ``"netns"`` (a namespace path to join, same machine only)."""
+    args = ["loadgen", "--host", target["host"], "--port", str(target["port"]), "--user", target["user"],
+            "--password", target["password"], "--workload", workload,
+            "--params", params.model_dump_json(), "--start-at", f"{start_at:.6f}", "--name", name]
+    if cpu:
+        args += ["--cpu", ",".join(map(str, cpu))]
+    if driver != DEFAULT_DRIVER:  # the default is left implicit: an older xferlab there still understands
+        args += ["--driver", driver]
+    if target.get("netns"):
+        args += ["--netns", str(target["netns"])]
+    return args
+
+
+def collect_loadgens(procs: list[tuple[str, subprocess.Popen]], limit: float, *, what: str = "client host"
+                     ) -> tuple[list[dict[str, Any]], list[tuple[str, PhaseResult]]]:
+    """Wait (at most ``limit`` s in all) for running ``xferlab loadgen`` processes
+    ``[(name, Popen)]`` and read their JSON documents. Returns ``(documents,
+    [(name, PhaseResult), ...])`` of those that measured something; the others are
+    logged and noted on the first result (``errors["host_failed"]``). Raises
+    MultiHostError when none measured anything (the message has each one's cause)."""
     from runner.loadgen_remote import result_from_json
 
-    shares = client_shares(workload, params.clients, len(inv.clients))
-    start_at = time.time() + start_delay
-    procs = []
-    for host, share in zip(inv.clients, shares):
-        if share == 0:
-            continue
-        hp = host_params(workload, params, share)
-        args = ["loadgen", "--host", target["host"], "--port", str(target["port"]), "--user", target["user"],
-                "--password", target["password"], "--workload", workload,
-                "--params", hp.model_dump_json(), "--start-at", f"{start_at:.6f}", "--name", host.name]
-        if cpu:
-            args += ["--cpu", ",".join(map(str, cpu))]
-        if driver != DEFAULT_DRIVER:  # the default is left implicit: an older xferlab there still understands
-            args += ["--driver", driver]
-        procs.append((host, subprocess.Popen(host.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                             stdin=subprocess.DEVNULL, text=True)))
-    limit = start_delay + params.phase_timeout + 120.0
     deadline = time.monotonic() + limit
     docs, results, problems = [], [], []
-    for host, p in procs:
+    for name, p in procs:
         try:
             out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             p.kill()
             out, err = p.communicate(timeout=30)
-            problems.append(f"{host.name}: xferlab loadgen did not finish within {limit:g} s")
+            problems.append(f"{name}: xferlab loadgen did not finish within {limit:g} s")
             continue
         doc = None
         for line in reversed(out.strip().splitlines()):
@@ -180,22 +178,44 @@ def run_loadgens(inv: Inventory, workload: str, target: dict[str, Any], params: 
                     continue
                 break
         if doc is None:
-            problems.append(f"{host.name}: xferlab loadgen exited {p.returncode} without a result: "
+            problems.append(f"{name}: xferlab loadgen exited {p.returncode} without a result: "
                             f"{err.strip()[-1500:] or '(no stderr)'}")
             continue
         if "error" in doc:
-            problems.append(f"{host.name}: {doc['error']}")
+            problems.append(f"{name}: {doc['error']}")
             continue
         docs.append(doc)
-        results.append((host.name, result_from_json(doc["result"])))
+        results.append((name, result_from_json(doc["result"])))
     if not results:
-        raise MultiHostError("no client host measured anything: " + "; ".join(problems))
-    for prob in problems:  # hosts that measured nothing: recorded on the combined result
+        raise MultiHostError(f"no {what} measured anything: " + "; ".join(problems))
+    for prob in problems:  # those that measured nothing: recorded on the combined result
         log.warning("%s", prob)
     if problems:
-        results[0][1].notes.append("client hosts without a result: " + "; ".join(problems))
+        results[0][1].notes.append(f"{what}s without a result: " + "; ".join(problems))
         results[0][1].errors["host_failed"] = results[0][1].errors.get("host_failed", 0) + len(problems)
     return docs, results
+
+
+def run_loadgens(inv: Inventory, workload: str, target: dict[str, Any], params: WorkloadParams, *,
+                 start_delay: float, cpu: list[int] | None = None, driver: str = DEFAULT_DRIVER
+                 ) -> tuple[list[dict[str, Any]], list[tuple[str, PhaseResult]]]:
+    """Run ``xferlab loadgen`` on every client host over SSH with one common start time
+    ``start_delay`` s ahead, each running ``driver``, the clients split by
+    runner.multihost.combine.client_shares. Returns
+    ``(documents, [(host, PhaseResult), ...])`` for hosts that measured something.
+    Raises MultiHostError when a host fails to report (the message has its stderr) or
+    when no host measured anything."""
+    shares = client_shares(workload, params.clients, len(inv.clients))
+    start_at = time.time() + start_delay
+    procs = []
+    for host, share in zip(inv.clients, shares):
+        if share == 0:
+            continue
+        args = loadgen_args(workload, target, host_params(workload, params, share), start_at=start_at,
+                            name=host.name, cpu=cpu, driver=driver)
+        procs.append((host.name, subprocess.Popen(host.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                  stdin=subprocess.DEVNULL, text=True)))
+    return collect_loadgens(procs, start_delay + params.phase_timeout + 120.0)
 
 
 def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = None, *,

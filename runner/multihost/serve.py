@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runner.backends.base import Backend, Target
+    from runner.backends.base import Backend
 
 SERVE_FORMAT = "xferlab-serve/1"
 
@@ -34,25 +34,6 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
 def _say(obj: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
     sys.stdout.flush()
-
-
-async def _serve_fixture(target: Target, size: int) -> str:
-    """The RETR fixture of ``size`` bytes in the server's home: written directly when the
-    home is a local path (local backend), else uploaded by STOR over one session
-    (docker backend). Returns its name."""
-    from runner.load.fixtures import ensure_server_file
-    from runner.load.ftp import FTPSession
-
-    if target.root is not None:
-        return await ensure_server_file(None, target.root, size)
-    session = FTPSession(target.host, target.port, op_timeout=120)
-    try:
-        await session.connect()
-        await session.login(target.user, target.password)
-        await session.type_binary()
-        return await ensure_server_file(session, None, size)
-    finally:
-        session.close()
 
 
 def serve_main(args: argparse.Namespace) -> int:
@@ -79,6 +60,7 @@ def serve_main(args: argparse.Namespace) -> int:
 
     from runner.backends import local
     from runner.backends.base import ServerFailed, ServerSkipped
+    from runner.load.fixtures import place_server_file
     from runner.metrics.environment import snapshot
     from runner.metrics.sampler import TreeSampler
     from runner.spec import ServerSpec
@@ -137,7 +119,7 @@ def serve_main(args: argparse.Namespace) -> int:
                 break
             cmd, _, arg = line.strip().partition(" ")
             if cmd == "fixture":
-                fname = asyncio.run(_serve_fixture(t, int(arg)))
+                fname = asyncio.run(place_server_file(t, int(arg)))
                 _say({"event": "fixture", "name": fname})
             elif cmd == "checkpoint":
                 snap = sampler.checkpoint(arg or "checkpoint") if sampler else None

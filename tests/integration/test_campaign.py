@@ -78,6 +78,7 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             assert cell.build_id is not None and cell.environment_id is not None
             # which driver made the load is recorded with the cell (its environment snapshot)
             assert cell.environment.data["driver"]["name"] == "xferlab-ftp"
+            assert cell.environment.data["driver"]["event_loop"] == "uvloop"
         retr = s.scalars(select(Sample).join(Cell).where(Cell.workload == "retr", Sample.metric == "throughput"))
         assert all(x.value > 10 for x in retr)  # MiB/s, confirmed bytes
     engine.dispose()
@@ -91,6 +92,28 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
     p = _run(["compare", "pyftpdlib 2.2.0", "pyftpdlib 2.2.0 [use_sendfile=False]", "--format", "rst"],
              xferlab_env)
     assert "RETR (server -> client)" in p.stdout
+
+
+def test_client_processes_split_the_clients_and_merge(tmp_path, xferlab_env, db_url):
+    """client_processes: 2 on the local backend: the N-client workloads ran from two
+    load-generator processes (one client_host sample each), single-stream ones in one."""
+    spec = _write_spec(tmp_path, name="procs", repeats=1, backend="local", client_processes=2,
+                       workloads=[{"name": w, "params": SMALL} for w in ("login", "stor_concurrent", "retr")])
+    _run(["run", str(spec)], xferlab_env)
+    with Session(create_engine(db_url)) as s:
+        camp = s.scalars(select(Campaign).where(Campaign.name == "procs")).one()
+        assert camp.status == "done", [(c.workload, c.error) for c in camp.cells if c.status != "done"]
+        for cell in camp.cells:
+            rows = sorted((x.stat, x.value) for x in cell.samples if x.metric == "client_host")
+            if cell.workload == "retr":
+                assert rows == []
+            else:
+                assert rows == [("process 1", 10.0), ("process 2", 10.0)], (cell.workload, rows)
+            errors = next(x.value for x in cell.samples if x.metric == "errors" and x.stat == "total")
+            assert errors == 0
+            if cell.workload == "stor_concurrent":
+                moved = next(x.value for x in cell.samples if x.metric == "bytes")
+                assert moved == 20 * 256 * 1024
 
 
 def test_kill_midway_keeps_finished_cells(tmp_path, xferlab_env, engine):

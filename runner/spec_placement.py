@@ -1,0 +1,46 @@
+"""Where a campaign runs, as its spec says: CPU pinning on this machine
+(:class:`Pinning`) and the hosts of a multi-host campaign (:class:`HostsSpec`). Part of
+the campaign spec (runner.spec, which re-exports both)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Pinning(BaseModel):
+    """CPU pinning: server process tree and load generator on separate cores
+    (seed 000's advice, and DESIGN.md: server on CPU 0, client on CPU 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    server: list[int] | None = None
+    client: list[int] | None = None
+
+    @field_validator("server", "client")
+    @classmethod
+    def _cpus(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None:
+            import os
+
+            # The machine's CPUs, not this process's affinity (the runner pins itself).
+            have = list(range(os.cpu_count() or 1))
+            bad = [c for c in v if c not in have]
+            if bad or not v:
+                raise ValueError(f"CPUs {bad or v} not available here (have {have})")
+        return v
+
+
+class HostsSpec(BaseModel):
+    """Run the campaign across hosts (runner.multihost, docs/multi-host.md): the server on
+    a host of the inventory's ``servers`` group, load from its ``clients`` hosts."""
+
+    model_config = ConfigDict(extra="forbid")
+    inventory: str | None = Field(None, description="Ansible inventory file (groups servers, clients) under an "
+                                                    "allowed inventory directory (runner.inventory); needed, "
+                                                    "may be given as xferlab run --inventory")
+    server: str | None = Field(None, description="host of group servers to use; default the first")
+    clients: list[str] | None = Field(None, min_length=1, description="hosts of group clients; default all")
+    start_delay: float = Field(3.0, ge=0.5, le=120, description="s from dispatch to the common start time")
+    server_backend: Literal["local", "docker"] = Field(
+        "local", description="how xferlab serve starts the server there: local (a child process) or docker "
+                             "(a container with host networking, bound to the host's address)")
