@@ -26,6 +26,18 @@ def docker_client_or_skip():
         pytest.skip(f"no Docker engine answers: {type(e).__name__}: {e}")
 
 
+def engine_and_compose():
+    """(Docker client, compose command line as runner.images.compose_command gives it);
+    pytest.skip with the reason when no engine answers or no Compose is installed."""
+    from runner import images
+
+    client = docker_client_or_skip()
+    try:
+        return client, images.compose_command()
+    except images.ImageError as e:
+        pytest.skip(str(e))
+
+
 def ensure_base(client) -> None:
     """Bootstrap the Debian base image once (cached: skipped when the tag exists)."""
     from runner import images

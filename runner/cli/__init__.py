@@ -13,6 +13,7 @@ argument builder, handler), handlers imported only when their command runs (pype
     xferlab selftest                                    load-generator speed vs a plain socket reader
     xferlab worker                                      run queued campaigns (for the dashboard)
     xferlab images bootstrap|build|list                 container images, built offline (docker backend)
+    xferlab compose-targets [-p PROJECT] [-o FILE]      a spec: compose/servers.yml's running services as external
     xferlab dashboard                                   serve the web dashboard
     xferlab loadgen --host H --port P ... --start-at T   one load phase from this host, as JSON (multi-host)
     xferlab serve --server JSON --bind ADDR             one server on this host, driven over stdin (multi-host)
@@ -143,6 +144,12 @@ def _images_args(p: argparse.ArgumentParser) -> None:
     add_arguments(p)
 
 
+def _compose_targets_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.compose import add_arguments
+
+    add_arguments(p)
+
+
 def _loadgen_args(p: argparse.ArgumentParser) -> None:
     from runner.loadgen_remote import add_arguments
 
@@ -179,6 +186,12 @@ COMMANDS: tuple[Command, ...] = (
             _worker_args),
     Command("images", "container images: bootstrap the Debian base offline, build, list",
             "runner.cli.tools:cmd_images", _images_args),
+    Command("compose-targets", "a campaign spec whose servers are compose/servers.yml's running services",
+            "runner.cli.compose:cmd_compose_targets", _compose_targets_args,
+            description="Prints a spec with one 'external' server per running service of the compose project "
+                        "(published control port, server PID for memory sampling), the classic preset and "
+                        "the load generator pinned away from the services' CPUs. FTP_PASSWORD must hold the "
+                        "services' password."),
     Command("loadgen", "run one load phase from this host at a given time, print JSON (multi-host)",
             "runner.cli.tools:cmd_loadgen", _loadgen_args),
     Command("serve", "start one server on this host, driven over stdin (multi-host)", "runner.cli.tools:cmd_serve",

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from runner import images
 from runner.store.models import Campaign, Cell, Sample
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+from tests.docker_support import SESSION_LABEL, cleanup_session, engine_and_compose, ensure_base
 
 # Cold machine: the module fixture bootstraps the base and builds every image (about 11 min
 # measured here; bounded by each build's own timeout), so the bound is wider than the default.
@@ -42,22 +42,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _engine_and_compose():
-    """(Docker client, compose command); skips with the reason when either is missing."""
-    client = docker_client_or_skip()
-    try:
-        return client, images.compose_command()
-    except images.ImageError as e:
-        pytest.skip(str(e))
-
-
 @pytest.fixture(scope="module")
 def stack():
     """`docker-compose up -d postgres` (unique project); yields (env for the CLI, db URL).
 
     Only postgres is started: the CLI runs the campaigns here (the whole stack is the
     last test's)."""
-    client, compose = _engine_and_compose()
+    client, compose = engine_and_compose()
     ensure_base(client)
     images.ensure_lab_image("xferlab/postgres:15", client=client, progress=print)
     for name in SIX:  # built once, reused by later runs (context hash unchanged)
@@ -90,7 +81,7 @@ def stack():
 
 
 def test_compose_file_requires_postgres_password():
-    _, compose = _engine_and_compose()
+    _, compose = engine_and_compose()
     env = {k: v for k, v in os.environ.items() if k != "POSTGRES_PASSWORD"}
     r = subprocess.run([*compose, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"], env=env,
                        capture_output=True, text=True, timeout=60)
@@ -187,7 +178,7 @@ def test_whole_stack_dashboard_queues_worker_runs(tmp_path):
     import json
     import urllib.request
 
-    client, compose = _engine_and_compose()
+    client, compose = engine_and_compose()
     ensure_base(client)
     for tag in ("xferlab/postgres:15", "xferlab/app:latest"):
         images.ensure_lab_image(tag, client=client, progress=print)
