@@ -41,7 +41,7 @@ from runner.load.replies import (
     parse_pasv,
     reply_error,
 )
-from runner.load.retr import RetrMode, RetrReceivers, scratch_buffer
+from runner.load.retr import DEFAULT_RETR_MODE, RetrMode, RetrReceivers, scratch_buffer
 
 #: Re-exported: the load generator, its tests and the selftest import them from here.
 __all__ = ["ERROR_KINDS", "MAX_LINE", "MAX_REPLY_LINES", "FTPError", "FTPSession", "Reply", "ReplyParser",
@@ -113,13 +113,15 @@ class FTPSession(RetrReceivers):
             ``op_timeout``. The load generator passes a long one (WorkloadParams).
         passive: ``"pasv"`` (RFC 959) or ``"epsv"`` (RFC 2428) data connections.
         buffer_size: RETR receive buffer (bytes), shared across sessions.
-        retr_mode: how RETR payload is read, always into one shared preallocated buffer:
-            ``"reader"`` (default: raw non-blocking socket, ``loop.add_reader``
-            callback draining up to 8 ``recv_into`` per wake-up), ``"protocol"``
-            (asyncio BufferedProtocol ``get_buffer``/``buffer_updated``) or
+        retr_mode: how RETR payload is read (runner.load.retr): ``"splice"`` (default
+            where ``os.splice`` exists: a ``loop.add_reader`` callback splicing socket ->
+            pipe -> /dev/null, no copy to user space), ``"reader"`` (the same callback
+            draining up to 8 ``recv_into`` per wake-up into one shared buffer; the
+            default without ``os.splice``), ``"protocol"`` (asyncio BufferedProtocol) or
             ``"recv_into"`` (``await loop.sock_recv_into`` loop). Measured by
-            benchmarks/loadgen_selftest.py: "reader" with SO_RCVLOWAT used the least
-            client CPU per GiB (below a blocking recv_into reader) on loopback.
+            benchmarks/loadgen_selftest.py: "splice" with SO_RCVLOWAT uses about a third
+            of the client CPU per GiB of "reader" on loopback (docs/methodology.md,
+            "Client cost").
         rcvlowat: SO_RCVLOWAT (socket(7)) on RETR data sockets, so a wake-up finds at
             least this many bytes queued (fewer wake-ups per GiB); None = half of
             ``buffer_size``, 0 = leave the kernel default (1 byte).
@@ -131,7 +133,7 @@ class FTPSession(RetrReceivers):
     def __init__(self, host: str, port: int, *, op_timeout: float = 30.0,
                  connect_timeout: float | None = None, passive: Literal["pasv", "epsv"] = "pasv",
                  buffer_size: int = 256 * 1024,
-                 retr_mode: RetrMode = "reader", rcvlowat: int | None = None) -> None:
+                 retr_mode: RetrMode = DEFAULT_RETR_MODE, rcvlowat: int | None = None) -> None:
         self.host = host
         self.port = port
         self.op_timeout = op_timeout
@@ -326,6 +328,8 @@ class FTPSession(RetrReceivers):
             n = await self._retr_recv_into(port, path)
         elif self.retr_mode == "reader":
             n = await self._retr_reader(port, path)
+        elif self.retr_mode == "splice":
+            n = await self._retr_splice(port, path)
         else:
             n = await self._retr_protocol(port, path)
         await self._final(f"RETR {path}")

@@ -1,12 +1,16 @@
-"""The three ways RETR payload is received (``FTPSession.retr_mode``), always into one
-shared preallocated buffer (:func:`scratch_buffer`): ``"reader"`` (raw non-blocking
-socket, ``loop.add_reader`` callback draining up to :data:`_DRAIN` ``recv_into`` per
-wake-up), ``"protocol"`` (:class:`asyncio.BufferedProtocol`) and ``"recv_into"``
-(``await loop.sock_recv_into``). The payload is counted, never kept. Measured against
-each other by benchmarks/loadgen_selftest.py."""
+"""The four ways RETR payload is received (``FTPSession.retr_mode``): ``"reader"`` (raw
+non-blocking socket, ``loop.add_reader`` callback draining up to :data:`_DRAIN`
+``recv_into`` per wake-up into one shared preallocated buffer, :func:`scratch_buffer`),
+``"splice"`` (the same callback, but splice(2) socket -> pipe -> /dev/null: the pages
+are handed over and dropped, never copied to user space), ``"protocol"``
+(:class:`asyncio.BufferedProtocol`) and ``"recv_into"`` (``await loop.sock_recv_into``).
+The payload is counted, never kept. Measured against each other by
+benchmarks/loadgen_selftest.py."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import socket
 from typing import TYPE_CHECKING, Literal
 
@@ -56,11 +60,50 @@ def scratch_buffer(size: int) -> memoryview:
     return memoryview(b)
 
 
-RetrMode = Literal["protocol", "recv_into", "reader"]
-#: Most recv_into calls per readiness callback in "reader" mode (fairness bound).
+RetrMode = Literal["protocol", "recv_into", "reader", "splice"]
+#: The mode sessions use unless told: "splice" where the platform has splice(2).
+DEFAULT_RETR_MODE: RetrMode = "splice" if hasattr(os, "splice") else "reader"
+#: Most recv_into / splice calls per readiness callback (fairness bound).
 _DRAIN = 8
 
 
+
+
+#: fcntl(2) F_SETPIPE_SZ (Linux 2.6.35+; Python's fcntl has it from 3.10).
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+class _SpliceSink:
+    """A pipe into which RETR payload is spliced from the socket and out of which it is
+    spliced to /dev/null (splice(2)): the payload's pages change hands and are dropped,
+    never copied into this process. One per process, shared like :func:`scratch_buffer`
+    (each splice pair completes synchronously on the event-loop thread, so the pipe is
+    empty between callbacks)."""
+
+    def __init__(self, size: int) -> None:
+        self.r, self.w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            max_size = int(open("/proc/sys/fs/pipe-max-size").read())
+        except (OSError, ValueError):
+            max_size = 1 << 20
+        self.size = fcntl.fcntl(self.w, F_SETPIPE_SZ, max(4096, min(size, max_size)))
+        self.null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+
+    def drain(self, n: int) -> None:
+        """Move ``n`` bytes from the pipe to /dev/null."""
+        while n > 0:
+            n -= os.splice(self.r, self.null, n)
+
+
+_SINKS: dict[int, _SpliceSink] = {}
+
+
+def splice_sink(size: int) -> _SpliceSink:
+    """The process-wide splice pipe of (at least asked) ``size`` bytes."""
+    sink = _SINKS.get(size)
+    if sink is None:
+        sink = _SINKS[size] = _SpliceSink(size)
+    return sink
 
 
 class RetrReceivers:
@@ -125,6 +168,54 @@ class RetrReceivers:
                         if not done.done():
                             done.set_result(None)
                         break
+                    n += k
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError as e:
+                loop.remove_reader(fd)
+                if not done.done():
+                    done.set_exception(e)
+            count[0] += n
+
+        try:
+            self.send(f"RETR {path}")
+            await self._preliminary(f"RETR {path}")
+            loop.add_reader(fd, readable)
+            try:
+                await done
+            except OSError as e:
+                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
+        finally:
+            loop.remove_reader(fd)
+            self._drop_sock(sock)
+        return count[0]
+
+    async def _retr_splice(self, port: int, path: str) -> int:
+        """As :meth:`_retr_reader`, but each wake-up splices up to :data:`_DRAIN` pipe-fulls
+        socket -> pipe -> /dev/null (:class:`_SpliceSink`) instead of ``recv_into``: the
+        bytes are counted without being copied to user space."""
+        loop = asyncio.get_running_loop()
+        sock = await self._open_raw(port)
+        if self.rcvlowat:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.rcvlowat)
+        sink = splice_sink(self.buffer_size)
+        done = loop.create_future()
+        count = [0]
+        fd = sock.fileno()
+        splice, w, chunk, drain = os.splice, sink.w, sink.size, sink.drain
+        flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
+
+        def readable() -> None:
+            n = 0
+            try:
+                for _ in range(_DRAIN):
+                    k = splice(fd, w, chunk, flags=flags)
+                    if not k:
+                        loop.remove_reader(fd)
+                        if not done.done():
+                            done.set_result(None)
+                        break
+                    drain(k)
                     n += k
             except (BlockingIOError, InterruptedError):
                 pass

@@ -80,7 +80,7 @@ def test_multi_line_greeting_and_login_against_fake():
 
 
 @pytest.mark.parametrize("passive", ["pasv", "epsv"])
-@pytest.mark.parametrize("mode", ["protocol", "recv_into", "reader"])
+@pytest.mark.parametrize("mode", ["protocol", "recv_into", "reader", "splice"])
 def test_retr_short_transfer_detected(passive, mode):
     async def go():
         async with FakeFTP(file_size=300_000, retr_send=100_000) as srv:
@@ -145,7 +145,7 @@ def test_refused_kind(free_port):
 
 
 @pytest.mark.parametrize("passive", ["pasv", "epsv"])
-@pytest.mark.parametrize("mode", ["protocol", "recv_into", "reader"])
+@pytest.mark.parametrize("mode", ["protocol", "recv_into", "reader", "splice"])
 def test_real_retr_stor_size_dele(pyftpd, passive, mode, tmp_path):
     host, port, home = pyftpd
     size = 3 * (1 << 20) + 17
