@@ -316,7 +316,12 @@ def retr_targets(srv: Tpd, big: Path, size: int, rounds: int, duration: float) -
     Also printed: each sender's CPU seconds per GiB sent (netlimit's rusage of its sender;
     psutil's user+system of tpd around the sample) and its busy share of wall time, and
     the quartiles of the per-round ratios, which say whether a ratio above 1 is noise."""
-    from runner.load.limit import RECEIVERS, measure_ftp_retr, measure_pair
+    from runner.load.limit import RECEIVERS, NetlimitError, build, measure_ftp_retr, measure_pair
+    try:
+        build()
+    except NetlimitError as e:
+        print(f"retr: FAIL, the limit cannot be measured: {e}")
+        return False
     scpu, ccpu = _cpu(SERVER_CPU), _cpu(CLIENT_CPU)
     lim: dict[str, list[float]] = {r: [] for r in RECEIVERS}
     got: dict[str, list[float]] = {r: [] for r in RECEIVERS}
