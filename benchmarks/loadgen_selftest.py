@@ -6,18 +6,26 @@ holding a fixture of ``--size`` MiB), then in one run measures single-stream RET
 (a) our load generator (``runner.load.run.run_workload("retr")``, default params but
     ``duration``), plus variants of our session (BufferedProtocol vs
     ``loop.sock_recv_into``, buffer sizes);
-(b) a plain blocking reference reader: ftplib control connection + raw
-    ``socket.recv_into`` with 64 KiB and 1 MiB buffers, on the same server and file;
-(c) the ratio ours / reference;
-(d) client CPU seconds per GiB (``os.times()`` user+system of this process), and the
-    client's busy share of wall time (CPU s/GiB x GiB/s): below 100% the client had
-    headroom, i.e. it was not the bottleneck.
+(b) the reference receiver: the C receiver of ``runner.load.limit`` (netlimit ``ftp``:
+    PASV + RETR, drained with ``recv`` into 4 MiB or ``splice`` to /dev/null) on the
+    same server and file; the faster of the two is the reference;
+(c) the loopback limit, one definition for the lab (docs/methodology.md, "The loopback
+    limit"): netlimit ``pair``, a C ``sendfile`` sender pinned like the server -> the
+    same C receivers pinned like the client; the faster receiver is the limit;
+(d) plain Python readers (ftplib control + raw ``socket.recv_into``, 64 KiB and 1 MiB);
+(e) the ratios ours / reference (is our client the bottleneck against this server?),
+    ours / limit, and reference / limit (how much of the limit the server reaches);
+(f) client CPU seconds per GiB (``os.times()`` of this process, or the C receiver's own
+    rusage), and the client's busy share of wall time (CPU s/GiB x GiB/s): below 100%
+    the client had headroom, i.e. it was not the bottleneck.
 
-Throughput is confirmed payload bytes / transfer wall time, in MiB/s (2**20 B/s), each
-variant reading the file repeatedly for ``--duration`` seconds; ``--repeats`` rounds,
-variants interleaved in each round, median printed. With 2+ CPUs the server is pinned
-to CPU 0 and this process to CPU 1 (``os.sched_setaffinity``). Figures are noisy on a
-shared machine. A benchmark printing figures, not a pass/fail test.
+Throughput is payload bytes / summed transfer wall time, in MiB/s (2**20 B/s), each
+variant reading the file whole, repeatedly, for ``--duration`` seconds; ``--repeats``
+rounds, variants interleaved in each round, median printed. With 2+ CPUs the server
+(and the limit's sender) is pinned to the first CPU, this process and the C receiver to
+the second (``os.sched_setaffinity``). Socket buffers: kernel autotuning everywhere.
+Figures are noisy on a shared machine. A benchmark printing figures, not a pass/fail
+test. Without a C compiler the C rows are skipped with the reason.
 
 Run: ``python benchmarks/loadgen_selftest.py [--size 1024] [--repeats 5] [--duration 1.5]``
 or ``main(argv)`` (``xferlab selftest``). Returns 0, or 1 when the server cannot start.
@@ -35,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 GIB = 1 << 30
@@ -153,6 +162,31 @@ def ours_workload(port: int, home: Path, size: int, duration: float) -> tuple[fl
     return r.throughput_mib_s, cpu / (r.bytes / GIB)
 
 
+def c_receiver(port: int, name: str, size: int, receiver: str, cpu: int | None,
+               duration: float) -> tuple[float, float]:
+    """The reference: netlimit's C receiver as an FTP client (``receiver`` "recv" or
+    "splice"), pinned to ``cpu``. Returns (MiB/s, receiver CPU s per GiB)."""
+    from runner.load.limit import measure_ftp_retr
+    r = measure_ftp_retr(port, USER, PASSWORD, name, duration, size=size, receiver=receiver,  # type: ignore[arg-type]
+                         cpu=cpu)
+    return r.mib_s, r.receiver_cpu_s / (r.bytes / GIB)
+
+
+def c_limit(path: Path, receiver: str, cpus: tuple[int | None, int | None],
+            duration: float) -> tuple[float, float]:
+    """The loopback limit: netlimit's C sendfile sender (pinned to ``cpus[0]``) -> C
+    receiver (``cpus[1]``). Returns (MiB/s, receiver CPU s per GiB)."""
+    from runner.load.limit import measure_pair
+    r = measure_pair(path, duration, receiver=receiver, sender_cpu=cpus[0], receiver_cpu=cpus[1])  # type: ignore[arg-type]
+    return r.mib_s, r.receiver_cpu_s / (r.bytes / GIB)
+
+
+def _best(med: dict, prefix: str) -> str | None:
+    """Label of the fastest median among the rows starting with ``prefix``."""
+    rows = [k for k in med if k.startswith(prefix)]
+    return max(rows, key=lambda k: med[k][0]) if rows else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; prints the figures, returns an exit status."""
     ap = argparse.ArgumentParser(prog="loadgen_selftest", description=__doc__.split("\n")[0])
@@ -165,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     size = a.size * MIB
 
     from runner.load.fixtures import server_name, write_fixture
+    from runner.load.limit import RECEIVERS, NetlimitError, build
     from runner.workloads import WorkloadParams
 
     home = Path(tempfile.mkdtemp(prefix="xferlab-selftest-"))
@@ -180,16 +215,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 1
         pinned = "no (1 CPU)"
+        pin: tuple[int | None, int | None] = (None, None)
         if old_aff is not None and len(old_aff) >= 2:
             cpus = sorted(old_aff)
             os.sched_setaffinity(proc.pid, {cpus[0]})
             os.sched_setaffinity(0, {cpus[1]})
+            pin = (cpus[0], cpus[1])
             pinned = f"server CPU {cpus[0]}, client CPU {cpus[1]}"
         default_buf = WorkloadParams().buffer_size
-        variants: list[tuple[str, callable]] = [
+        variants: list[tuple[str, Callable[[], tuple[float, float]]]] = [
             ("ours: run_workload retr (default)", lambda: ours_workload(port, home, size, a.duration)),
-            ("reference recv_into 64 KiB", lambda: reference_read(port, name, size, 64 << 10, a.duration)),
-            ("reference recv_into 1 MiB", lambda: reference_read(port, name, size, 1 << 20, a.duration)),
+        ]
+        try:
+            build()
+            for rcv in RECEIVERS:
+                variants.append((f"reference: C receiver {rcv}", lambda r=rcv: c_receiver(
+                    port, name, size, r, pin[1], a.duration)))
+                variants.append((f"limit: C sendfile -> C {rcv}", lambda r=rcv: c_limit(
+                    home / name, r, pin, a.duration)))
+        except NetlimitError as e:
+            print(f"C receiver and limit skipped: {e}", flush=True)
+        variants += [
+            ("plain Python recv_into 64 KiB", lambda: reference_read(port, name, size, 64 << 10, a.duration)),
+            ("plain Python recv_into 1 MiB", lambda: reference_read(port, name, size, 1 << 20, a.duration)),
         ]
         if not a.quick:
             extra = [("reader", 64 << 10, None), ("reader", 1 << 20, None),
@@ -219,9 +267,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{k:<{w}}  {mbs:>12.0f}  {lo:>6.0f}..{hi:<6.0f}  {cpu:>9.3f}"
                   f"  {cpu * mbs / 1024:>10.0%}")
         ours = med["ours: run_workload retr (default)"][0]
+        ref, lim = _best(med, "reference: "), _best(med, "limit: ")
         print()
-        for ref in ("reference recv_into 64 KiB", "reference recv_into 1 MiB"):
-            print(f"ratio ours/{ref}: {ours / med[ref][0]:.2f}")
+        if ref and lim:
+            print(f"ratio ours / reference ({ref}): {ours / med[ref][0]:.2f}")
+            print(f"ratio ours / limit ({lim}): {ours / med[lim][0]:.2f}")
+            print(f"ratio reference / limit (the server's share of the limit): {med[ref][0] / med[lim][0]:.2f}")
+        for py in ("plain Python recv_into 64 KiB", "plain Python recv_into 1 MiB"):
+            print(f"ratio ours / {py}: {ours / med[py][0]:.2f}")
         print("(noisy: shared 2-core machine; medians of interleaved rounds)")
         return 0
     finally:

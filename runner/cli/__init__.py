@@ -10,7 +10,7 @@ argument builder, handler), handlers imported only when their command runs (pype
     xferlab export ID --format F                        export a campaign
     xferlab cancel ID                                   cancel a queued or running campaign
     xferlab servers [--fetch NAME] [--json]             what can run here (local and docker), and why not
-    xferlab selftest                                    load-generator speed vs a plain socket reader
+    xferlab selftest [--quick ...]                      load-generator speed vs the C receiver and the loopback limit
     xferlab worker                                      run queued campaigns (for the dashboard)
     xferlab images bootstrap|build|list                 container images, built offline (docker backend)
     xferlab compose-targets [-p PROJECT] [-o FILE]      a spec: compose/servers.yml's running services as external
@@ -180,8 +180,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("export", "export a campaign's tables", "runner.cli.read:cmd_export", _export_args),
     Command("cancel", "cancel a queued or running campaign", "runner.cli.read:cmd_cancel", _cancel_args),
     Command("servers", "which servers can run here, and why not", "runner.cli.tools:cmd_servers", _servers_args),
-    Command("selftest", "load generator vs a plain-socket reader, same run", "runner.cli.tools:cmd_selftest",
-            _selftest_args),
+    Command("selftest", "load generator vs the C reference receiver and the loopback limit, same run",
+            "runner.cli.tools:cmd_selftest", _selftest_args),
     Command("worker", "claim and run queued campaigns (the compose worker service)", "runner.cli.tools:cmd_worker",
             _worker_args),
     Command("images", "container images: bootstrap the Debian base offline, build, list",
@@ -220,12 +220,29 @@ def _handler(ref: str) -> Callable[[argparse.Namespace], int]:
     return fn
 
 
+#: Commands whose arguments after the command name go verbatim to a script with its own
+#: parser (``xferlab selftest --quick``): argparse's REMAINDER cannot start with an option.
+PASS_THROUGH = ("selftest",)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed by :func:`build_parser`; for a :data:`PASS_THROUGH` command, what
+    follows its name is ``args.rest`` as given. Exits 2 (argparse) on bad arguments."""
+    p = build_parser()
+    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if at is not None and argv[at] in PASS_THROUGH:
+        args = p.parse_args(argv[:at + 1])
+        args.rest = argv[at + 1:]
+        return args
+    return p.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``xferlab`` console script. Returns the exit status."""
     import warnings
 
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-    args = build_parser().parse_args(argv)
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     from runner.spec import SpecError

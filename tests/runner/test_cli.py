@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from runner.cli import COMMANDS, build_parser, main
+import pytest
+
+from runner.cli import COMMANDS, build_parser, main, parse_args
 
 
 def test_registry_handlers_exist_and_parse():
@@ -22,3 +24,12 @@ def test_servers_fetch_unknown_name_is_a_user_error(capsys):
     assert main(["servers", "--fetch", "nosuch"]) == 2
     err = capsys.readouterr().err
     assert "xferlab: error: --fetch 'nosuch': not a Debian-packaged server; one of vsftpd" in err
+
+
+def test_selftest_options_go_to_the_script(capsys):
+    """Was: ``xferlab selftest --quick`` -> 'xferlab: error: unrecognized arguments'."""
+    assert parse_args(["-v", "selftest", "--quick", "--size", "8"]).rest == ["--quick", "--size", "8"]
+    with pytest.raises(SystemExit) as e:
+        main(["selftest", "--no-such-option"])
+    assert e.value.code == 2
+    assert "loadgen_selftest: error: unrecognized arguments: --no-such-option" in capsys.readouterr().err

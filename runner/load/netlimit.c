@@ -1,0 +1,513 @@
+/* netlimit: the loopback TCP limit of a file download, and the same C receiver
+ * as an FTP RETR client (docs/methodology.md, "The loopback limit").
+ *
+ *   netlimit pair --file PATH [--duration S] [--sender-cpu N] [--receiver-cpu N]
+ *                 [--recv recv|splice] [--bufsize BYTES]
+ *   netlimit ftp  --port P --user U --password W --name NAME [--host 127.x.y.z]
+ *                 [--size BYTES] [--duration S] [--cpu N] [--recv recv|splice]
+ *                 [--bufsize BYTES]
+ *
+ * pair: a forked sender (pinned to --sender-cpu) listens on 127.0.0.1:0; for each
+ * connection it reads one request byte, then sends the whole file with blocking
+ * sendfile(2) (zero-copy, the syscall of tpd's RETR path) and closes. The
+ * receiver (this process, pinned to --receiver-cpu) connects, sends the request
+ * byte, drains to EOF, and repeats whole downloads until --duration seconds of
+ * transfer have passed (at least one download).
+ *
+ * ftp: the same receiver against an FTP server: USER/PASS/TYPE I once, then per
+ * download PASV, connect, RETR NAME, the 1xx reply, drain the data connection
+ * to EOF, the 2xx reply. Same loop and clock as pair.
+ *
+ * Receivers: "recv" = recv(2) into one BYTES buffer (a copy to user space, as a
+ * real client does); "splice" = splice(2) socket -> pipe -> /dev/null (no copy;
+ * the pipe is resized to BYTES, at most /proc/sys/fs/pipe-max-size; "chunk_bytes"
+ * in the output is the size in force).
+ * Socket buffers are left to kernel autotuning (no SO_SNDBUF/SO_RCVBUF), as tpd
+ * and the load generator do. Clock per download: CLOCK_MONOTONIC from just before
+ * the request (pair: the byte; ftp: "RETR") is sent to EOF on the data socket.
+ *
+ * Output: one JSON object on stdout (bytes, seconds = summed download time,
+ * gbps = bytes*8/seconds/1e9, mib_s, min/max per download, CPU seconds).
+ * Errors: one line on stderr; exit 2 for bad arguments, 1 for a failed run.
+ * Bounds: loopback only (127.0.0.0/8); --duration <= 600; each socket read times
+ * out after 30 s; one download may take at most 120 s; at most 1,000,000 downloads.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IO_TIMEOUT_S 30
+#define TRANSFER_MAX_S 120.0
+#define MAX_TRANSFERS 1000000L
+
+enum { R_RECV, R_SPLICE };
+
+struct opts {
+    const char *mode, *file, *host, *user, *password, *name;
+    double duration;
+    int port, sender_cpu, receiver_cpu, recv_mode;
+    long long size, bufsize;
+};
+
+struct drain {
+    int mode, pipefd[2], devnull;
+    char *buf;
+    size_t chunk;           /* recv buffer bytes, or the pipe's size */
+};
+
+struct tally {
+    long transfers;
+    long long bytes;
+    double seconds, min_gbps, max_gbps;
+};
+
+static void die(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("netlimit: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(status);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static long long parse_int(const char *flag, const char *s, long long lo, long long hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        die(2, "%s: expected an integer in [%lld, %lld], got '%s'", flag, lo, hi, s);
+    return v;
+}
+
+static void pin(int cpu, const char *who)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) < 0)
+        die(1, "cannot pin the %s to CPU %d: %s", who, cpu, strerror(errno));
+}
+
+static double cpu_seconds(const struct rusage *ru)
+{
+    return ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6
+         + ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
+}
+
+static void set_timeout(int fd)
+{
+    struct timeval tv = { IO_TIMEOUT_S, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static int connect_to(struct in_addr addr, int port)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = addr };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        die(1, "socket: %s", strerror(errno));
+    set_timeout(fd);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        die(1, "connect to %s:%d: %s", inet_ntoa(addr), port, strerror(errno));
+    return fd;
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            die(1, "send: %s", k < 0 ? strerror(errno) : "closed");
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+static void drain_init(struct drain *d, int mode, long long bufsize)
+{
+    d->mode = mode;
+    d->chunk = (size_t)bufsize;
+    d->buf = NULL;
+    d->devnull = -1;
+    if (mode == R_RECV) {
+        d->buf = malloc(d->chunk);
+        if (!d->buf)
+            die(1, "cannot allocate a %lld-byte buffer", bufsize);
+        memset(d->buf, 0, d->chunk);          /* fault the pages in before timing */
+        return;
+    }
+    if (pipe2(d->pipefd, O_CLOEXEC) < 0)
+        die(1, "pipe: %s", strerror(errno));
+    long want = (long)bufsize;
+    FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");   /* the most without CAP_SYS_RESOURCE */
+    long most = 0;
+    if (f) {
+        if (fscanf(f, "%ld", &most) != 1)
+            most = 0;
+        fclose(f);
+    }
+    if (most > 0 && want > most)
+        want = most;
+    fcntl(d->pipefd[1], F_SETPIPE_SZ, (int)want);        /* a refusal keeps the default size */
+    int got = fcntl(d->pipefd[1], F_GETPIPE_SZ);
+    if (got <= 0)
+        die(1, "F_GETPIPE_SZ: %s", strerror(errno));
+    d->chunk = (size_t)got;
+    d->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (d->devnull < 0)
+        die(1, "/dev/null: %s", strerror(errno));
+}
+
+/* Drain fd to EOF; return the byte count. Dies on an error or after TRANSFER_MAX_S. */
+static long long drain(struct drain *d, int fd, double t0)
+{
+    long long total = 0;
+    for (;;) {
+        ssize_t n;
+        if (d->mode == R_RECV) {
+            n = recv(fd, d->buf, d->chunk, 0);
+        } else {
+            n = splice(fd, NULL, d->pipefd[1], NULL, d->chunk, SPLICE_F_MOVE);
+            for (ssize_t left = n; left > 0;) {
+                ssize_t m = splice(d->pipefd[0], NULL, d->devnull, NULL, (size_t)left, SPLICE_F_MOVE);
+                if (m <= 0)
+                    die(1, "splice to /dev/null: %s", m < 0 ? strerror(errno) : "no progress");
+                left -= m;
+            }
+        }
+        if (n == 0)
+            return total;
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die(1, "%s on the data socket after %lld bytes: %s",
+                d->mode == R_RECV ? "recv" : "splice", total, strerror(errno));
+        }
+        total += n;
+        if (now() - t0 > TRANSFER_MAX_S)
+            die(1, "one download took more than %.0f s", TRANSFER_MAX_S);
+    }
+}
+
+static void tally_add(struct tally *t, long long n, double dt)
+{
+    double g = dt > 0 ? n * 8 / dt / 1e9 : 0;
+    if (t->transfers == 0 || g < t->min_gbps)
+        t->min_gbps = g;
+    if (t->transfers == 0 || g > t->max_gbps)
+        t->max_gbps = g;
+    t->transfers++;
+    t->bytes += n;
+    t->seconds += dt;
+}
+
+static void print_json(const struct opts *o, const struct tally *t, const struct drain *d,
+                       double recv_cpu, double send_cpu)
+{
+    double g = t->seconds > 0 ? t->bytes * 8 / t->seconds / 1e9 : 0;
+    double mib = t->seconds > 0 ? t->bytes / t->seconds / 1048576.0 : 0;
+    printf("{\"mode\": \"%s\", \"receiver\": \"%s\", \"chunk_bytes\": %zu, "
+           "\"transfers\": %ld, \"bytes\": %lld, \"seconds\": %.6f, \"gbps\": %.4f, "
+           "\"mib_s\": %.2f, \"min_gbps\": %.4f, \"max_gbps\": %.4f, "
+           "\"receiver_cpu_s\": %.4f, ",
+           o->mode, d->mode == R_RECV ? "recv" : "splice", d->chunk, t->transfers, t->bytes,
+           t->seconds, g, mib, t->min_gbps, t->max_gbps, recv_cpu);
+    if (send_cpu >= 0)
+        printf("\"sender_cpu_s\": %.4f, ", send_cpu);
+    else
+        printf("\"sender_cpu_s\": null, ");
+    if (o->sender_cpu >= 0)
+        printf("\"sender_cpu\": %d, ", o->sender_cpu);
+    else
+        printf("\"sender_cpu\": null, ");
+    if (o->receiver_cpu >= 0)
+        printf("\"receiver_cpu\": %d}\n", o->receiver_cpu);
+    else
+        printf("\"receiver_cpu\": null}\n");
+}
+
+/* ---- pair: C sendfile sender -> C receiver ------------------------------ */
+
+static void sender(int ls, int fd, long long size, int cpu, double lifetime)
+{
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    alarm((unsigned)lifetime);                 /* never outlives the run */
+    pin(cpu, "sender");
+    for (long i = 0; i < MAX_TRANSFERS + 1; i++) {
+        int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(1);
+        }
+        set_timeout(c);
+        char req;
+        if (recv(c, &req, 1, 0) == 1) {
+            off_t off = 0;
+            while (off < size) {
+                ssize_t n = sendfile(c, fd, &off, (size_t)(size - off));
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n <= 0)
+                    break;                      /* receiver gone: next connection */
+            }
+        }
+        close(c);
+    }
+    _exit(0);
+}
+
+static void run_pair(struct opts *o)
+{
+    int fd = open(o->file, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        die(2, "--file %s: %s", o->file, strerror(errno));
+    if (!S_ISREG(st.st_mode) || st.st_size == 0)
+        die(2, "--file %s: not a non-empty regular file", o->file);
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t sl = sizeof(sa);
+    if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(ls, 16) < 0
+        || getsockname(ls, (struct sockaddr *)&sa, &sl) < 0)
+        die(1, "listen on 127.0.0.1: %s", strerror(errno));
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0)
+        die(1, "fork: %s", strerror(errno));
+    if (child == 0)
+        sender(ls, fd, st.st_size, o->sender_cpu, o->duration + TRANSFER_MAX_S + 10);
+    close(ls);
+    close(fd);
+    pin(o->receiver_cpu, "receiver");
+    struct drain d;
+    drain_init(&d, o->recv_mode, o->bufsize);
+    struct tally t = { 0 };
+    double deadline = now() + o->duration;
+    while (t.transfers < MAX_TRANSFERS) {
+        int s = connect_to(sa.sin_addr, ntohs(sa.sin_port));
+        double t0 = now();
+        send_all(s, "G", 1);
+        long long n = drain(&d, s, t0);
+        double dt = now() - t0;
+        close(s);
+        if (n != st.st_size)
+            die(1, "short download: %lld of %lld bytes", n, (long long)st.st_size);
+        tally_add(&t, n, dt);
+        if (now() >= deadline)
+            break;
+    }
+    struct rusage self, kid;
+    getrusage(RUSAGE_SELF, &self);
+    kill(child, SIGKILL);
+    int status;
+    if (wait4(child, &status, 0, &kid) < 0)
+        die(1, "wait for the sender: %s", strerror(errno));
+    print_json(o, &t, &d, cpu_seconds(&self), cpu_seconds(&kid));
+}
+
+/* ---- ftp: the C receiver as an FTP RETR client --------------------------- */
+
+static char rbuf[8192];
+static size_t rlen;
+
+/* Read one FTP reply (multi-line aware); return its code, copy its last line to line. */
+static int ftp_reply(int ctl, char *line, size_t cap)
+{
+    int code = 0;
+    for (int lines = 0; lines < 1000; lines++) {
+        char *nl;
+        while (!(nl = memchr(rbuf, '\n', rlen))) {
+            if (rlen == sizeof(rbuf))
+                die(1, "FTP reply line longer than %zu bytes", sizeof(rbuf));
+            ssize_t k = recv(ctl, rbuf + rlen, sizeof(rbuf) - rlen, 0);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                die(1, "control connection: %s", k < 0 ? strerror(errno) : "closed by the server");
+            rlen += (size_t)k;
+        }
+        size_t len = (size_t)(nl - rbuf) + 1;
+        size_t keep = len < cap ? len : cap - 1;
+        memcpy(line, rbuf, keep);
+        line[keep] = 0;
+        memmove(rbuf, rbuf + len, rlen - len);
+        rlen -= len;
+        int c = (len >= 4 && line[0] >= '1' && line[0] <= '5') ? atoi(line) : 0;
+        if (lines == 0)
+            code = c;
+        if (c == code && c && line[3] == ' ')
+            return code;
+    }
+    die(1, "FTP reply of more than 1000 lines");
+    return 0;
+}
+
+static void ftp_cmd(int ctl, const char *cmd, const char *arg, int want, char *line, size_t cap)
+{
+    char out[4200];
+    int n = snprintf(out, sizeof(out), "%s%s%s\r\n", cmd, arg ? " " : "", arg ? arg : "");
+    if (n < 0 || (size_t)n >= sizeof(out))
+        die(2, "FTP command too long");
+    send_all(ctl, out, (size_t)n);
+    int code = ftp_reply(ctl, line, cap);
+    if (code / 100 != want)
+        die(1, "%s: unexpected reply %s", cmd, line);
+}
+
+static void run_ftp(struct opts *o)
+{
+    struct in_addr addr;
+    if (inet_pton(AF_INET, o->host, &addr) != 1 || (ntohl(addr.s_addr) >> 24) != 127)
+        die(2, "--host %s: not a 127.0.0.0/8 address (loopback only)", o->host);
+    pin(o->receiver_cpu, "receiver");
+    struct drain d;
+    drain_init(&d, o->recv_mode, o->bufsize);
+    char line[512];
+    int ctl = connect_to(addr, o->port);
+    if (ftp_reply(ctl, line, sizeof(line)) != 220)
+        die(1, "greeting: %s", line);
+    char out[600];
+    int n = snprintf(out, sizeof(out), "USER %s\r\n", o->user);
+    if (n < 0 || (size_t)n >= sizeof(out))
+        die(2, "--user too long");
+    send_all(ctl, out, (size_t)n);
+    int code = ftp_reply(ctl, line, sizeof(line));
+    if (code == 331)
+        ftp_cmd(ctl, "PASS", o->password, 2, line, sizeof(line));
+    else if (code != 230)
+        die(1, "USER: unexpected reply %s", line);
+    ftp_cmd(ctl, "TYPE", "I", 2, line, sizeof(line));
+    struct tally t = { 0 };
+    double deadline = now() + o->duration;
+    while (t.transfers < MAX_TRANSFERS) {
+        ftp_cmd(ctl, "PASV", NULL, 2, line, sizeof(line));
+        unsigned h[6];
+        char *p = strchr(line, '(');
+        if (!p || sscanf(p, "(%u,%u,%u,%u,%u,%u)", &h[0], &h[1], &h[2], &h[3], &h[4], &h[5]) != 6
+            || h[4] > 255 || h[5] > 255)
+            die(1, "PASV: cannot parse %s", line);
+        int s = connect_to(addr, (int)(h[4] * 256 + h[5]));
+        double t0 = now();
+        ftp_cmd(ctl, "RETR", o->name, 1, line, sizeof(line));
+        long long n = drain(&d, s, t0);
+        double dt = now() - t0;
+        close(s);
+        int code = ftp_reply(ctl, line, sizeof(line));
+        if (code / 100 != 2)
+            die(1, "RETR %s: %s", o->name, line);
+        if (o->size > 0 && n != o->size)
+            die(1, "short download: %lld of %lld bytes", n, o->size);
+        tally_add(&t, n, dt);
+        if (now() >= deadline)
+            break;
+    }
+    send_all(ctl, "QUIT\r\n", 6);
+    close(ctl);
+    struct rusage self;
+    getrusage(RUSAGE_SELF, &self);
+    print_json(o, &t, &d, cpu_seconds(&self), -1);
+}
+
+static void usage(void)
+{
+    die(2, "usage: netlimit pair --file PATH [--duration S] [--sender-cpu N] [--receiver-cpu N] "
+           "[--recv recv|splice] [--bufsize BYTES] | netlimit ftp --port P --user U --password W "
+           "--name NAME [--host 127.0.0.1] [--size BYTES] [--duration S] [--cpu N] "
+           "[--recv recv|splice] [--bufsize BYTES]");
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = { .host = "127.0.0.1", .duration = 1.0, .sender_cpu = -1, .receiver_cpu = -1,
+                      .bufsize = 4 << 20, .recv_mode = R_RECV };
+    if (argc < 2)
+        usage();
+    o.mode = argv[1];
+    int pair = !strcmp(o.mode, "pair");
+    if (!pair && strcmp(o.mode, "ftp"))
+        die(2, "unknown mode '%s' (pair or ftp)", o.mode);
+    for (int i = 2; i < argc; i += 2) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            die(2, "%s needs a value", k);
+        if (!strcmp(k, "--file") && pair)
+            o.file = v;
+        else if (!strcmp(k, "--duration")) {
+            char *end;
+            o.duration = strtod(v, &end);
+            if (end == v || *end || !(o.duration > 0 && o.duration <= 600))
+                die(2, "--duration: expected seconds in (0, 600], got '%s'", v);
+        } else if (!strcmp(k, "--sender-cpu") && pair)
+            o.sender_cpu = (int)parse_int(k, v, 0, CPU_SETSIZE - 1);
+        else if (!strcmp(k, "--receiver-cpu") || (!strcmp(k, "--cpu") && !pair))
+            o.receiver_cpu = (int)parse_int(k, v, 0, CPU_SETSIZE - 1);
+        else if (!strcmp(k, "--recv")) {
+            if (!strcmp(v, "recv"))
+                o.recv_mode = R_RECV;
+            else if (!strcmp(v, "splice"))
+                o.recv_mode = R_SPLICE;
+            else
+                die(2, "--recv: expected recv or splice, got '%s'", v);
+        } else if (!strcmp(k, "--bufsize"))
+            o.bufsize = parse_int(k, v, 4096, 1LL << 28);
+        else if (!strcmp(k, "--host") && !pair)
+            o.host = v;
+        else if (!strcmp(k, "--port") && !pair)
+            o.port = (int)parse_int(k, v, 1, 65535);
+        else if (!strcmp(k, "--user") && !pair)
+            o.user = v;
+        else if (!strcmp(k, "--password") && !pair)
+            o.password = v;
+        else if (!strcmp(k, "--name") && !pair)
+            o.name = v;
+        else if (!strcmp(k, "--size") && !pair)
+            o.size = parse_int(k, v, 0, 1LL << 50);
+        else
+            die(2, "unknown option '%s' for mode %s", k, o.mode);
+    }
+    if (pair && !o.file)
+        die(2, "pair needs --file");
+    if (!pair && (!o.port || !o.user || !o.password || !o.name))
+        die(2, "ftp needs --port, --user, --password and --name");
+    if (!pair && (strpbrk(o.user, "\r\n") || strpbrk(o.password, "\r\n") || strpbrk(o.name, "\r\n")))
+        die(2, "--user, --password and --name must not contain CR or LF");
+    if (pair)
+        run_pair(&o);
+    else
+        run_ftp(&o);
+    return 0;
+}
