@@ -17,7 +17,10 @@ holding a fixture of ``--size`` MiB), then in one run measures single-stream RET
     ours / limit, and reference / limit (how much of the limit the server reaches);
 (f) client CPU seconds per GiB (``os.times()`` of this process, or the C receiver's own
     rusage), and the client's busy share of wall time (CPU s/GiB x GiB/s): below 100%
-    the client had headroom, i.e. it was not the bottleneck.
+    the client had headroom, i.e. it was not the bottleneck;
+(g) the client's cost before and after (benchmarks/client_cost.py, ``--cost-rounds``):
+    client CPU us per login (``--clients`` concurrent) and s per GiB received and sent,
+    asyncio + ``recv_into`` (the client of 2026-11-22) vs uvloop + splice (the default).
 
 Throughput is payload bytes / summed transfer wall time, in MiB/s (2**20 B/s), each
 variant reading the file whole, repeatedly, for ``--duration`` seconds; ``--repeats``
@@ -195,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=1.5,
                     help="seconds of RETR per variant per round (default 1.5)")
     ap.add_argument("--quick", action="store_true", help="fewer variants")
+    ap.add_argument("--cost-rounds", type=int, default=3,
+                    help="rounds of the client cost before/after (us/login, s/GiB; 0: skip; default 3)")
+    ap.add_argument("--clients", type=int, default=300, help="concurrent logins of the client cost (default 300)")
     a = ap.parse_args(argv)
     size = a.size * MIB
 
@@ -240,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             ("plain Python recv_into 1 MiB", lambda: reference_read(port, name, size, 1 << 20, a.duration)),
         ]
         if not a.quick:
-            extra = [("reader", 64 << 10, None), ("reader", 1 << 20, None),
+            extra = [("splice", default_buf, None), ("reader", default_buf, None),
+                     ("reader", 64 << 10, None), ("reader", 1 << 20, None),
                      ("reader", default_buf, 0), ("protocol", default_buf, 0),
                      ("protocol", default_buf, None), ("recv_into", default_buf, 0)]
             for mode, buf, lowat in extra:
@@ -276,6 +283,18 @@ def main(argv: list[str] | None = None) -> int:
         for py in ("plain Python recv_into 64 KiB", "plain Python recv_into 1 MiB"):
             print(f"ratio ours / {py}: {ours / med[py][0]:.2f}")
         print("(noisy: shared 2-core machine; medians of interleaved rounds)")
+        if a.cost_rounds > 0:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by `xferlab selftest`
+            from client_cost import client_cost, format_client_cost
+
+            from runner.backends.base import Target
+
+            print(f"\nclient cost: {a.cost_rounds} rounds, {a.clients} concurrent logins, RETR {a.duration:g} s, "
+                  "STOR 256 MiB (before: asyncio loop, RETR recv_into; after: uvloop, RETR splice)", flush=True)
+            cost = client_cost(Target("127.0.0.1", port, USER, PASSWORD, root=home), (name, size),
+                               rounds=a.cost_rounds, clients=a.clients, retr_seconds=a.duration,
+                               progress=lambda m: print(m, flush=True))
+            print("\n".join(format_client_cost(cost, a.clients)))
         return 0
     finally:
         if proc is not None:
