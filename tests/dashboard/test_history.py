@@ -68,23 +68,32 @@ def test_history_api_and_pages(client, store_campaign):
                                                                       "params_key")}).status_code == 200
 
 
-def _scale_memory(engine, campaign_id: int, metric: str, factor: float) -> None:
-    """Multiply the peak ``metric`` samples of a campaign's cells (a memory regression)."""
+def _scale(engine, campaign_id: int, metric: str, factor: float, stat: str = "peak") -> None:
+    """Multiply the ``metric``/``stat`` samples of a campaign's cells (a regression made
+    after the fact), then recompute the history points as any writer of samples outside
+    finish_cell must (runner.store.points)."""
     from sqlalchemy import text
 
+    from runner.store.points import rebuild_points
+
     with engine.begin() as c:
-        c.execute(text("UPDATE sample SET value = value * :f WHERE metric = :m AND stat = 'peak' AND cell_id IN "
-                       "(SELECT id FROM cell WHERE campaign_id = :c)"), {"f": factor, "m": metric, "c": campaign_id})
+        c.execute(text("UPDATE sample SET value = value * :f WHERE metric = :m AND stat = :s AND cell_id IN "
+                       "(SELECT id FROM cell WHERE campaign_id = :c)"),
+                  {"f": factor, "m": metric, "s": stat, "c": campaign_id})
+    with Session(engine) as s:
+        rebuild_points(s)
+        s.commit()
 
 
 def test_memory_series_and_memory_regression(engine, client, store_campaign):
     retr = [1000, 1010, 990, 1005]
     cids = [store_campaign([_dev()], {(0, "retr"): retr, (0, "login"): [0.1] * 4}, workloads=("retr",))
             for _ in range(4)]
-    _scale_memory(engine, cids[-1], "server_mem_uss", 1.3)  # the newest campaign's server uses 30% more
+    _scale(engine, cids[-1], "server_mem_uss", 1.3)  # the newest campaign's server uses 30% more
     with Session(engine) as s:
         series = list_series(s)
-        assert {x["metric"] for x in series} == {"", "server_mem_uss", "server_mem_rss_minus_shared"}
+        assert {x["metric"] for x in series} == {"", "server_mem_uss", "server_mem_rss_minus_shared",
+                                                 "server_cpu_per_gib"}
         mem = next(x for x in series if x["metric"] == "server_mem_uss")
         assert mem["points"] == 4 and mem["title"].endswith("server memory (peak USS)")
         key = SeriesKey(mem["server"], mem["track"], mem["workload"], mem["params_key"], "server_mem_uss")
@@ -122,3 +131,4 @@ def test_step_found_and_jitter_ignored_on_stored_campaigns(engine, store_campaig
         ("regression", "retr", cids[2], cids[3])]
     assert changes[0].key.metric == "" and changes[0].method == "step"
     assert changes[0].points_before == 3 and changes[0].points_after == 3
+
