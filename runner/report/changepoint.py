@@ -162,7 +162,7 @@ def _fit(a: np.ndarray, penalty: float, rel_floor: float, kmax: int) -> list[lis
     b, m = a.shape
     cost = _costs(a)
     beta = penalty * math.log(m) / m
-    sigma0 = [rel_floor * float(np.median(np.abs(row))) + 1e-12 for row in a]
+    sigma0 = [rel_floor * v + 1e-12 for v in np.median(np.abs(a), axis=1).tolist()]
     # f[b, r] = best cost of y[0..r] in k segments; back[k][b, r] = start of the last segment
     f = cost[:, 0].copy()
     backs: list[np.ndarray] = [np.zeros((b, m), dtype=np.int64)]
@@ -195,8 +195,17 @@ def _fit(a: np.ndarray, penalty: float, rel_floor: float, kmax: int) -> list[lis
             bounds.append((start, r))
             r = start - 1
         bounds.reverse()
-        out.append([Segment(s, e + 1, float(np.median(a[i, s:e + 1])), float(cost[i, s, e])) for s, e in bounds])
+        row = a[i].tolist()
+        out.append([Segment(s, e + 1, _median(row[s:e + 1]), float(cost[i, s, e])) for s, e in bounds])
     return out
+
+
+def _median(values: list[float]) -> float:
+    """Median of a non-empty list, as ``np.median`` gives it (the middle value, or the
+    mean of the two middle ones), without numpy's per-call overhead on short slices."""
+    v = sorted(values)
+    h = len(v) // 2
+    return v[h] if len(v) % 2 else (v[h - 1] + v[h]) / 2.0
 
 
 def detect_steps(y: Sequence[float], *, penalty: float = DEFAULT_PENALTY, rel_floor: float = DEFAULT_REL_FLOOR,

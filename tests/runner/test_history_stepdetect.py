@@ -95,6 +95,8 @@ def test_fitting_many_series_at_once_gives_each_its_own_fit(monkeypatch):
                    float(round(rnd.gauss(10, 1))) for j in range(m)])  # every third: integers, with ties
     alone = [detect_steps(y) for y in ys]
     assert detect_steps_many(ys) == alone
+    for y, segs in zip(ys, alone):  # each level is numpy's median of its segment, exactly
+        assert [s.level for s in segs] == [float(np.median(y[s.start:s.end])) for s in segs]
     assert sum(len(s) > 1 for s in alone) > 20  # steps were found, not only flat fits
     monkeypatch.setattr(changepoint, "BATCH_CELLS", 1000)  # a few series per batch
     assert detect_steps_many(ys) == alone
