@@ -24,7 +24,8 @@ def api_series(session: Session = Depends(get_session)) -> list[dict[str, Any]]:
     ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary figure;
     ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
     ``server_cpu_per_gib`` / ``server_cpu_per_op``: server CPU per unit of work, s/GiB or
-    us/op), ``title``, ``unit``, number of ``points``, ``last_campaign``."""
+    us/op), ``title``, ``benchmark`` (the title without server and track), ``unit``,
+    number of ``points``, ``last_campaign``."""
     return list_series(session)
 
 

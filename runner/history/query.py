@@ -23,9 +23,10 @@ def list_series(session: Session) -> list[dict[str, Any]]:
     """Every series with at least one point (a done cell carrying its figure), with its
     number of points, last campaign and unit.
 
-    Returns dicts ``{server, track, workload, params_key, metric, title, unit, points,
-    last_campaign}`` ordered by server, track, classic-suite order of the workload,
-    params_key, then the primary figure, the memory ones, the CPU cost ones."""
+    Returns dicts ``{server, track, workload, params_key, metric, title, benchmark, unit,
+    points, last_campaign}`` (``benchmark``: the title without server and track), ordered
+    by server, track, classic-suite order of the workload, params_key, then the primary
+    figure, the memory ones, the CPU cost ones."""
     sp = SeriesPoint
     rows = session.execute(
         select(sp.server, sp.track, sp.workload, sp.params_key, sp.metric, func.count(), func.max(sp.campaign_id))
@@ -35,8 +36,8 @@ def list_series(session: Session) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for server, tr, workload, pkey, metric, npoints, last in rows:
         k = SeriesKey(server, tr, workload, pkey, metric)
-        out.append({**k.as_dict(), "title": k.title, "unit": k.figure[1], "points": int(npoints),
-                    "last_campaign": int(last)})
+        out.append({**k.as_dict(), "title": k.title, "benchmark": k.benchmark, "unit": k.figure[1],
+                    "points": int(npoints), "last_campaign": int(last)})
     out.sort(key=lambda d: (d["server"], d["track"], order.get(d["workload"], 99), d["params_key"],
                             morder[d["metric"]]))
     return out

@@ -68,16 +68,21 @@ class SeriesKey:
         return (info.primary, info.unit, info.higher_is_better) if info else ("?", "", True)
 
     @property
-    def title(self) -> str:
-        """Human title, e.g. ``pyftpdlib: RETR (server -> client)``; memory series end in
-        ``, server memory (peak USS)``, CPU cost series in ``, server CPU per GiB``."""
+    def benchmark(self) -> str:
+        """The workload and figure, e.g. ``RETR (server -> client)`` for the primary
+        figure, ``RETR (server -> client), server memory (peak USS)``, ``RETR (server ->
+        client), server CPU per GiB``."""
         wl = WORKLOADS[self.workload].title if self.workload in WORKLOADS else self.workload
-        track = "" if self.track == "{}" else f" {self.track}"
         if self.metric in COST_METRICS:
-            kind = f", {COST_METRICS[self.metric][0]}"
-        else:
-            kind = f", server memory ({MEMORY_METRICS[self.metric]})" if self.metric else ""
-        return f"{self.server}{track}: {wl}{kind}"
+            return f"{wl}, {COST_METRICS[self.metric][0]}"
+        return f"{wl}, server memory ({MEMORY_METRICS[self.metric]})" if self.metric else wl
+
+    @property
+    def title(self) -> str:
+        """Human title: server, track unless ``{}``, then :attr:`benchmark`, e.g.
+        ``pyftpdlib: RETR (server -> client)``."""
+        track = "" if self.track == "{}" else f" {self.track}"
+        return f"{self.server}{track}: {self.benchmark}"
 
 
 @dataclass

@@ -164,6 +164,12 @@ def test_cpu_cost_series_and_cpu_regression(engine, client, store_campaign):
     page = client.get("/history").text
     assert "metric=server_cpu_per_gib" in page and "metric=server_cpu_per_op" in page
     assert "server CPU per GiB" in page and "<td>s/GiB</td>" in page and "<td>us/op</td>" in page
+    # a variant track's JSON holds ": ": the benchmark column is the workload and figure alone
+    store_campaign([{"name": "pyftpdlib", "version": "2.2.0", "variant": {"use_sendfile": False}}],
+                   {(0, "retr"): retr, (0, "login"): [0.1] * 4}, workloads=("retr",))
+    page = client.get("/history").text
+    assert '{"use_sendfile": false}</code></td>' in page.replace("&#34;", '"')
+    assert ">RETR (server -&gt; client), server CPU per GiB</a>" in page and "false}:" not in page
     sp = client.get("/history/series", params=params).text
     assert "server CPU per GiB" in sp and "s/GiB" in sp
     assert "server CPU per GiB" in client.get("/regressions").text
