@@ -1,5 +1,5 @@
 """Dashboard benchmark: server time of the comparison page and the history API with
-1,000,000 stored samples.
+1,080,000 stored samples.
 
 THE DATA IS SYNTHETIC: generated here (random figures around plausible medians), loaded
 with PostgreSQL COPY into a separate database ``xferlab_bench_synthetic`` on the same
@@ -7,8 +7,9 @@ server as XFERLAB_DATABASE_URL (or the embedded PostgreSQL); every campaign is n
 "SYNTHETIC ...". It measures the dashboard's queries, not any FTP server.
 
 Shape: 250 campaigns x 4 server builds x 8 workloads (classic suite) x 5 repeats =
-40,000 cells x 25 samples = 1,000,000 samples (the uss peak sample carries a
-30-point memory timeline, as real cells do).
+40,000 cells x 27 samples = 1,080,000 samples (the uss peak sample carries a
+30-point memory timeline, as real cells do; the server and client CPU per unit of
+work are the 26th and 27th).
 
 Usage::
 
@@ -19,7 +20,7 @@ Usage::
 Prints the median and max server time (ms, from the app's Server-Timing header, over
 ``--runs`` requests after one warm-up) against the targets: comparison page < 200 ms,
 history API < 100 ms, regressions API (default window: the 50 most recent campaigns,
-primary and peak-memory series) < 200 ms. Server time is wall time: on a shared,
+primary, peak-memory and server CPU per unit of work series) < 200 ms. Server time is wall time: on a shared,
 loaded machine it is inflated; compare figures taken in the same run only.
 """
 from __future__ import annotations
@@ -68,12 +69,16 @@ def _copy(conn, table: str, columns: list[str], rows) -> None:
 
 
 def generate(engine) -> None:
-    """Load the synthetic data (see the module docstring) with COPY. Prints how long it took."""
+    """Load the synthetic data (see the module docstring) with COPY, then the history
+    points derived from it (runner.store.points.rebuild_points). Prints how long each took."""
+    from sqlalchemy import text
+
     from runner.spec import ServerSpec
     from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
 
     t0 = time.perf_counter()
     rnd = random.Random(20261122)
+    crnd = random.Random(20261123)
     wp = WorkloadParams(**PARAMS)
     params_json = json.dumps(wp.model_dump(mode="json"))
     servers = [ServerSpec(name=n, version=v or None, variant=var) for n, v, var in SERVERS]
@@ -129,6 +134,13 @@ def generate(engine) -> None:
                         for stat, mem in (("start", 6e6), ("loaded", 8e6), ("end", 7e6), ("peak", 9e6)):
                             figs.append(("server_mem_uss", stat, mem * rnd.gauss(1, 0.01), "bytes"))
                             figs.append(("server_mem_rss_minus_shared", stat, mem * 1.1, "bytes"))
+                        # CPU per unit of work, as runner.measure.efficiency_samples stores it (1 s of CPU
+                        # each side; 300 operations for logins and QUITs, else the bytes moved); the
+                        # server's gets the regression too. Own generator: the figures above stay as they were.
+                        unit_, per = (("us/op", 1e6 / 300) if w in ("login", "quit") else ("s/GiB", 2**30 / 1e9))
+                        suffix = "op" if unit_ == "us/op" else "gib"
+                        figs.append((f"server_cpu_per_{suffix}", "value", per * slow * crnd.gauss(1, 0.02), unit_))
+                        figs.append((f"client_cpu_per_{suffix}", "value", per * crnd.gauss(1, 0.02), unit_))
                         for metric, stat, value, unit in figs:
                             sample_id += 1
                             r = timeline if (metric, stat) == ("server_mem_uss", "peak") else None
@@ -147,6 +159,17 @@ def generate(engine) -> None:
         raw.close()
     print(f"generated SYNTHETIC data: {N_CAMPAIGNS} campaigns, {len(cells):,} cells, {len(samples):,} samples "
           f"in {time.perf_counter() - t0:.1f} s")
+    # COPY bypassed finish_cell, which keeps the history points: compute them all at once
+    from sqlalchemy.orm import Session
+
+    from runner.store.points import rebuild_points
+
+    t0 = time.perf_counter()
+    with Session(engine) as s:
+        n = rebuild_points(s)
+        s.execute(text("ANALYZE series_point"))
+        s.commit()
+    print(f"history points (series_point): {n:,} rows in {time.perf_counter() - t0:.1f} s")
 
 
 def _time(client, url: str, runs: int) -> list[float]:
@@ -200,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         "history API": "/api/history?" + urlencode({"server": "pyftpdlib", "track": "{}", "workload": "retr",
                                                      "params_key": params_key("retr", WorkloadParams(**PARAMS))}),
         "comparison of two campaigns (page)": "/compare?" + urlencode({"a": f"{cid - 1}:{a}", "b": f"{cid}:{a}"}),
-        # 96 series: 32 primary figures + 64 peak-memory series, points of the 50 most recent campaigns
+        # 128 series: 32 primary figures, 64 peak-memory and 32 server-CPU-per-unit-of-work series,
+        # points of the 50 most recent campaigns
         "regressions API": "/api/regressions",
         "regressions API, whole history": "/api/regressions?window=2000",
         "campaign page": f"/campaigns/{cid}",

@@ -22,7 +22,9 @@ def _key(server: str, track: str, workload: str, params_key: str, metric: str = 
 def api_series(session: Session = Depends(get_session)) -> list[dict[str, Any]]:
     """Every series: ``server``, ``track`` (spec label, else the variant JSON),
     ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary figure;
-    ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory), ``title``,
+    ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
+    ``server_cpu_per_gib`` / ``server_cpu_per_op``: server CPU per unit of work, s/GiB or
+    us/op), ``title``, ``benchmark`` (the title without server and track), ``unit``,
     number of ``points``, ``last_campaign``."""
     return list_series(session)
 
@@ -40,7 +42,8 @@ def api_history(request: Request, server: str = Query(..., min_length=1, max_len
     points (kind; for steps found by the step detector and the newest point: segment
     levels, effect, Mann-Whitney U p-value and its Benjamini-Hochberg ``q_value``;
     ``env_changed`` when the environment class differs). ``metric``: ``""`` (primary
-    figure) or a memory metric. 404 when the series has no point."""
+    figure), a memory metric or a server CPU cost metric (as ``/api/history/series``
+    lists them; another is 422). 404 when the series has no point."""
     s = get_settings(request)
     key = _key(server, track, workload, params_key, metric)
     points = series_points(session, key=key)

@@ -26,7 +26,7 @@ def api_regressions(request: Request, alpha: float | None = Query(None, gt=0, le
                     window: int = Query(DEFAULT_WINDOW, ge=2, le=2000),
                     session: Session = Depends(get_session)) -> JSONResponse:
     """Significant changes in the ``window`` most recent campaigns of every series
-    (primary figures and peak memory): steps found by the step detector and the newest
+    (primary figures, peak memory, server CPU per unit of work): steps found by the step detector and the newest
     point of each series, ``regression`` / ``improvement`` when the levels differ by at
     least ``min_effect`` (relative, 0.05 = 5%) and the Mann-Whitney U p-value, adjusted
     by Benjamini-Hochberg across every test, is below ``alpha`` (``q_value``);

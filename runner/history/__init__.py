@@ -5,11 +5,15 @@ name (``pyftpdlib``), ``track`` the explicit ``label`` of the spec's server entr
 one was given (a development line whose options change keeps one series), else the
 variant options as canonical JSON (``{}``, ``{"use_sendfile": false}``); ``metric`` is
 ``""`` for the workload's primary figure (throughput in MiB/s, or elapsed in s, stat
-``value``) or a memory figure, the cell's **peak** ``server_mem_uss`` or
-``server_mem_rss_minus_shared`` (shown in MiB = 2^20 bytes; lower is better). Each
-*point* of a series is one (campaign, server version): the raw samples of that figure
-from its ``done`` cells, summarised as a median with its confidence interval
-(:func:`runner.report.stats.summarize`, order-statistics CI).
+``value``), a memory figure, the cell's **peak** ``server_mem_uss`` or
+``server_mem_rss_minus_shared`` (shown in MiB = 2^20 bytes; lower is better), or the
+server's **CPU per unit of work**, ``server_cpu_per_gib`` (s/GiB, transfers) or
+``server_cpu_per_op`` (us/op, logins and QUITs; lower is better;
+runner.measure.efficiency_samples). Each *point* of a series is one (campaign, server
+version): the raw samples of that figure from its ``done`` cells, summarised as a
+median with its confidence interval (:func:`runner.report.stats.summarize`,
+order-statistics CI). The points are kept in ``series_point`` when each cell is stored
+(runner.store.points); this package reads them from there.
 
 Regressions (method and sources: docs/methodology.md, "Regressions")
 -----------------------------------------------------------------------
@@ -40,8 +44,9 @@ Regressions (method and sources: docs/methodology.md, "Regressions")
 from __future__ import annotations
 
 from runner.history.changes import compare_points, find_regressions, series_changes
-from runner.history.query import list_series, series_points
+from runner.history.query import list_series, load_points, series_points
 from runner.history.series import (
+                                   COST_METRICS,
                                    DEFAULT_ALPHA,
                                    DEFAULT_MIN_EFFECT,
                                    DEFAULT_WINDOW,
@@ -54,6 +59,6 @@ from runner.history.series import (
                                    SeriesKey,
 )
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT", "DEFAULT_WINDOW", "MEMORY_METRICS", "MIN_DETECT_POINTS", "PRIMARY",
-           "SERIES_METRICS", "Change", "Point", "SeriesKey", "compare_points", "find_regressions", "list_series",
-           "series_changes", "series_points"]
+__all__ = ["COST_METRICS", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT", "DEFAULT_WINDOW", "MEMORY_METRICS",
+           "MIN_DETECT_POINTS", "PRIMARY", "SERIES_METRICS", "Change", "Point", "SeriesKey", "compare_points",
+           "find_regressions", "list_series", "load_points", "series_changes", "series_points"]

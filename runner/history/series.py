@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from runner.report.stats import Summary, summarize
+from runner.store.points import CPU_COST, PEAK_MEMORY, PRIMARY
 from runner.workloads import WORKLOADS
 
 DEFAULT_ALPHA = 0.05
@@ -17,12 +18,17 @@ DEFAULT_MIN_EFFECT = 0.05
 DEFAULT_WINDOW = 50
 #: Runs shorter than this are not given to the step detector (only the pair rule).
 MIN_DETECT_POINTS = 3
-#: ``metric`` of a series on the workload's primary figure.
-PRIMARY = ""
-#: Memory series: sample metric -> human name; the ``peak`` stat, bytes shown as MiB.
-MEMORY_METRICS: dict[str, str] = {"server_mem_uss": "peak USS",
-                                  "server_mem_rss_minus_shared": "peak rss - shared"}
-SERIES_METRICS = (PRIMARY, *MEMORY_METRICS)
+_MEMORY_NAMES = {"server_mem_uss": "peak USS", "server_mem_rss_minus_shared": "peak rss - shared"}
+#: Memory series: sample metric -> human name; the ``peak`` stat, bytes shown as MiB; lower is better.
+MEMORY_METRICS: dict[str, str] = {m: _MEMORY_NAMES[m] for m in PEAK_MEMORY}
+_COST_FIGURES = {"server_cpu_per_gib": ("server CPU per GiB", "s/GiB"),
+                 "server_cpu_per_op": ("server CPU per operation", "us/op")}
+#: Server CPU per unit of work (runner.measure.efficiency_samples; docs/methodology.md,
+#: "Metrics"): sample metric -> (human name, unit); the ``value`` stat, as stored; lower is
+#: better. Transfers have the per-GiB series, logins and QUITs the per-operation one.
+COST_METRICS: dict[str, tuple[str, str]] = {m: _COST_FIGURES[m] for m in CPU_COST}
+#: Every series metric: ``""`` (the workload's primary figure), memory, then CPU cost.
+SERIES_METRICS = (PRIMARY, *MEMORY_METRICS, *COST_METRICS)
 #: Bytes per MiB: memory series are shown in MiB.
 MIB = float(2**20)
 
@@ -30,7 +36,8 @@ MIB = float(2**20)
 @dataclass(frozen=True)
 class SeriesKey:
     """Identity of a series. ``track``: explicit label, or the variant as canonical JSON;
-    ``metric``: ``""`` (primary figure) or a key of :data:`MEMORY_METRICS`.
+    ``metric``: ``""`` (primary figure), a key of :data:`MEMORY_METRICS` or of
+    :data:`COST_METRICS`.
 
     Raises ValueError for any other metric."""
 
@@ -43,7 +50,7 @@ class SeriesKey:
     def __post_init__(self) -> None:
         if self.metric not in SERIES_METRICS:
             raise ValueError(f"unknown series metric {self.metric!r}: use '' (the workload's primary figure) "
-                             f"or one of {', '.join(MEMORY_METRICS)}")
+                             f"or one of {', '.join(SERIES_METRICS[1:])}")
 
     def as_dict(self) -> dict[str, str]:
         """JSON-ready dict (also the query parameters of ``/api/history``)."""
@@ -53,19 +60,29 @@ class SeriesKey:
     @property
     def figure(self) -> tuple[str, str, bool]:
         """``(sample metric, unit, higher_is_better)`` of the series' points."""
+        if self.metric in COST_METRICS:
+            return self.metric, COST_METRICS[self.metric][1], False
         if self.metric:
             return self.metric, "MiB", False
         info = WORKLOADS.get(self.workload)
         return (info.primary, info.unit, info.higher_is_better) if info else ("?", "", True)
 
     @property
-    def title(self) -> str:
-        """Human title, e.g. ``pyftpdlib: RETR (server -> client)``; memory series end in
-        ``, server memory (peak USS)``."""
+    def benchmark(self) -> str:
+        """The workload and figure, e.g. ``RETR (server -> client)`` for the primary
+        figure, ``RETR (server -> client), server memory (peak USS)``, ``RETR (server ->
+        client), server CPU per GiB``."""
         wl = WORKLOADS[self.workload].title if self.workload in WORKLOADS else self.workload
+        if self.metric in COST_METRICS:
+            return f"{wl}, {COST_METRICS[self.metric][0]}"
+        return f"{wl}, server memory ({MEMORY_METRICS[self.metric]})" if self.metric else wl
+
+    @property
+    def title(self) -> str:
+        """Human title: server, track unless ``{}``, then :attr:`benchmark`, e.g.
+        ``pyftpdlib: RETR (server -> client)``."""
         track = "" if self.track == "{}" else f" {self.track}"
-        mem = f", server memory ({MEMORY_METRICS[self.metric]})" if self.metric else ""
-        return f"{self.server}{track}: {wl}{mem}"
+        return f"{self.server}{track}: {self.benchmark}"
 
 
 @dataclass

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from runner.spec import CampaignSpec, expand
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
+from runner.store.points import refresh_points
 
 
 def now() -> datetime:
@@ -124,7 +125,9 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
                 samples: list[Sample] | None = None, build: ServerBuild | None = None,
                 environment: Environment | None = None,
                 then: Callable[[Session, Cell], object] | None = None) -> None:
-    """Store a cell's outcome and samples and refresh its campaign's progress; commits.
+    """Store a cell's outcome and samples, refresh its campaign's progress and the history
+    points of its group (runner.store.points.refresh_points, under the campaign's row
+    lock); commits all in one transaction.
 
     ``status`` is ``done``, ``failed`` or ``skipped``. ``then(session, cell)`` runs after
     the samples are flushed and before the progress is counted, in the same transaction
@@ -142,7 +145,8 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
     if then is not None:
         session.flush()
         then(session, cell)
-    refresh_progress(session, campaign_id=cell.campaign_id)
+    refresh_progress(session, campaign_id=cell.campaign_id)  # takes the campaign's row lock
+    refresh_points(session, cell=cell)  # after the lock: sees every other finished cell of the group
     session.commit()
 
 

@@ -10,6 +10,8 @@ Tables:
     sample        one measured figure of one cell (metric, stat, value, unit, raw data)
     server_build  what exactly ran: server name, version, variant, config hash, binary
     environment   environment snapshot (kernel, CPU, sysctls, ulimits, versions, pinning)
+    series_point  one point of a history series: a group's raw figures, kept by finish_cell
+                  (derived from ``sample``; runner/store/points.py)
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from sqlalchemy import (
     UniqueConstraint,
     func,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 # Status values (plain strings; checked by the application, listed here once).
@@ -167,3 +169,43 @@ class Sample(Base):
     raw: Mapped[Any | None] = mapped_column(JSONB)
 
     cell: Mapped[Cell] = relationship(back_populates="samples")
+
+
+class SeriesPoint(Base):
+    """One point of a history series (runner.history): the raw figures of the ``done``
+    cells of one (campaign, server, track, workload, params_key, server version), for one
+    series metric. Derived data: written by :func:`runner.store.points.refresh_points`
+    from ``sample`` in the transaction that finishes a cell, never edited otherwise.
+
+    Attributes:
+        track: the spec's server ``label`` if given, else the variant as jsonb text.
+        metric: series metric: ``""`` the workload's primary figure (stat ``value``),
+            ``server_mem_uss`` / ``server_mem_rss_minus_shared`` (stat ``peak``, bytes),
+            ``server_cpu_per_gib`` / ``server_cpu_per_op`` (stat ``value``; s/GiB, us/op).
+        version: the cells' ``server_version``.
+        seq: smallest ``cell.seq`` of the cells (orders points within a campaign).
+        label: smallest ``cell.server_label`` (for compare links).
+        env_class: largest environment class of the cells (None: none recorded).
+        samples: the figures as stored in ``sample.value`` (bytes for memory), in run
+            order (``cell.seq``, then ``sample.id``).
+    """
+
+    __tablename__ = "series_point"
+    __table_args__ = (
+        UniqueConstraint("server", "workload", "params_key", "track", "metric", "campaign_id", "version",
+                         name="uq_series_point"),
+        Index("ix_series_point_campaign", "campaign_id", "metric"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id", ondelete="CASCADE"))
+    server: Mapped[str] = mapped_column(String(40))
+    track: Mapped[str] = mapped_column(Text)
+    workload: Mapped[str] = mapped_column(String(40))
+    params_key: Mapped[str] = mapped_column(String(400))
+    metric: Mapped[str] = mapped_column(String(40))
+    version: Mapped[str] = mapped_column(String(60))
+    seq: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(200))
+    env_class: Mapped[str | None] = mapped_column(String(16))
+    samples: Mapped[list[float]] = mapped_column(ARRAY(Float))

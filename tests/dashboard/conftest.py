@@ -40,10 +40,13 @@ def auth() -> dict[str, str]:
 
 @pytest.fixture
 def store_campaign(engine) -> Callable[..., int]:
-    """``store_campaign(servers, values, workloads=("retr", "login"), env_class="envA", repeats=4)``
+    """``store_campaign(servers, values, workloads=("retr", "login"), env_class="envA", repeats=4,
+    cpu_cost=True)``
     creates a campaign through runner.store.campaigns and finishes every cell as ``done``
     with the primary metric from ``values[(server index, workload)]`` (a list, one per repeat),
-    plus memory samples with a timeline. Returns the campaign id."""
+    plus memory samples with a timeline and the server and client CPU per unit of work
+    (per operation for logins and QUITs, else per GiB; 1% noise; not with ``cpu_cost=False``).
+    Returns the campaign id."""
     from sqlalchemy.orm import Session
 
     from runner.spec import parse_spec
@@ -52,7 +55,7 @@ def store_campaign(engine) -> Callable[..., int]:
     from runner.workloads import WORKLOADS
 
     def make(servers: list[dict], values: dict, workloads=("retr", "login"), env_class: str = "envA",
-             repeats: int = 4, name: str = "seeded") -> int:
+             repeats: int = 4, name: str = "seeded", cpu_cost: bool = True) -> int:
         spec = parse_spec({"name": name, "repeats": repeats, "servers": servers, "backend": "local",
                            "workloads": [{"name": w, "params": SMALL} for w in workloads]})
         with Session(engine, expire_on_commit=False) as s:
@@ -76,6 +79,12 @@ def store_campaign(engine) -> Callable[..., int]:
                                           unit="bytes", raw=raw))
                     samples.append(Sample(metric="server_mem_rss_minus_shared", stat=stat, value=mem * 0.9,
                                           unit="bytes"))
+                if cpu_cost:
+                    per, unit = ("op", "us/op") if c.workload in ("login", "quit") else ("gib", "s/GiB")
+                    cost = (40.0 if per == "op" else 0.3) * (1 + idx / 10)
+                    samples += [Sample(metric=f"server_cpu_per_{per}", stat="value",
+                                       value=cost * (1 + rnd.random() / 100), unit=unit),
+                                Sample(metric=f"client_cpu_per_{per}", stat="value", value=cost * 2, unit=unit)]
                 crud.finish_cell(s, cell=c, status="done", samples=samples, environment=env)
             return camp.id
 

@@ -157,7 +157,12 @@ def test_compare_api_and_export_bytes(client, engine, store_campaign):
     retr = next(row for row in d["comparison"]["records"] if row["workload"] == "retr")
     assert retr["significant"] is True and retr["p_value"] < 0.05
     assert d["memory"]["rows"][0][0] == "Starting with"
-    assert d["cost"] is None  # no server CPU per unit of work stored in this fixture
+    cost = d["cost"]  # the fixture stores server CPU per unit of work, as real cells do
+    assert cost["title"].startswith("Server CPU per unit of work")
+    assert [r[1].split()[1] for r in cost["rows"][:2]] == ["s/GiB", "us/op"], cost["rows"]  # RETR, login
+    bare = store_campaign([PY, PY_NOSF], {(0, "retr"): [1000] * 4, (1, "retr"): [600] * 4, (0, "login"): [0.1] * 4,
+                                          (1, "login"): [0.1] * 4}, cpu_cost=False)
+    assert client.get("/api/compare", params={"a": a, "b": b, "campaign": bare}).json()["cost"] is None
     with Session(engine) as s:
         for fmt in ("rst", "html", "md", "csv", "json"):
             want = compare_report(s, a, b, campaign=cid, fmt=fmt)

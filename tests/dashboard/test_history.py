@@ -68,23 +68,32 @@ def test_history_api_and_pages(client, store_campaign):
                                                                       "params_key")}).status_code == 200
 
 
-def _scale_memory(engine, campaign_id: int, metric: str, factor: float) -> None:
-    """Multiply the peak ``metric`` samples of a campaign's cells (a memory regression)."""
+def _scale(engine, campaign_id: int, metric: str, factor: float, stat: str = "peak") -> None:
+    """Multiply the ``metric``/``stat`` samples of a campaign's cells (a regression made
+    after the fact), then recompute the history points as any writer of samples outside
+    finish_cell must (runner.store.points)."""
     from sqlalchemy import text
 
+    from runner.store.points import rebuild_points
+
     with engine.begin() as c:
-        c.execute(text("UPDATE sample SET value = value * :f WHERE metric = :m AND stat = 'peak' AND cell_id IN "
-                       "(SELECT id FROM cell WHERE campaign_id = :c)"), {"f": factor, "m": metric, "c": campaign_id})
+        c.execute(text("UPDATE sample SET value = value * :f WHERE metric = :m AND stat = :s AND cell_id IN "
+                       "(SELECT id FROM cell WHERE campaign_id = :c)"),
+                  {"f": factor, "m": metric, "s": stat, "c": campaign_id})
+    with Session(engine) as s:
+        rebuild_points(s)
+        s.commit()
 
 
 def test_memory_series_and_memory_regression(engine, client, store_campaign):
     retr = [1000, 1010, 990, 1005]
     cids = [store_campaign([_dev()], {(0, "retr"): retr, (0, "login"): [0.1] * 4}, workloads=("retr",))
             for _ in range(4)]
-    _scale_memory(engine, cids[-1], "server_mem_uss", 1.3)  # the newest campaign's server uses 30% more
+    _scale(engine, cids[-1], "server_mem_uss", 1.3)  # the newest campaign's server uses 30% more
     with Session(engine) as s:
         series = list_series(s)
-        assert {x["metric"] for x in series} == {"", "server_mem_uss", "server_mem_rss_minus_shared"}
+        assert {x["metric"] for x in series} == {"", "server_mem_uss", "server_mem_rss_minus_shared",
+                                                 "server_cpu_per_gib"}
         mem = next(x for x in series if x["metric"] == "server_mem_uss")
         assert mem["points"] == 4 and mem["title"].endswith("server memory (peak USS)")
         key = SeriesKey(mem["server"], mem["track"], mem["workload"], mem["params_key"], "server_mem_uss")
@@ -122,3 +131,45 @@ def test_step_found_and_jitter_ignored_on_stored_campaigns(engine, store_campaig
         ("regression", "retr", cids[2], cids[3])]
     assert changes[0].key.metric == "" and changes[0].method == "step"
     assert changes[0].points_before == 3 and changes[0].points_after == 3
+
+
+def test_cpu_cost_series_and_cpu_regression(engine, client, store_campaign):
+    """Server CPU per unit of work is a series of its own (s/GiB for RETR, us/op for
+    logins; lower is better): listed with its unit, checked for regressions, shown on
+    the history pages."""
+    retr = [1000, 1010, 990, 1005]
+    cids = [store_campaign([_dev()], {(0, "retr"): retr, (0, "login"): [0.1] * 4}) for _ in range(4)]
+    _scale(engine, cids[-1], "server_cpu_per_gib", 1.3, stat="value")  # the newest costs 30% more CPU per GiB
+    with Session(engine) as s:
+        series = list_series(s)
+        cost = {x["metric"]: x for x in series if x["metric"].startswith("server_cpu")}
+        assert {(m, x["workload"], x["unit"]) for m, x in cost.items()} == {
+            ("server_cpu_per_gib", "retr", "s/GiB"), ("server_cpu_per_op", "login", "us/op")}
+        gib = cost["server_cpu_per_gib"]
+        assert gib["points"] == 4 and gib["title"].endswith("RETR (server -> client), server CPU per GiB")
+        key = SeriesKey(gib["server"], gib["track"], gib["workload"], gib["params_key"], "server_cpu_per_gib")
+        pts = series_points(s, key=key)
+        assert [p.unit for p in pts] == ["s/GiB"] * 4 and 0.3 <= pts[0].median < 0.303
+        assert 0.39 < pts[-1].median < 0.394
+        changes = find_regressions(s)
+    assert [(c.kind, c.key.metric, c.after.campaign_id, c.unit) for c in changes] == [
+        ("regression", "server_cpu_per_gib", cids[-1], "s/GiB")]
+    assert changes[0].higher_is_better is False and changes[0].effect == pytest.approx(0.3, abs=0.02)
+    params = {k: gib[k] for k in ("server", "track", "workload", "params_key", "metric")}
+    d = client.get("/api/history", params=params).json()
+    assert d["unit"] == "s/GiB" and d["title"].endswith("server CPU per GiB") and len(d["points"]) == 4
+    assert d["changes"][-1]["kind"] == "regression" and d["changes"][-1]["higher_is_better"] is False
+    r = client.get("/api/regressions").json()
+    assert [(c["series"]["metric"], c["unit"]) for c in r["changes"]] == [("server_cpu_per_gib", "s/GiB")]
+    page = client.get("/history").text
+    assert "metric=server_cpu_per_gib" in page and "metric=server_cpu_per_op" in page
+    assert "server CPU per GiB" in page and "<td>s/GiB</td>" in page and "<td>us/op</td>" in page
+    # a variant track's JSON holds ": ": the benchmark column is the workload and figure alone
+    store_campaign([{"name": "pyftpdlib", "version": "2.2.0", "variant": {"use_sendfile": False}}],
+                   {(0, "retr"): retr, (0, "login"): [0.1] * 4}, workloads=("retr",))
+    page = client.get("/history").text
+    assert '{"use_sendfile": false}</code></td>' in page.replace("&#34;", '"')
+    assert ">RETR (server -&gt; client), server CPU per GiB</a>" in page and "false}:" not in page
+    sp = client.get("/history/series", params=params).text
+    assert "server CPU per GiB" in sp and "s/GiB" in sp
+    assert "server CPU per GiB" in client.get("/regressions").text

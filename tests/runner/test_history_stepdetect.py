@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from runner.history import Point, SeriesKey, series_changes
-from runner.report.changepoint import detect_steps, segment_costs, step_indices
+from runner.report import changepoint
+from runner.report.changepoint import detect_steps, detect_steps_many, segment_costs, step_indices
 from runner.report.stats import summarize
 
 FP_BOUND = 0.01  # at most 1% of pure-noise series with a reported step
@@ -80,6 +81,28 @@ def test_detector_input_errors():
         detect_steps([1.0, 2.0], penalty=0)
     assert [(s.start, s.end) for s in detect_steps([5.0])] == [(0, 1)]
     assert [(s.start, s.end) for s in detect_steps([5.0] * 10)] == [(0, 10)]
+
+
+def test_fitting_many_series_at_once_gives_each_its_own_fit(monkeypatch):
+    """detect_steps_many: the fit of each series equals detect_steps' on it alone, bit for
+    bit, whatever the mix of lengths and however the series are batched."""
+    rnd = random.Random(11)
+    ys = []
+    for i in range(120):
+        m = rnd.choice([1, 2, 3, 7, 20, 50])
+        step = rnd.choice([None, m // 2, m - 1])
+        ys.append([(130.0 if step is not None and j >= step else 100.0) * rnd.gauss(1, 0.02) if i % 3 else
+                   float(round(rnd.gauss(10, 1))) for j in range(m)])  # every third: integers, with ties
+    alone = [detect_steps(y) for y in ys]
+    assert detect_steps_many(ys) == alone
+    for y, segs in zip(ys, alone):  # each level is numpy's median of its segment, exactly
+        assert [s.level for s in segs] == [float(np.median(y[s.start:s.end])) for s in segs]
+    assert sum(len(s) > 1 for s in alone) > 20  # steps were found, not only flat fits
+    monkeypatch.setattr(changepoint, "BATCH_CELLS", 1000)  # a few series per batch
+    assert detect_steps_many(ys) == alone
+    assert detect_steps_many([]) == []
+    with pytest.raises(ValueError, match="series 1: .*NaN"):
+        detect_steps_many([[1.0, 2.0], [1.0, float("nan")]])
 
 
 KEY = SeriesKey("pyftpdlib", "{}", "retr", "duration=3")

@@ -1,0 +1,133 @@
+"""History points kept at store time: the ``series_point`` table (models.SeriesPoint).
+
+A history series (runner.history) is ``(server, track, workload, params_key, metric)``
+and each of its points is one (campaign, server version): the raw figures of that
+group's ``done`` cells. Aggregating them from ``sample`` on every request cost the
+regressions API most of its time (benchmarks/dashboard_bench.py), so each point is
+stored, derived from the samples by one SQL statement (:func:`points_select`):
+
+* :func:`refresh_points` recomputes the points of one cell's group from its samples; it
+  runs in the transaction that finishes the cell (runner.store.campaigns.finish_cell),
+  under the campaign's row lock, so two workers finishing cells of one group write in
+  turn and the second sees the first's samples (READ COMMITTED: each statement sees
+  what was committed before it started).
+* :func:`rebuild_points` recomputes every point (after the definition of a series
+  changes, or to check the table: the result must equal what is stored).
+* Migration 0004 created the table and filled it from the samples already stored
+  (the same aggregation, written out in SQL as of that revision).
+
+Deleting a campaign deletes its points (foreign key ``ON DELETE CASCADE``). Anything
+that writes ``sample`` or ``cell.status`` outside :func:`finish_cell` must call
+:func:`refresh_points` for the cells it changed.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import Text, and_, case, cast, delete, func, insert, literal, or_, select, text
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.orm import Session
+
+from runner.store.models import Campaign, Cell, Environment, Sample, SeriesPoint
+from runner.workloads import WORKLOADS
+
+#: Series metric of a workload's primary figure (its ``WorkloadInfo.primary``, stat ``value``).
+PRIMARY = ""
+#: Peak-memory series: sample metric, stat ``peak``, bytes.
+PEAK_MEMORY = ("server_mem_uss", "server_mem_rss_minus_shared")
+#: Server CPU per unit of work (runner.measure.efficiency_samples), stat ``value``:
+#: s per GiB moved (transfers), us per completed operation (logins, QUITs).
+CPU_COST = ("server_cpu_per_gib", "server_cpu_per_op")
+#: Every series metric a point can have.
+POINT_METRICS = (PRIMARY, *PEAK_MEMORY, *CPU_COST)
+
+
+def track_expr():
+    """SQL expression of a cell's track: the spec label if given, else the variant as
+    jsonb text (PostgreSQL's canonical form, e.g. ``{"use_sendfile": false}``)."""
+    return func.coalesce(Cell.server_spec["label"].astext, cast(Cell.variant, Text))
+
+
+def figure_filter(metrics: tuple[str, ...] = POINT_METRICS):
+    """WHERE clause selecting the samples of the given series metrics: each workload's
+    primary figure (stat ``value``) for ``""``, the ``peak`` stat of memory metrics,
+    the ``value`` stat of CPU cost metrics. Raises ValueError for another metric."""
+    bad = [m for m in metrics if m not in POINT_METRICS]
+    if bad:
+        raise ValueError(f"unknown series metric(s) {bad}: use any of {list(POINT_METRICS)}")
+    parts = []
+    if PRIMARY in metrics:
+        by_metric: dict[str, list[str]] = defaultdict(list)
+        for name, info in WORKLOADS.items():
+            by_metric[info.primary].append(name)
+        parts.append(and_(Sample.stat == "value",
+                          or_(*(and_(Cell.workload.in_(names), Sample.metric == metric)
+                                for metric, names in by_metric.items()))))
+    mem = [m for m in metrics if m in PEAK_MEMORY]
+    if mem:
+        parts.append(and_(Sample.stat == "peak", Sample.metric.in_(mem)))
+    cost = [m for m in metrics if m in CPU_COST]
+    if cost:
+        parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost)))
+    return or_(*parts)
+
+
+def points_select(*where):
+    """SELECT of the points of the ``done`` cells matching ``where`` (SQL conditions on
+    ``cell``), one row per point, columns in the order of :data:`POINT_COLUMNS`: the
+    aggregation of ``sample`` that ``series_point`` stores."""
+    track = track_expr()
+    metric = case((Sample.metric.in_(PEAK_MEMORY + CPU_COST), Sample.metric), else_=literal(PRIMARY))
+    values = func.array_agg(aggregate_order_by(Sample.value, Cell.seq, Sample.id))
+    return (select(Cell.campaign_id, Cell.server, track, Cell.workload, Cell.params_key, metric,
+                   Cell.server_version, func.min(Cell.seq), func.min(Cell.server_label),
+                   func.max(Environment.env_class), values)
+            .join(Sample, Sample.cell_id == Cell.id)
+            .outerjoin(Environment, Environment.id == Cell.environment_id)
+            .where(Cell.status == "done", figure_filter(), *where)
+            .group_by(Cell.campaign_id, Cell.server, track, Cell.workload, Cell.params_key, metric,
+                      Cell.server_version))
+
+
+#: Columns of ``series_point`` filled by :func:`points_select`, in its order.
+POINT_COLUMNS = ("campaign_id", "server", "track", "workload", "params_key", "metric", "version", "seq", "label",
+                 "env_class", "samples")
+
+
+def refresh_points(session: Session, *, cell: Cell) -> int:
+    """Recompute the points of ``cell``'s group (same campaign, server, track, workload,
+    params_key and server version; every series metric) from the stored samples:
+    delete them and insert what :func:`points_select` gives. Takes the campaign's row
+    lock first (``SELECT ... FOR UPDATE``; held until the caller commits), so concurrent
+    refreshes of one campaign run in turn. Does not commit. Returns the number of
+    points written (0 when the group has no done cell with a figure).
+
+    Raises LookupError when the cell is not in the database (not flushed, or deleted)."""
+    session.flush()
+    session.execute(select(Campaign.id).where(Campaign.id == cell.campaign_id).with_for_update())
+    key = session.execute(select(Cell.campaign_id, Cell.server, track_expr(), Cell.workload, Cell.params_key,
+                                 Cell.server_version).where(Cell.id == cell.id)).first()
+    if key is None:
+        raise LookupError(f"cell {cell.id} is not stored: flush it before refreshing its points")
+    cid, server, track, workload, pkey, version = key
+    session.execute(delete(SeriesPoint).where(
+        SeriesPoint.campaign_id == cid, SeriesPoint.server == server, SeriesPoint.track == track,
+        SeriesPoint.workload == workload, SeriesPoint.params_key == pkey, SeriesPoint.version == version))
+    return _insert(session, points_select(Cell.campaign_id == cid, Cell.server == server, track_expr() == track,
+                                          Cell.workload == workload, Cell.params_key == pkey,
+                                          Cell.server_version == version))
+
+
+def _insert(session: Session, points) -> int:
+    """INSERT the rows of ``points`` (a :func:`points_select`) into series_point; returns how many."""
+    stmt = insert(SeriesPoint).from_select(list(POINT_COLUMNS), points).execution_options(preserve_rowcount=True)
+    return int(session.connection().execute(stmt).rowcount)
+
+
+def rebuild_points(session: Session) -> int:
+    """Recompute every point from the stored samples (delete all, insert all). Takes
+    a SHARE ROW EXCLUSIVE lock on ``series_point`` so no cell finishes meanwhile
+    (finish_cell waits). Does not commit. Returns the number of points written."""
+    session.execute(text("LOCK TABLE series_point IN SHARE ROW EXCLUSIVE MODE"))
+    session.execute(delete(SeriesPoint))
+    return _insert(session, points_select())
