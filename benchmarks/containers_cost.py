@@ -46,7 +46,10 @@ ISOLATE = ("netns-noseccomp", "netns-nomemlimit", "netns-tmpfs")
 
 
 def _tree_cpu(pid: int | None) -> float:
-    """User+system CPU seconds of ``pid`` and its descendants now (0 when unknown)."""
+    """User+system CPU seconds of ``pid`` and its live descendants now, plus the children
+    ``pid`` has reaped (``cutime``/``cstime``: a forking server's finished sessions);
+    0 when unknown. A session that ends between two readings and is reaped by a
+    descendant, not by ``pid``, is missed."""
     import psutil
 
     if pid is None:
@@ -54,6 +57,8 @@ def _tree_cpu(pid: int | None) -> float:
     total = 0.0
     try:
         root = psutil.Process(pid)
+        t = root.cpu_times()  # children it has waited for (vsftpd's finished sessions)
+        total += t.children_user + t.children_system
         for p in [root, *root.children(recursive=True)]:
             try:
                 t = p.cpu_times()
@@ -63,6 +68,23 @@ def _tree_cpu(pid: int | None) -> float:
     except psutil.Error:
         pass
     return total
+
+
+SYNCOOKIES = "/proc/sys/net/ipv4/tcp_syncookies"
+
+
+def _host_syncookies(value: str | None) -> str | None:
+    """Set the host's net.ipv4.tcp_syncookies to ``value`` (None: leave it); returns the
+    previous value, or None when it cannot be read or set (not root)."""
+    try:
+        with open(SYNCOOKIES) as f:
+            old = f.read().strip()
+        if value is not None and value != old:
+            with open(SYNCOOKIES, "w") as f:
+                f.write(value)
+        return old
+    except OSError:
+        return None
 
 
 def _one(backend, req, cpu, p_retr, p_login) -> dict[str, float]:
@@ -99,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default="local,netns,bridge,host",
                     help=f"comma-separated, from: {', '.join(CONFIGS)}")
     ap.add_argument("--isolate", action="store_true", help=f"add {', '.join(ISOLATE)}")
+    ap.add_argument("--keep-host-syncookies", action="store_true",
+                    help="leave the host's net.ipv4.tcp_syncookies as it is (by default it is set to 0 for the run, "
+                         "as in every container and the tuning role: with SYN cookies a server with a short "
+                         "backlog loses sessions, docs/methodology.md 'Slow is a figure')")
     a = ap.parse_args(argv)
     names = [n.strip() for n in a.configs.split(",") if n.strip()]
     if a.isolate:
@@ -137,6 +163,21 @@ def main(argv: list[str] | None = None) -> int:
         version = probe.build_info.get("version")
         probe.stop()
     local_version = version if a.server in ("pyftpdlib", "twisted") else None
+    old_cookies = _host_syncookies(None if a.keep_host_syncookies else "0")
+    now = _host_syncookies(None)
+    print(f"host net.ipv4.tcp_syncookies: {now}" + (f" (was {old_cookies}; restored at the end)"
+                                                    if old_cookies is not None and old_cookies != now else ""))
+    try:
+        return _rounds(a, names, backends, version, local_version, server_cpu, cpus, p_retr, p_login)
+    finally:
+        if old_cookies is not None:
+            _host_syncookies(old_cookies)
+
+
+def _rounds(a, names, backends, version, local_version, server_cpu, cpus, p_retr, p_login) -> int:
+    """The measured rounds and the printed table (see :func:`main`)."""
+    from runner.backends import ServerRequest
+
     print(f"{a.server} {version}: {a.repeats} rounds, a fresh start per config per round; server CPU {server_cpu}, "
           f"client CPU {cpus[1] if len(cpus) >= 2 else 'any'}; configs {', '.join(names)}")
     res: dict[str, dict[str, list[float]]] = {n: {"retr": [], "cpu_gib": [], "login": [], "start": []} for n in names}
@@ -158,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'median of ' + str(a.repeats):42}" + "".join(f"{n:>{width}}" for n in names))
     for label, k, fmt in rows:
         print(f"{label:42}" + "".join(f"{fmt.format(med[n][k]):>{width}}" for n in names))
-        print(f"{'  ratio to local':42}" + "".join(f"{med[n][k] / med['local'][k]:>{width - 1}.2f}x"
-                                                    for n in names))
+        base = med["local"][k]
+        print(f"{'  ratio to local':42}" + "".join(f"{med[n][k] / base:>{width - 1}.2f}x" if base else
+                                                    f"{'n/a':>{width}}" for n in names))
     print("\nraw:", {n: {k: [round(x, 3) for x in v] for k, v in r.items()} for n, r in res.items()})
     return 0
 

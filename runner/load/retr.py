@@ -69,6 +69,11 @@ _DRAIN = 8
 
 
 
+#: Smallest splice pipe (bytes): a pipe-full moves per splice call, and SO_RCVLOWAT is
+#: half of it, so a wake-up finds at least 512 KiB queued. Measured on loopback against
+#: pyftpdlib (5 interleaved rounds): 256 KiB pipe / 128 KiB low-water mark 0.288 s/GiB of
+#: client CPU, 1 MiB / 512 KiB 0.137 s/GiB (the receiver by recv_into: 0.830).
+SPLICE_PIPE = 1 << 20
 #: fcntl(2) F_SETPIPE_SZ (Linux 2.6.35+; Python's fcntl has it from 3.10).
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
@@ -192,13 +197,14 @@ class RetrReceivers:
 
     async def _retr_splice(self, port: int, path: str) -> int:
         """As :meth:`_retr_reader`, but each wake-up splices up to :data:`_DRAIN` pipe-fulls
-        socket -> pipe -> /dev/null (:class:`_SpliceSink`) instead of ``recv_into``: the
-        bytes are counted without being copied to user space."""
+        socket -> pipe -> /dev/null (:class:`_SpliceSink`, at least :data:`SPLICE_PIPE`,
+        capped by ``/proc/sys/fs/pipe-max-size``) instead of ``recv_into``: the bytes are
+        counted without being copied to user space."""
         loop = asyncio.get_running_loop()
         sock = await self._open_raw(port)
-        if self.rcvlowat:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.rcvlowat)
-        sink = splice_sink(self.buffer_size)
+        sink = splice_sink(max(self.buffer_size, SPLICE_PIPE))
+        if self.rcvlowat:  # at least half a pipe-full (0: the kernel's default, 1 byte)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, max(self.rcvlowat, sink.size // 2))
         done = loop.create_future()
         count = [0]
         fd = sock.fileno()
