@@ -231,6 +231,8 @@ def test_whole_stack_dashboard_queues_worker_runs(tmp_path):
         assert len(d["latest"]) == 4 and {c["worker"].rsplit(":", 1)[1] for c in d["latest"]} <= pids, top
         page = html.unescape(urllib.request.urlopen(f"{web}/campaigns/{cid}", timeout=10).read().decode())
         assert "RETR (server -> client)" in page and "tpd" in page
+        # the worker (CAP_SYS_ADMIN) joined each server's namespace, as the CLI on the host does
+        assert "loopback in each server container's network namespace" in page, logs
         rst = urllib.request.urlopen(f"{web}/api/campaigns/{cid}/export?format=rst", timeout=10).read().decode()
         assert "RETR (server -> client)" in rst
     finally:
