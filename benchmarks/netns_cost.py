@@ -53,7 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     """Run the rounds and print the table; returns 0. Raises RuntimeError when a server
     does not start or a phase has errors."""
     import psutil
-
     from loadgen_selftest import PASSWORD, USER
 
     from runner.backends.base import Target
