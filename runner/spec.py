@@ -194,7 +194,7 @@ class CampaignSpec(BaseModel):
     client_processes: int | Literal["auto"] = Field(
         "auto", description="load-generator processes on this machine for the N-client workloads, each pinned to "
                             "a client CPU, merged as client hosts are (runner.multihost.processes); auto: one per "
-                            "client CPU")
+                            "pinned client CPU, 1 when the client is not pinned")
     driver: str = Field(DEFAULT_DRIVER, description="what makes the load (runner.drivers), for every cell of "
                                                     "the campaign; default xferlab's own asyncio FTP client")
     storage: list[Literal["disk", "tmpfs"]] = Field(
@@ -248,15 +248,12 @@ class CampaignSpec(BaseModel):
 
     def client_process_count(self) -> int:
         """The client processes of this campaign on this machine: ``client_processes``,
-        or for ``"auto"`` the number of client CPUs (the client pinning's length, else
-        this machine's CPUs not pinned to the server, at least 1)."""
+        or for ``"auto"`` the number of client CPUs the pinning gives (its ``client``
+        list's length); 1 when the client is not pinned (the load generator then shares
+        the machine's CPUs with the server, and more processes would only compete)."""
         if self.client_processes != "auto":
             return int(self.client_processes)
-        if self.pinning.client:
-            return len(self.pinning.client)
-        import os
-
-        return max(1, (os.cpu_count() or 1) - len(self.pinning.server or []))
+        return len(self.pinning.client) if self.pinning.client else 1
 
     @field_validator("driver")
     @classmethod

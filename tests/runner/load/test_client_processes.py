@@ -21,10 +21,12 @@ def _spec(**kw) -> CampaignSpec:
 
 
 def test_how_many_processes_and_which_workloads_split():
-    assert _spec().client_process_count() == max(1, os.cpu_count() or 1)
-    assert _spec(pinning={"server": [0]}).client_process_count() == max(1, (os.cpu_count() or 1) - 1)
+    assert _spec().client_process_count() == 1  # not pinned: one process, as before
+    assert _spec(pinning={"server": [0]}).client_process_count() == 1
     if (os.cpu_count() or 1) >= 2:
         assert _spec(pinning={"server": [0], "client": [1]}).client_process_count() == 1
+    if (os.cpu_count() or 1) >= 3:
+        assert _spec(pinning={"server": [0], "client": [1, 2]}).client_process_count() == 2
     assert _spec(client_processes=3).client_process_count() == 3
     for bad in (0, 65, "many", 2.5):
         with pytest.raises(ValueError, match="client_processes"):
