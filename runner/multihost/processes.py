@@ -14,8 +14,8 @@ not race to upload it.
 
 ``"auto"`` (the default) is the number of client CPUs
 (:meth:`runner.spec.CampaignSpec.client_process_count`): the length of the campaign's
-client pinning, 1 when the client is not pinned. On the 2-core lab machine (server on CPU 0, clients on CPU 1) that is 1:
-the phase runs in the runner's process as before.
+client pinning, 1 when the client is not pinned. On the 2-core lab machine (server on
+CPU 0, clients on CPU 1) that is 1: the phase runs in the runner's process as before.
 """
 from __future__ import annotations
 
