@@ -12,6 +12,7 @@ import asyncio
 import fcntl
 import os
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from runner.load.replies import FTPError, classify
@@ -153,75 +154,55 @@ class RetrReceivers:
             transport.abort()
 
     async def _retr_reader(self, port: int, path: str) -> int:
-        loop = asyncio.get_running_loop()
         sock = await self._open_raw(port)
         if self.rcvlowat:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.rcvlowat)
         buf = scratch_buffer(self.buffer_size)
-        done = loop.create_future()
-        count = [0]
         recv_into = sock.recv_into
-        fd = sock.fileno()
-
-        def readable() -> None:
-            n = 0
-            try:
-                for _ in range(_DRAIN):
-                    k = recv_into(buf)
-                    if not k:
-                        loop.remove_reader(fd)
-                        if not done.done():
-                            done.set_result(None)
-                        break
-                    n += k
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError as e:
-                loop.remove_reader(fd)
-                if not done.done():
-                    done.set_exception(e)
-            count[0] += n
-
-        try:
-            self.send(f"RETR {path}")
-            await self._preliminary(f"RETR {path}")
-            loop.add_reader(fd, readable)
-            try:
-                await done
-            except OSError as e:
-                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
-        finally:
-            loop.remove_reader(fd)
-            self._drop_sock(sock)
-        return count[0]
+        return await self._retr_drained(sock, path, lambda: recv_into(buf))
 
     async def _retr_splice(self, port: int, path: str) -> int:
         """As :meth:`_retr_reader`, but each wake-up splices up to :data:`_DRAIN` pipe-fulls
         socket -> pipe -> /dev/null (:class:`_SpliceSink`, at least :data:`SPLICE_PIPE`,
         capped by ``/proc/sys/fs/pipe-max-size``) instead of ``recv_into``: the bytes are
         counted without being copied to user space."""
-        loop = asyncio.get_running_loop()
         sock = await self._open_raw(port)
         sink = splice_sink(max(self.buffer_size, SPLICE_PIPE))
         if self.rcvlowat:  # at least half a pipe-full (0: the kernel's default, 1 byte)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, max(self.rcvlowat, sink.size // 2))
-        done = loop.create_future()
-        count = [0]
         fd = sock.fileno()
         splice, w, chunk, drain = os.splice, sink.w, sink.size, sink.drain
         flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
+
+        def take() -> int:
+            k = splice(fd, w, chunk, flags=flags)
+            if k:
+                drain(k)
+            return k
+
+        return await self._retr_drained(sock, path, take)
+
+    async def _retr_drained(self, sock: socket.socket, path: str, take: Callable[[], int]) -> int:
+        """Send ``RETR path`` and drain the non-blocking data socket ``sock`` from a
+        ``loop.add_reader`` callback: up to :data:`_DRAIN` ``take()`` calls per wake-up,
+        each consuming one chunk and returning its size (0 at end of file; BlockingIOError
+        when nothing is queued). Returns the bytes taken; closes ``sock``. Raises
+        FTPError(kind="reset") when the data connection broke."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        count = [0]
+        fd = sock.fileno()
 
         def readable() -> None:
             n = 0
             try:
                 for _ in range(_DRAIN):
-                    k = splice(fd, w, chunk, flags=flags)
+                    k = take()
                     if not k:
                         loop.remove_reader(fd)
                         if not done.done():
                             done.set_result(None)
                         break
-                    drain(k)
                     n += k
             except (BlockingIOError, InterruptedError):
                 pass
