@@ -36,15 +36,19 @@ def _cpu(r) -> float:
     return r.client_cpu_user_s + r.client_cpu_system_s
 
 
-async def _retr_for(target: Target, name: str, size: int, mode: str, seconds: float) -> tuple[int, float]:
-    """RETR ``name`` (``size`` bytes) over one session for at least ``seconds``; returns
-    (bytes, client CPU s)."""
+async def retr_for(host: str, port: int, user: str, password: str, name: str, size: int, seconds: float,
+                   **session: Any) -> tuple[int, float, float]:
+    """RETR ``name`` (``size`` bytes) over one session (runner.load.ftp.open_session with
+    the keyword arguments ``session``: ``retr_mode``, ``buffer_size``, ``rcvlowat``)
+    repeatedly for at least ``seconds`` of transfer time. Returns (bytes, transfer
+    seconds, client CPU s of this process over the transfers). Raises FTPError as the
+    session does."""
     import os
     import time
 
     from runner.load.ftp import open_session
 
-    s = await open_session(target.host, target.port, target.user, target.password, retr_mode=mode)
+    s = await open_session(host, port, user, password, **session)
     total, spent = 0, 0.0
     t = os.times()
     c0 = t.user + t.system
@@ -55,11 +59,12 @@ async def _retr_for(target: Target, name: str, size: int, mode: str, seconds: fl
             spent += time.perf_counter() - t0
             if spent >= seconds:
                 break
-    finally:
         t = os.times()
         cpu = t.user + t.system - c0
+        await s.quit()
+    finally:
         s.close()
-    return total, cpu if total else float("nan")
+    return total, spent, cpu
 
 
 def measure_once(target: Target, config: str, fixture: tuple[str, int], *, clients: int,
@@ -81,7 +86,8 @@ def measure_once(target: Target, config: str, fixture: tuple[str, int], *, clien
     r = phase("login", WorkloadParams(clients=clients, login_mode="concurrent"))
     out["login_us"] = _cpu(r) / r.ops * 1e6
     t0 = time.perf_counter()
-    n, cpu = event_loop.run(_retr_for(target, fixture[0], fixture[1], mode, retr_seconds), wanted=loop)
+    n, _, cpu = event_loop.run(retr_for(target.host, target.port, target.user, target.password, fixture[0],
+                                        fixture[1], retr_seconds, retr_mode=mode), wanted=loop)
     wall = time.perf_counter() - t0
     out["retr_s_gib"] = cpu / (n / GIB)
     out["retr_mib_s"] = n / (1 << 20) / wall

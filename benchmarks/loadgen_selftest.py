@@ -49,6 +49,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+# benchmarks/client_cost.py, also when this file is loaded by `xferlab selftest`
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 GIB = 1 << 30
 MIB = 1 << 20
 USER, PASSWORD = "selftest", "selftest"
@@ -128,20 +131,10 @@ def reference_read(port: int, name: str, size: int, bufsize: int, duration: floa
 
 async def _ours_session(port: int, name: str, size: int, bufsize: int, mode: str,
                         rcvlowat: int | None, duration: float) -> tuple[float, float]:
-    from runner.load.ftp import open_session
-    s = await open_session("127.0.0.1", port, USER, PASSWORD, buffer_size=bufsize, retr_mode=mode,
-                           rcvlowat=rcvlowat)
-    total = 0
-    spent = 0.0
-    c0 = _cpu()
-    for _ in range(100_000):
-        t0 = time.perf_counter()
-        total += await s.retr(name, size)
-        spent += time.perf_counter() - t0
-        if spent >= duration:
-            break
-    cpu = _cpu() - c0
-    await s.quit()
+    from client_cost import retr_for
+
+    total, spent, cpu = await retr_for("127.0.0.1", port, USER, PASSWORD, name, size, duration,
+                                       buffer_size=bufsize, retr_mode=mode, rcvlowat=rcvlowat)
     return total / MIB / spent, cpu / (total / GIB)
 
 
@@ -284,7 +277,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ratio ours / {py}: {ours / med[py][0]:.2f}")
         print("(noisy: shared 2-core machine; medians of interleaved rounds)")
         if a.cost_rounds > 0:
-            sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by `xferlab selftest`
             from client_cost import client_cost, format_client_cost
 
             from runner.backends.base import Target
