@@ -45,31 +45,6 @@ CONFIGS: dict[str, tuple[str | None, dict, dict]] = {
 ISOLATE = ("netns-noseccomp", "netns-nomemlimit", "netns-tmpfs")
 
 
-def _tree_cpu(pid: int | None) -> float:
-    """User+system CPU seconds of ``pid`` and its live descendants now, plus the children
-    ``pid`` has reaped (``cutime``/``cstime``: a forking server's finished sessions);
-    0 when unknown. A session that ends between two readings and is reaped by a
-    descendant, not by ``pid``, is missed."""
-    import psutil
-
-    if pid is None:
-        return 0.0
-    total = 0.0
-    try:
-        root = psutil.Process(pid)
-        t = root.cpu_times()  # children it has waited for (vsftpd's finished sessions)
-        total += t.children_user + t.children_system
-        for p in [root, *root.children(recursive=True)]:
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.Error:
-                pass
-    except psutil.Error:
-        pass
-    return total
-
-
 SYNCOOKIES = "/proc/sys/net/ipv4/tcp_syncookies"
 
 
@@ -89,14 +64,15 @@ def _host_syncookies(value: str | None) -> str | None:
 
 def _one(backend, req, cpu, p_retr, p_login) -> dict[str, float]:
     from runner.load.run import run_workload_sync
+    from runner.metrics.tree import cpu_sample  # the lab's server CPU, reaped children included
 
     t0 = time.monotonic()
     h = backend.start(req, cpu=cpu)
     out = {"start": time.monotonic() - t0}
     try:
-        c0 = _tree_cpu(h.pid)
+        c0 = sum(cpu_sample(h.pid)) if h.pid else 0.0
         r = run_workload_sync("retr", h.target, p_retr)
-        c1 = _tree_cpu(h.pid)
+        c1 = sum(cpu_sample(h.pid)) if h.pid else 0.0
         if r.error_count:
             raise RuntimeError(f"{backend.name} {req.variant}: retr errors {r.errors}")
         out["retr"] = r.throughput_mib_s

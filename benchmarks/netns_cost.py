@@ -52,11 +52,11 @@ def _start(python: str, own_ns: bool, home: Path, cpu: int | None) -> tuple[subp
 def main(argv: list[str] | None = None) -> int:
     """Run the rounds and print the table; returns 0. Raises RuntimeError when a server
     does not start or a phase has errors."""
-    import psutil
     from loadgen_selftest import PASSWORD, USER
 
     from runner.backends.base import Target
     from runner.load.run import run_workload_sync
+    from runner.metrics.tree import cpu_sample
     from runner.workloads import WorkloadParams
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -77,10 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             p, port = _start(py, ns, home, server_cpu)
             try:
                 t = Target("127.0.0.1", port, USER, PASSWORD, root=home, netns=f"/proc/{p.pid}/ns/net" if ns else None)
-                proc = psutil.Process(p.pid)
-                c0 = sum(proc.cpu_times()[:2])
+                c0 = sum(cpu_sample(p.pid))
                 r = run_workload_sync("retr", t, WorkloadParams(duration=3, transfer_size=256 << 20))
-                c1 = sum(proc.cpu_times()[:2])
+                c1 = sum(cpu_sample(p.pid))
                 lg = run_workload_sync("login", t, WorkloadParams(clients=300, login_mode="concurrent"))
                 if r.error_count or lg.error_count:
                     raise RuntimeError(f"{label[(py, ns)]}: errors {r.errors} {lg.errors}")
