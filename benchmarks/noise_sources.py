@@ -172,9 +172,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 h.stop()
 
-    print(f"\n{'server · workload':26}{'median':>9} {'within':>7} {'phase':>7} {'life':>7} {'first/':>7} "
+    print(f"\n{'server · workload':34}{'median':>9} {'within':>7} {'phase':>7} {'life':>7} {'first/':>7} "
           f"{'CI fresh':>9} {'CI reuse':>9} {'r irq':>6} {'r MHz':>6} {'r dirty':>7}")
-    print(f"{'':26}{'MiB/s':>9} {'phase':>7} {'sd %':>7} {'sd %':>7} {'later':>7} "
+    print(f"{'':34}{'MiB/s':>9} {'phase':>7} {'sd %':>7} {'sd %':>7} {'later':>7} "
           f"{'n=' + str(a.lives):>9} {'n=' + str(a.phases):>9}")
     raw = {}
     for (label, w), lives in runs.items():
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                 return "n/a"
             return f"{sstats.spearmanr(flat, xs).statistic:+.2f}"
 
-        print(f"{label + ' · ' + w:26}{med:9.1f} {within * 100:6.1f}% {sd_phase / med * 100:6.1f}% "
+        print(f"{label + ' · ' + w:34}{med:9.1f} {within * 100:6.1f}% {sd_phase / med * 100:6.1f}% "
               f"{sd_life / med * 100:6.1f}% {first / later:6.2f}x {fresh * 100:8.1f}% {reuse * 100:8.1f}% "
               f"{rho(2):>6} {rho(3):>6} {rho(4):>7}")
         raw[f"{label} {w}"] = [[round(x, 1) for x in lf] for lf in figs]

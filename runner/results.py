@@ -119,8 +119,9 @@ def campaign_timing(session: Session, *, campaign_id: int) -> dict[str, Any]:
     Returns ``{"stages": [{"stage", "cells", "total_s", "median_s"}, ...]`` in STAGES
     order, ``"cells_s"``: the sum of the cells' wall times (claimed to finished),
     ``"campaign_s"``: the campaign's wall time (started to finished, or to now when
-    running; None when it never started), ``"cells"``: cells with timing}. Raises
-    LookupError for an unknown id."""
+    running; None when it never started), ``"cells"``: cells with timing, ``"servers"``:
+    per server label, ``[{"server", "cells", "stages": {stage: total_s}}, ...]`` in the
+    order the servers first ran}. Raises LookupError for an unknown id."""
     import statistics
     from datetime import UTC, datetime
 
@@ -129,11 +130,15 @@ def campaign_timing(session: Session, *, campaign_id: int) -> dict[str, Any]:
     camp = session.get(Campaign, campaign_id)
     if camp is None:
         raise LookupError(f"no campaign {campaign_id}")
-    rows = session.execute(select(Sample.cell_id, Sample.stat, Sample.value).join(Cell).where(
-        Cell.campaign_id == campaign_id, Sample.metric == "cell_time")).all()
+    rows = session.execute(select(Sample.cell_id, Sample.stat, Sample.value, Cell.server_label).join(Cell).where(
+        Cell.campaign_id == campaign_id, Sample.metric == "cell_time").order_by(Cell.started_at)).all()
     per: dict[str, list[float]] = defaultdict(list)
-    for _cell, stage, value in rows:
+    servers: dict[str, dict[str, Any]] = {}
+    for cell_id, stage, value, label in rows:
         per[stage].append(float(value))
+        srv = servers.setdefault(label, {"server": label, "cell_ids": set(), "stages": defaultdict(float)})
+        srv["cell_ids"].add(cell_id)
+        srv["stages"][stage] += float(value)
     stages = [{"stage": k, "cells": len(per[k]), "total_s": sum(per[k]), "median_s": statistics.median(per[k])}
               for k in STAGES if per.get(k)]
     cells = session.execute(select(Cell.started_at, Cell.finished_at).where(
@@ -142,5 +147,7 @@ def campaign_timing(session: Session, *, campaign_id: int) -> dict[str, Any]:
     end = camp.finished_at or datetime.now(UTC)
     campaign_s = (end - camp.started_at).total_seconds() if camp.started_at else None
     return {"stages": stages, "cells_s": cells_s, "campaign_s": campaign_s,
-            "cells": len({c for c, _, _ in rows})}
+            "cells": len({r[0] for r in rows}),
+            "servers": [{"server": v["server"], "cells": len(v["cell_ids"]), "stages": dict(v["stages"])}
+                        for v in servers.values()]}
 

@@ -37,6 +37,8 @@ def _build_spec(args: argparse.Namespace):
     data: dict[str, Any] = spec.model_dump(mode="json")
     if args.repeats is not None:
         data["repeats"] = args.repeats
+        if args.repeats != "auto":  # a fixed number replaces the preset's adaptive repeats
+            data["max_repeats"] = None
     if args.backend:
         data["backend"] = args.backend
     if args.name:

@@ -81,6 +81,15 @@ def _print_timing(console, campaign_id: int) -> None:
     if t["campaign_s"] is not None:
         console.print(f"campaign: {t['campaign_s']:.1f} s wall; outside cells and their storing: "
                       f"{max(0.0, t['campaign_s'] - cells_s - store):.1f} s")
+    shown = [k for k in STAGES if any(k in srv["stages"] for srv in t["servers"])]
+    per = Table("server", "cells", *(f"{k} s" for k in shown), "sum s",
+                title="Per server (seconds summed over its cells; 'of which' stages are inside the one above)")
+    for srv in t["servers"]:
+        st = srv["stages"]
+        total = sum(v for k, v in st.items() if not STAGES[k].startswith("  "))
+        per.add_row(srv["server"], str(srv["cells"]), *(f"{st[k]:.1f}" if k in st else "" for k in shown),
+                    f"{total:.1f}")
+    console.print(per)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

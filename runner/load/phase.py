@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from runner.backends.base import Target
 from runner.drivers.result import LATE_SESSION_S, ClientFigures, PhaseResult
 from runner.load.ftp import FTPError, FTPSession, classify
-from runner.workloads import WorkloadParams
+from runner.workloads import LOGIN_WINDOW, WorkloadParams
 
 #: Largest number of single-stream transfers in one phase (a bound on the repeat loop).
 MAX_REPEATS = 1_000_000
@@ -206,7 +206,8 @@ class Phase:
         return s, lat
 
     async def login_many(self, n: int, binary: bool, *, measured: bool) -> list[FTPSession]:
-        """Log in ``n`` sessions in ``params.login_mode``; returns those that succeeded.
+        """Log in ``n`` sessions in ``params.login_mode`` (``window``: at most
+        runner.workloads.LOGIN_WINDOW at once); returns those that succeeded.
         When ``measured``, each success is an op with its latency."""
         out: list[FTPSession] = []
         self.pending = n
@@ -222,6 +223,14 @@ class Phase:
         if self.p.login_mode == "sequential":
             for _ in range(n):
                 done(*await self.login_one(binary))
+        elif self.p.login_mode == "window":
+            slots = asyncio.Semaphore(LOGIN_WINDOW)
+
+            async def in_window() -> None:
+                async with slots:
+                    got = await self.login_one(binary)
+                done(*got)
+            await asyncio.gather(*(in_window() for _ in range(n)))
         else:
             async def one() -> None:
                 done(*await self.login_one(binary))

@@ -84,6 +84,7 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
     engine.dispose()
     p = _run(["show", "1", "--timing"], xferlab_env)
     assert "Where the time of campaign 1 went (32 cells)" in p.stdout and "warmup" in p.stdout, p.stdout
+    assert "Per server" in p.stdout and "pyftpdlib 2.2.0" in p.stdout.split("Per server")[1], p.stdout
     p = _run(["campaigns"], xferlab_env)
     assert "it" in p.stdout and "done" in p.stdout
     p = _run(["export", "1", "--format", "json"], xferlab_env)

@@ -33,3 +33,21 @@ def test_selftest_options_go_to_the_script(capsys):
         main(["selftest", "--no-such-option"])
     assert e.value.code == 2
     assert "loadgen_selftest: error: unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
+def test_classic_preset_adaptive_reused_and_windowed_setup():
+    """The classic preset: repeats auto, a row's repeats on one server, setup logins in a
+    window and the login row concurrent; ``--repeats N`` makes it a fixed N."""
+    from runner.cli.campaign import _build_spec
+
+    spec = _build_spec(parse_args(["run", "--preset", "classic"]))
+    assert (spec.repeats, spec.max_repeats, spec.server_reuse) == (3, 10, "repeats")
+    modes = {n: w.params.login_mode for w in spec.workloads for n in w.names()}
+    assert list(modes) == ["stor", "retr", "login", "stor_idle", "retr_idle", "retr_concurrent",
+                           "stor_concurrent", "quit"]
+    assert modes["login"] == "concurrent" and {modes[n] for n in modes if n not in ("stor", "retr", "login")} \
+        == {"window"}
+    assert all(w.params.clients == 300 and w.params.file_size == 10 << 20 for w in spec.workloads)
+    fixed = _build_spec(parse_args(["run", "--preset", "classic", "--repeats", "2"]))
+    assert (fixed.repeats, fixed.max_repeats) == (2, None)
+    assert _build_spec(parse_args(["run", "--preset", "classic", "--repeats", "auto"])).max_repeats == 10

@@ -91,7 +91,28 @@ def test_retr_fixture_uploaded_when_root_unknown(remote_target, ftp_home):
     assert (ftp_home / server_name(size)).stat().st_size == size
 
 
-@pytest.mark.parametrize("mode", ["concurrent", "sequential"])
+def test_window_login_keeps_at_most_the_window_in_flight(target, monkeypatch):
+    from runner.load import phase
+
+    monkeypatch.setattr(phase, "LOGIN_WINDOW", 3)
+    inflight = [0, 0]  # now, most seen
+    real = phase.Phase.login_one
+
+    async def counted(self, binary):
+        inflight[0] += 1
+        inflight[1] = max(inflight[1], inflight[0])
+        try:
+            return await real(self, binary)
+        finally:
+            inflight[0] -= 1
+
+    monkeypatch.setattr(phase.Phase, "login_one", counted)
+    r, _, _ = run("quit", target, small(clients=12, login_mode="window"))
+    assert r.errors == {} and r.ops == 12           # every session logged in, then QUIT measured
+    assert inflight[1] == 3                          # never more than the window, and the window filled
+
+
+@pytest.mark.parametrize("mode", ["concurrent", "sequential", "window"])
 def test_login(target, mode):
     r, cps, _ = run("login", target, small(login_mode=mode))
     assert r.errors == {} and r.ops == 20 and len(r.latencies_ms) == 20
