@@ -33,6 +33,7 @@ SERVER_PROTOCOLS: dict[str, frozenset[str]] = {
     "nginx": frozenset({HTTP}),
     "node-http": frozenset({HTTP}),
     "uvicorn": frozenset({HTTP}),
+    "netty": frozenset({HTTP}),
     "external": frozenset({FTP}),
 }
 
@@ -47,6 +48,7 @@ HTTP_UPLOAD_METHODS: dict[str, tuple[str, ...]] = {
     "nginx": ("PUT",),
     "node-http": ("PUT", "POST"),
     "uvicorn": ("PUT", "POST"),
+    "netty": ("PUT", "POST"),
 }
 
 #: Why a server lacks an upload method, for a cell to be skipped with that reason.

@@ -26,8 +26,8 @@ from .catalogue import FTP_SERVERS, HTTP_SERVERS
 ALL_SERVERS = FTP_SERVERS | HTTP_SERVERS
 STORAGE_KINDS = ("disk", "tmpfs")
 #: Servers with a worker-process (or thread) count: node-http (cluster, round-robin),
-#: uvicorn (--workers), nginx (worker_processes), go-http (GOMAXPROCS).
-WORKER_SERVERS = frozenset({"node-http", "uvicorn", "nginx", "go-http"})
+#: uvicorn (--workers), nginx (worker_processes), go-http (GOMAXPROCS), netty (event loops).
+WORKER_SERVERS = frozenset({"node-http", "uvicorn", "nginx", "go-http", "netty"})
 MAX_WORKERS = 64
 
 
@@ -147,8 +147,8 @@ VARIANT_OPTIONS: dict[str, VariantOption] = {
     "pasv_ports": VariantOption("passive data port range LO-HI", FTP_SERVERS, BOTH, _port_range),
     "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)", FTP_SERVERS,
                                         BOTH, _address),
-    "workers": VariantOption(f"worker processes (node-http: cluster, round-robin; uvicorn; nginx) or Go "
-                             f"threads (go-http: GOMAXPROCS); default 1 (go-http: every CPU), at most "
+    "workers": VariantOption(f"worker processes (node-http: cluster, round-robin; uvicorn; nginx) or threads "
+                             f"(go-http: GOMAXPROCS; netty: event loops); default 1 (go-http: every CPU), at most "
                              f"{MAX_WORKERS}", WORKER_SERVERS, BOTH, _int_range(1, MAX_WORKERS, "processes")),
     "keepalive": VariantOption("false: close every HTTP connection after one response (default true)",
                                HTTP_SERVERS - {"tpd"}, BOTH, _bool),

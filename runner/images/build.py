@@ -86,6 +86,7 @@ SERVER_IMAGES: dict[str, ServerImage] = {
     "nginx": _debian_http("nginx", "nginx"),
     "node-http": _debian_http("node-http", "nodejs"),
     "uvicorn": ServerImage("uvicorn", SERVERS_DIR / "uvicorn", version_arg="VERSION"),
+    "netty": ServerImage("netty", SERVERS_DIR / "netty"),
 }
 
 #: The lab's own images (docker-compose.yml): tag -> (context, dockerfile relative to context).

@@ -16,7 +16,7 @@ Progress = Callable[[str], None]
 
 #: Server names this backend knows (``external`` needs ServerRequest.external).
 KNOWN_SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
-                 "uvicorn", "external")
+                 "uvicorn", "netty", "external")
 
 
 class LocalBackend:

@@ -15,7 +15,7 @@ from runner.spec import SERVER_NAMES
 
 
 def test_protocols_and_names():
-    assert HTTP_SERVERS == {"tpd", "go-http", "nginx", "node-http", "uvicorn"}
+    assert HTTP_SERVERS == {"tpd", "go-http", "nginx", "node-http", "uvicorn", "netty"}
     assert FTP_SERVERS == {"pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd"}
     assert speaks("tpd", "ftp") and speaks("tpd", "http") and not speaks("nginx", "ftp")
     assert set(SERVER_PROTOCOLS) == set(SERVER_NAMES)

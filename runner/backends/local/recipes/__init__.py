@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import FTP_USER, Launch, Recipe
 from .http import GoHttpRecipe, NginxRecipe, NodeHttpRecipe
+from .netty import NettyRecipe
 from .proftpd import ProftpdRecipe
 from .pureftpd import PureftpdRecipe
 from .pyftpdlib import PyftpdlibRecipe
@@ -15,6 +16,6 @@ from .vsftpd import VsftpdRecipe
 #: The recipes, in the order ``xferlab servers`` lists them.
 RECIPES: tuple[type[Recipe], ...] = (PyftpdlibRecipe, TwistedRecipe, VsftpdRecipe, ProftpdRecipe,
                                      PureftpdRecipe, TpdRecipe, GoHttpRecipe, NginxRecipe, NodeHttpRecipe,
-                                     UvicornRecipe)
+                                     UvicornRecipe, NettyRecipe)
 
 __all__ = ["FTP_USER", "RECIPES", "Launch", "Recipe"]
