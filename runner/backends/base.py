@@ -29,7 +29,7 @@ class Target:
     Attributes:
         host: IP address (loopback in tests), e.g. ``"127.0.0.1"``.
         port: FTP control port; 0 for a server that speaks no FTP (HTTP only:
-            go-http, nginx, node-http, uvicorn; see :attr:`speaks_ftp`).
+            go-http, nginx, node-http, uvicorn, netty; see :attr:`speaks_ftp`).
         user / password: login credentials (FTP; an HTTP-only server has no login:
             ``user`` is ``xferlab`` and ``password`` empty).
         root: server-side home directory (FTP root, HTTP document root) as a path this
@@ -38,7 +38,7 @@ class Target:
             ``/proc/<server pid>/root/srv/ftp`` when this process may enter it (root),
             else None (FTP servers in containers: None, fixtures go up over FTP).
         http_port: HTTP port for servers that speak HTTP (tpd, go-http, nginx,
-            node-http, uvicorn), else None; with the docker backend in ``netns`` or
+            node-http, uvicorn, netty), else None; with the docker backend in ``netns`` or
             ``bridge`` mode the port inside the container (8080).
         netns: a network namespace file (``/proc/<pid>/ns/net``) the load generator
             must join to reach ``host`` (docker backend, network ``netns``: the
@@ -86,7 +86,7 @@ class ServerRequest:
 
     Attributes:
         name: server kind: ``pyftpdlib``, ``twisted``, ``vsftpd``, ``proftpd``,
-            ``pureftpd``, ``tpd``, ``go-http``, ``nginx``, ``node-http``, ``uvicorn`` or
+            ``pureftpd``, ``tpd``, ``go-http``, ``nginx``, ``node-http``, ``uvicorn``, ``netty`` or
             ``external`` (runner.backends.catalogue: the protocols of each).
         version: version string for servers installed per version (pyftpdlib,
             twisted), None for "what is installed" / not applicable.

@@ -8,11 +8,15 @@ silently ignore is rejected when the spec is validated, before anything runs
 *skipped with its reason* (:func:`backend_problem`), never silently ignored.
 
 ``storage`` is the storage axis of seed 002 (the upload servers written to an SSD and
-to tmpfs): ``disk`` (the default) or ``tmpfs`` for the FTP home the server reads and
-writes. The local backend puts the server's run folder on a tmpfs mount
-(``XFERLAB_TMPFS_DIR``, default ``/dev/shm``) or on disk (``XFERLAB_RUN_DIR``, default
-the system temporary folder, which must not itself be a tmpfs); the docker backend
-mounts a fresh named volume or a ``tmpfs`` at the container's FTP root.
+to tmpfs): ``disk`` (the default) or ``tmpfs`` for the home the server reads and
+writes (FTP root; HTTP document root, with the uploads in ``uploads/``). The local
+backend puts the server's run folder on a tmpfs mount (``XFERLAB_TMPFS_DIR``, default
+``/dev/shm``) or on disk (``XFERLAB_RUN_DIR``, default the system temporary folder,
+which must not itself be a tmpfs); the docker backend mounts a fresh named volume or a
+``tmpfs`` at the container's home (``/srv/ftp``).
+
+The HTTP servers' keys: ``max_body`` (every HTTP server; :func:`parse_size`),
+``keepalive`` (not tpd: it always keeps connections), ``workers`` (:data:`WORKER_SERVERS`).
 """
 from __future__ import annotations
 
