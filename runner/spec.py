@@ -44,7 +44,8 @@ from runner.spec_placement import HostsSpec, Pinning
 from runner.spec_yaml import MAX_YAML_NODES, load_yaml
 from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
 
-SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external")
+SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
+                "uvicorn", "netty", "external")
 #: Servers with one version per install or image (Debian's package; tpd's source tree):
 #: a requested version could never be honoured.
 ONE_VERSION_SERVERS = ("vsftpd", "proftpd", "pureftpd", "tpd")
@@ -85,7 +86,8 @@ class ServerSpec(BaseModel):
     """One server build to benchmark: name, version, variant options."""
 
     model_config = ConfigDict(extra="forbid")
-    name: Literal["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external"]
+    name: Literal["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
+                  "uvicorn", "netty", "external"]
     version: str | None = Field(None, description="version to install (pyftpdlib, twisted); None = latest/installed")
     variant: dict[str, bool | int | float | str | dict[str, int | str]] = Field(
         default_factory=dict, description="variant options (runner.backends.variants), e.g. use_sendfile: false")

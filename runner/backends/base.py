@@ -7,6 +7,7 @@ process tree).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,11 +28,18 @@ class Target:
 
     Attributes:
         host: IP address (loopback in tests), e.g. ``"127.0.0.1"``.
-        port: FTP control port.
-        user / password: login credentials.
-        root: server-side home directory of ``user`` as a local path when the backend
-            knows it (local backend), else None. Fixtures are placed there.
-        http_port: HTTP port for servers that also speak HTTP (tpd), else None.
+        port: FTP control port; 0 for a server that speaks no FTP (HTTP only:
+            go-http, nginx, node-http, uvicorn, netty; see :attr:`speaks_ftp`).
+        user / password: login credentials (FTP; an HTTP-only server has no login:
+            ``user`` is ``xferlab`` and ``password`` empty).
+        root: server-side home directory (FTP root, HTTP document root) as a path this
+            process can read and write, else None. Fixtures are placed there. The local
+            backend's run home; the docker backend gives, for an HTTP-only server,
+            ``/proc/<server pid>/root/srv/ftp`` when this process may enter it (root),
+            else None (FTP servers in containers: None, fixtures go up over FTP).
+        http_port: HTTP port for servers that speak HTTP (tpd, go-http, nginx,
+            node-http, uvicorn, netty), else None; with the docker backend in ``netns`` or
+            ``bridge`` mode the port inside the container (8080).
         netns: a network namespace file (``/proc/<pid>/ns/net``) the load generator
             must join to reach ``host`` (docker backend, network ``netns``: the
             server's own namespace, reached over its loopback), else None: connect
@@ -47,6 +55,30 @@ class Target:
     http_port: int | None = None
     netns: str | None = None
 
+    @property
+    def speaks_ftp(self) -> bool:
+        """True when the server has an FTP listener (``port`` is not 0)."""
+        return self.port != 0
+
+
+def list_stored_files(folder: Path) -> list[tuple[str, int]]:
+    """The regular files directly in ``folder`` as ``[(name, size in bytes), ...]``
+    sorted by name (symlinks and sub-folders left out), for counting stored uploads.
+
+    Raises:
+        OSError: ``folder`` is missing or unreadable (FileNotFoundError when missing).
+    """
+    out: list[tuple[str, int]] = []
+    with os.scandir(folder) as it:
+        for e in it:
+            if e.is_file(follow_symlinks=False):
+                try:
+                    out.append((e.name, e.stat(follow_symlinks=False).st_size))
+                except FileNotFoundError:  # removed while listing
+                    continue
+    out.sort()
+    return out
+
 
 @dataclass(frozen=True)
 class ServerRequest:
@@ -54,7 +86,8 @@ class ServerRequest:
 
     Attributes:
         name: server kind: ``pyftpdlib``, ``twisted``, ``vsftpd``, ``proftpd``,
-            ``pureftpd``, ``tpd`` or ``external``.
+            ``pureftpd``, ``tpd``, ``go-http``, ``nginx``, ``node-http``, ``uvicorn``, ``netty`` or
+            ``external`` (runner.backends.catalogue: the protocols of each).
         version: version string for servers installed per version (pyftpdlib,
             twisted), None for "what is installed" / not applicable.
         variant: variant options, e.g. ``{"use_sendfile": False}``.
@@ -100,6 +133,19 @@ class ServerHandle(Protocol):
         own (local process, external server); {} when it is gone."""
         ...
 
+    def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
+        """The regular files directly in ``<home>/<subdir>`` of the server (e.g. the
+        HTTP uploads a phase stored) as ``[(name, size in bytes), ...]`` sorted by name.
+        Local backend: the run home; docker: the container's ``/srv/ftp`` (read through
+        ``/proc/<pid>/root``, else ``find`` run in the container).
+
+        Raises:
+            OSError: the folder is missing or cannot be read (FileNotFoundError when
+                missing; external servers without a local ``Target.root``: OSError).
+            ValueError: ``subdir`` is absolute or has a ``..`` segment.
+        """
+        ...
+
 
 class Backend(Protocol):
     """Starts servers. Implementations: runner.backends.local.LocalBackend."""
@@ -111,4 +157,16 @@ class Backend(Protocol):
 
     def start(self, req: ServerRequest, *, cpu: list[int] | None = None) -> ServerHandle:
         """Start the server (pinned to ``cpu`` cores if given), wait until it answers FTP
-        (220 greeting), and return its handle. Raises ServerSkipped or ServerFailed."""
+        (220 greeting and login; an HTTP-only server: any HTTP reply), and return its
+        handle. Raises ServerSkipped or ServerFailed."""
+
+
+def check_subdir(subdir: str) -> str:
+    """``subdir`` as a relative folder under a server's home (``"uploads"``).
+
+    Raises:
+        ValueError: absolute, empty segments aside, or with a ``..`` segment.
+    """
+    if subdir.startswith("/") or ".." in subdir.split("/"):
+        raise ValueError(f"subdir must be relative, without '..': {subdir!r}")
+    return subdir.strip("/")

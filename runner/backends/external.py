@@ -7,7 +7,7 @@ from typing import Any
 
 import psutil
 
-from .base import ServerFailed, ServerRequest, ServerSkipped, Target
+from .base import ServerFailed, ServerRequest, ServerSkipped, Target, check_subdir, list_stored_files
 from .probe import ProbeError, probe_once, wait_ready
 
 
@@ -41,6 +41,15 @@ class ExternalHandle:
     def cgroup_memory(self) -> dict | None:
         """None: xferlab does not know an external server's cgroup."""
         return None
+
+    def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
+        """The files in ``<root>/<subdir>`` (base.ServerHandle.stored_files) when the
+        external server's ``root`` was given as a local path. Raises OSError when it was
+        not (xferlab cannot see the server's files) or the folder cannot be read."""
+        if self.target.root is None:
+            raise OSError(f"external server {self.target.host}:{self.target.port}: no root given, "
+                          "its stored files cannot be listed")
+        return list_stored_files(self.target.root / check_subdir(subdir))
 
     def stop(self) -> None:
         """No-op: xferlab does not own external servers."""

@@ -1,7 +1,9 @@
-"""FTP readiness probe: greeting (220) and a USER/PASS login (230), bounded in time."""
+"""Readiness probes: FTP greeting (220) and a USER/PASS login (230), or any HTTP reply
+for an HTTP-only server; bounded in time."""
 from __future__ import annotations
 
 import ftplib
+import socket
 import time
 from collections.abc import Callable
 
@@ -78,3 +80,54 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
         interval = min(0.5, interval * 1.5)
     raise ProbeError(f"no FTP login on {host}:{port} within {timeout:.0f} s (last probe: {last})")
+
+
+def http_probe_once(host: str, port: int, timeout: float = 3.0) -> str:
+    """Send ``HEAD / HTTP/1.1`` and return the status line of any HTTP reply (e.g.
+    ``"HTTP/1.1 200 OK"``, ``"HTTP/1.1 403 Forbidden"``: the server is up whatever it
+    answers). Raises OSError on a refused/timed-out connection, ValueError when the
+    reply is not HTTP."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(f"HEAD / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while b"\n" not in data and len(data) < 4096:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    line = data.split(b"\r\n", 1)[0].decode("latin-1").strip()
+    if not line.startswith("HTTP/"):
+        raise ValueError(f"not an HTTP reply: {line[:80]!r}")
+    return line
+
+
+def wait_http_ready(host: str, port: int, *, timeout: float = 20.0, alive: Callable[[], bool] | None = None,
+                    interval: float = 0.1) -> tuple[str, float]:
+    """Poll :func:`http_probe_once` until the server answers, at most ``timeout`` s
+    (``alive`` and ``interval`` as :func:`wait_ready`).
+
+    Returns:
+        (status line, seconds waited).
+
+    Raises:
+        ProbeError: deadline reached or the server process died; the message has the
+            last error.
+    """
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    last = "no attempt made"
+    for _ in range(100_000):
+        if alive is not None and not alive():
+            raise ProbeError(f"server process exited during startup (last probe: {last})")
+        try:
+            return http_probe_once(host, port, max(0.5, min(3.0, deadline - time.monotonic()))), \
+                time.monotonic() - t0
+        except ConnectionRefusedError:
+            last = "connection refused"
+        except (OSError, ValueError) as e:
+            last = f"{type(e).__name__}: {e}"
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+        interval = min(0.5, interval * 1.5)
+    raise ProbeError(f"no HTTP reply on {host}:{port} within {timeout:.0f} s (last probe: {last})")

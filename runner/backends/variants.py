@@ -8,11 +8,15 @@ silently ignore is rejected when the spec is validated, before anything runs
 *skipped with its reason* (:func:`backend_problem`), never silently ignored.
 
 ``storage`` is the storage axis of seed 002 (the upload servers written to an SSD and
-to tmpfs): ``disk`` (the default) or ``tmpfs`` for the FTP home the server reads and
-writes. The local backend puts the server's run folder on a tmpfs mount
-(``XFERLAB_TMPFS_DIR``, default ``/dev/shm``) or on disk (``XFERLAB_RUN_DIR``, default
-the system temporary folder, which must not itself be a tmpfs); the docker backend
-mounts a fresh named volume or a ``tmpfs`` at the container's FTP root.
+to tmpfs): ``disk`` (the default) or ``tmpfs`` for the home the server reads and
+writes (FTP root; HTTP document root, with the uploads in ``uploads/``). The local
+backend puts the server's run folder on a tmpfs mount (``XFERLAB_TMPFS_DIR``, default
+``/dev/shm``) or on disk (``XFERLAB_RUN_DIR``, default the system temporary folder,
+which must not itself be a tmpfs); the docker backend mounts a fresh named volume or a
+``tmpfs`` at the container's home (``/srv/ftp``).
+
+The HTTP servers' keys: ``max_body`` (every HTTP server; :func:`parse_size`),
+``keepalive`` (not tpd: it always keeps connections), ``workers`` (:data:`WORKER_SERVERS`).
 """
 from __future__ import annotations
 
@@ -21,8 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-ALL_SERVERS = frozenset({"pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd"})
+from .catalogue import FTP_SERVERS, HTTP_SERVERS
+
+ALL_SERVERS = FTP_SERVERS | HTTP_SERVERS
 STORAGE_KINDS = ("disk", "tmpfs")
+#: Servers with a worker-process (or thread) count: node-http (cluster, round-robin),
+#: uvicorn (--workers), nginx (worker_processes), go-http (GOMAXPROCS), netty (event loops).
+WORKER_SERVERS = frozenset({"node-http", "uvicorn", "nginx", "go-http", "netty"})
+MAX_WORKERS = 64
 
 
 def _bool(v: Any) -> None:
@@ -68,6 +78,30 @@ def _size(v: Any) -> None:
         raise ValueError(f"want a size such as 512m or 2g, got {v!r}")
 
 
+def _body_size(v: Any) -> None:
+    parse_size(v)
+
+
+def parse_size(v: Any) -> int:
+    """A size in bytes: a whole number, or a string with a ``k``/``m``/``g`` suffix
+    (powers of 1024): ``8192`` -> 8192, ``"64m"`` -> 67108864.
+
+    Raises:
+        ValueError: not such a size, or under 1 byte or over 1 TiB.
+    """
+    if isinstance(v, bool):
+        raise ValueError(f"want a size in bytes such as 1048576 or 64m, got {v!r}")
+    if isinstance(v, int):
+        n = v
+    elif isinstance(v, str) and v and (v.isdigit() or (v[:-1].isdigit() and v[-1] in "kKmMgG")):
+        n = int(v) if v.isdigit() else int(v[:-1]) << (10 * " kmg".index(v[-1].lower()))
+    else:
+        raise ValueError(f"want a size in bytes such as 1048576 or 64m, got {v!r}")
+    if not 1 <= n <= 1 << 40:
+        raise ValueError(f"want a size from 1 byte to 1t, got {v!r}")
+    return n
+
+
 def _sysctls(v: Any) -> None:
     if not isinstance(v, dict) or not v or not all(isinstance(k, str) and k.startswith("net.") for k in v):
         raise ValueError(f"want a mapping of net.* sysctls to values (per-container namespace), got {v!r}")
@@ -110,13 +144,20 @@ DOCKER = frozenset({"docker"})
 
 #: Every variant key xferlab knows, by name.
 VARIANT_OPTIONS: dict[str, VariantOption] = {
-    "use_sendfile": VariantOption("false: read+send through a buffer instead of sendfile() for RETR",
-                                  frozenset({"pyftpdlib", "vsftpd", "proftpd", "tpd"}), BOTH, _bool),
-    "storage": VariantOption("where the FTP home lives: disk (default) or tmpfs (seed 002's storage axis)",
-                             ALL_SERVERS, BOTH, _one_of(*STORAGE_KINDS)),
-    "pasv_ports": VariantOption("passive data port range LO-HI", ALL_SERVERS, BOTH, _port_range),
-    "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)", ALL_SERVERS,
+    "use_sendfile": VariantOption("false: read+send through a buffer instead of sendfile() for RETR / GET",
+                                  frozenset({"pyftpdlib", "vsftpd", "proftpd", "tpd", "nginx"}), BOTH, _bool),
+    "storage": VariantOption("where the server's home (FTP root, HTTP document root) lives: disk (default) or "
+                             "tmpfs (seed 002's storage axis)", ALL_SERVERS, BOTH, _one_of(*STORAGE_KINDS)),
+    "pasv_ports": VariantOption("passive data port range LO-HI", FTP_SERVERS, BOTH, _port_range),
+    "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)", FTP_SERVERS,
                                         BOTH, _address),
+    "workers": VariantOption(f"worker processes (node-http: cluster, round-robin; uvicorn; nginx) or threads "
+                             f"(go-http: GOMAXPROCS; netty: event loops); default 1 (go-http: every CPU), at most "
+                             f"{MAX_WORKERS}", WORKER_SERVERS, BOTH, _int_range(1, MAX_WORKERS, "processes")),
+    "keepalive": VariantOption("false: close every HTTP connection after one response (default true)",
+                               HTTP_SERVERS - {"tpd"}, BOTH, _bool),
+    "max_body": VariantOption("largest HTTP upload body, bytes or 64m-style (default 1g); larger: 413",
+                              HTTP_SERVERS, BOTH, _body_size),
     "backlog": VariantOption("listen() backlog (default 1024; the kernel caps it at net.core.somaxconn)",
                              frozenset({"pyftpdlib", "twisted"}), BOTH,
                              _int_range(1, MAX_BACKLOG, "the kernel caps it at net.core.somaxconn, at most 65535")),

@@ -84,8 +84,12 @@ def servers_report() -> dict:
     ``xferlab run`` picks by default), ``docker_engine`` (answers, reason when not, base
     image present, can bootstrap), and ``servers``: one dict per server with ``name``,
     ``local`` and ``docker`` (``status``, ``detail``: what happens or what to run) and
-    ``variant_options``. Fast: nothing is built, fetched or downloaded."""
+    ``variant_options``, ``protocols`` (``["ftp"]``, ``["ftp", "http"]``, ``["http"]``);
+    then seed 002's servers that cannot run here (Grizzly, Mordor, vibe.d) with status
+    ``not available`` and the reason on both sides. Fast: nothing is built, fetched or
+    downloaded."""
     from runner.backends import local
+    from runner.backends.catalogue import SERVER_PROTOCOLS, UNAVAILABLE_SERVERS
     from runner.backends.variants import options_for
 
     local_rows = local.available_servers()
@@ -102,7 +106,12 @@ def servers_report() -> dict:
         loc = (_local_status(name, reasons[name]) if name in reasons
                else {"status": "skipped", "detail": "no local recipe"})
         dk = docker_rows.get(name) or {"status": "no engine", "detail": ""}
-        servers.append({"name": name, "local": loc, "docker": dk, "variant_options": list(options_for(name))})
+        servers.append({"name": name, "protocols": sorted(SERVER_PROTOCOLS.get(name, ())), "local": loc,
+                        "docker": dk, "variant_options": list(options_for(name))})
+    for name, why in UNAVAILABLE_SERVERS.items():  # seed 002's servers that cannot run here
+        gone = {"status": "not available", "detail": why}
+        servers.append({"name": name, "protocols": ["http"], "local": gone, "docker": dict(gone),
+                        "variant_options": []})
     return {"run_backend": run_backend, "docker_engine": engine, "servers": servers}
 
 
@@ -130,15 +139,16 @@ def cmd_servers(args: argparse.Namespace) -> int:
         return 0
     engine = rep["docker_engine"]
     style = {"can run": "green", "ready": "green", "on first use": "cyan", "missing": "cyan", "outdated": "cyan",
-             "no-base": "yellow", "skipped": "yellow", "no engine": "dim", "no image": "yellow"}
-    t = Table("server", "local backend", "docker backend", "variant options (* docker backend only)")
+             "no-base": "yellow", "skipped": "yellow", "no engine": "dim", "no image": "yellow",
+             "not available": "dim"}
+    t = Table("server", "protocols", "local backend", "docker backend", "variant options (* docker backend only)")
     for row in rep["servers"]:
         cells = []
         for side in ("local", "docker"):
             st = row[side]
             text = f"[{style.get(st['status'], 'white')}]{st['status']}[/]"
             cells.append(text + (f"\n{st['detail']}" if st["detail"] else ""))
-        t.add_row(row["name"], *cells, ", ".join(row["variant_options"]))
+        t.add_row(row["name"], ", ".join(row["protocols"]), *cells, ", ".join(row["variant_options"]))
     console.print(t)
     if not engine["answers"]:
         console.print(f"docker backend: no Docker engine answers ({engine['reason']})", markup=False)

@@ -68,7 +68,12 @@ def _debian(name: str, package: str) -> ServerImage:
     return ServerImage(name, SERVERS_DIR / name, "../Dockerfile.debian", {"SERVER": name, "PACKAGE": package})
 
 
-#: The six servers under test.
+def _debian_http(name: str, package: str) -> ServerImage:
+    """An HTTP server from Debian's ``package``, one apt-get install (servers/Dockerfile.http)."""
+    return ServerImage(name, SERVERS_DIR / name, "../Dockerfile.http", {"SERVER": name, "PACKAGE": package})
+
+
+#: The servers under test: six FTP servers (tpd speaks HTTP too) and four HTTP-only ones.
 SERVER_IMAGES: dict[str, ServerImage] = {
     "pyftpdlib": _python("pyftpdlib"),
     "twisted": _python("twisted"),
@@ -77,6 +82,11 @@ SERVER_IMAGES: dict[str, ServerImage] = {
     "pureftpd": _debian("pureftpd", "pure-ftpd"),
     "tpd": ServerImage("tpd", SERVERS_DIR / "tpd",
                        entrypoint_script=SERVERS_DIR / "tpd" / "container" / "entrypoint.sh"),
+    "go-http": ServerImage("go-http", SERVERS_DIR / "go-http"),
+    "nginx": _debian_http("nginx", "nginx"),
+    "node-http": _debian_http("node-http", "nodejs"),
+    "uvicorn": ServerImage("uvicorn", SERVERS_DIR / "uvicorn", version_arg="VERSION"),
+    "netty": ServerImage("netty", SERVERS_DIR / "netty"),
 }
 
 #: The lab's own images (docker-compose.yml): tag -> (context, dockerfile relative to context).

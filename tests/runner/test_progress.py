@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.backends.catalogue import UNAVAILABLE_SERVERS
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 
 XFERLAB = [sys.executable, "-m", "runner.cli"]
@@ -250,7 +251,15 @@ def test_servers_without_an_engine_says_so_once(tmp_path: Path):
     assert rep["docker_engine"]["answers"] is False, rep["docker_engine"]
     assert "No such file" in rep["docker_engine"]["reason"], rep["docker_engine"]  # the reason, from the SDK
     assert rep["run_backend"] == "local"
-    assert {r["docker"]["status"] for r in rep["servers"]} == {"no engine"}
+    assert {r["docker"]["status"] for r in rep["servers"] if r["name"] not in UNAVAILABLE_SERVERS} == {"no engine"}
+    # seed 002's servers that cannot run here: listed, with the reason, on both sides
+    gone = {r["name"]: r for r in rep["servers"] if r["name"] in UNAVAILABLE_SERVERS}
+    assert set(gone) == {"grizzly", "mordor", "vibe.d"}
+    for name, row in gone.items():
+        assert row["local"] == row["docker"] == {"status": "not available", "detail": UNAVAILABLE_SERVERS[name]}
+    rows = {r["name"]: r for r in rep["servers"]}
+    assert rows["tpd"]["protocols"] == ["ftp", "http"] and rows["nginx"]["protocols"] == ["http"]
+    assert {"go-http", "nginx", "node-http", "uvicorn"} <= set(rows)
     p = _servers(env)
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("no Docker engine answers") == 1, p.stdout

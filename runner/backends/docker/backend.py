@@ -14,9 +14,9 @@ from runner.config import get_settings
 from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
 from ..external import check_external, start_external
 from ..netns import can_join_netns
-from ..probe import ProbeError, wait_ready
+from ..probe import ProbeError, wait_http_ready, wait_ready
 from ..system import free_port, nofile_target
-from .handle import DockerServerHandle
+from .handle import DockerServerHandle, home_path
 from .reaping import LABEL, owner_labels, reap_orphans
 from .spec import FTP_HOME, FTP_USER, NETWORK_MODES, ContainerSettings, container_spec
 
@@ -203,7 +203,10 @@ class DockerBackend:
 
     def start(self, req: ServerRequest, *, cpu: list[int] | None = None):
         """Start ``req`` in a fresh container (pinned to ``cpu`` if given), wait for
-        greeting + login, return a :class:`DockerServerHandle`.
+        greeting + login (an HTTP-only server: any HTTP reply), return a
+        :class:`DockerServerHandle` (an HTTP-only server's ``target.port`` is 0 and its
+        ``target.root`` the container's home seen through ``/proc/<pid>/root`` when this
+        process may enter it).
 
         Raises:
             ServerSkipped: see check().
@@ -262,19 +265,27 @@ class DockerBackend:
                 # as the local backend: a "disk" home in memory would be measured as disk
                 raise ServerSkipped(f"{req.label}: storage disk: the container's {FTP_HOME} (a named volume) is on "
                                     f"{handle.build_info['storage_fs']}: docker's data root is in memory here")
+            if port == 0:  # HTTP only: no login; the home through /proc when this process may enter it
+                password = ""
+            root = home_path(handle.pid) if port == 0 else None
             if spec.network in ("bridge", "netns"):
                 ip = handle.bridge_address()
                 if not ip:
                     raise ServerFailed(f"{req.label}: container {name} has no IP address on the bridge")
                 # netns: the same address, reached from inside the container's namespace,
                 # is a local address there: the kernel loops it back without the veth
-                handle.target = Target(ip, port, FTP_USER, password, http_port=spec.http_port,
+                handle.target = Target(ip, port, FTP_USER, password, root, http_port=spec.http_port,
                                        netns=f"/proc/{handle.pid}/ns/net" if spec.network == "netns" else None)
             elif spec.http_port is not None:
-                handle.target = Target(spec.bind, port, FTP_USER, password, http_port=spec.http_port)
+                handle.target = Target(spec.bind, port, FTP_USER, password, root, http_port=spec.http_port)
             t = handle.target
-            greeting, waited = wait_ready(t.host, t.port, t.user, t.password, timeout=self.ready_timeout,
-                                          alive=handle.alive)
+            if t.speaks_ftp:
+                greeting, waited = wait_ready(t.host, t.port, t.user, t.password, timeout=self.ready_timeout,
+                                              alive=handle.alive)
+            else:
+                assert t.http_port is not None
+                greeting, waited = wait_http_ready(t.host, t.http_port, timeout=self.ready_timeout,
+                                                   alive=handle.alive)
         except (ProbeError, ServerFailed, docker.errors.APIError) as e:
             tail = handle.log_tail()
             why = handle._exit or ""

@@ -1,6 +1,7 @@
 """A server running in a container: its host PID, liveness, memory cgroup, stop."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ import psutil
 
 from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
 
-from ..base import Target
+from ..base import Target, check_subdir, list_stored_files
+from .spec import FTP_HOME
 
 
 class DockerServerHandle:
@@ -119,6 +121,35 @@ class DockerServerHandle:
             return {}
         return from_engine_stats(ms)
 
+    def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
+        """The regular files directly in the container's ``/srv/ftp/<subdir>`` as
+        ``[(name, size in bytes), ...]`` sorted by name (base.ServerHandle.stored_files):
+        read through ``/proc/<pid>/root`` when this process may (root on the engine's
+        host), else listed by ``find`` run in the container (findutils is in every
+        Debian image).
+
+        Raises:
+            OSError: the folder is missing (FileNotFoundError) or the container is gone.
+            ValueError: ``subdir`` is absolute or has a ``..`` segment.
+        """
+        sub = check_subdir(subdir)
+        home = home_path(self.pid) if self.pid else None
+        if home is not None:
+            return list_stored_files(home / sub)
+        folder = f"{FTP_HOME}/{sub}".rstrip("/")
+        try:
+            code, out = self._container.exec_run(["find", folder, "-maxdepth", "1", "-type", "f",
+                                                  "-printf", "%f\\t%s\\n"])
+        except docker.errors.APIError as e:
+            raise OSError(f"container {self.container_id[:12]}: cannot list {folder}: {e}") from e
+        text = out.decode("utf-8", "replace")
+        if code != 0:
+            if "No such file" in text:
+                raise FileNotFoundError(f"container {self.container_id[:12]}: {folder}: no such folder")
+            raise OSError(f"container {self.container_id[:12]}: find {folder} exited {code}: {text[-300:]}")
+        rows = [line.rpartition("\t") for line in text.splitlines() if "\t" in line]
+        return sorted((name, int(size)) for name, _, size in rows)
+
     def log_tail(self, lines: int = 40) -> str:
         """Last ``lines`` lines of the container's stdout+stderr ("" when gone)."""
         try:
@@ -181,3 +212,16 @@ def mount_fs_type(pid: int, path: str) -> str:
             best, fs = len(point), fields[sep + 1]
     return fs
 
+
+
+def home_path(pid: int | None) -> Path | None:
+    """The container's home (``/srv/ftp``) as a path of this host's filesystem:
+    ``/proc/<pid>/root/srv/ftp`` for the server process ``pid``, when it is a folder this
+    process may read and write (root, or the container's user); None otherwise."""
+    if not pid:
+        return None
+    p = Path(f"/proc/{pid}/root{FTP_HOME}")
+    try:
+        return p if p.is_dir() and os.access(p, os.R_OK | os.W_OK | os.X_OK) else None
+    except OSError:
+        return None

@@ -13,11 +13,12 @@ import docker.types
 
 from .. import variants
 from ..base import ServerRequest, ServerSkipped
+from ..catalogue import DEFAULT_MAX_BODY, SERVER_PROTOCOLS
 
 FTP_USER = "xferlab"
 #: Control port inside the container (bridge network).
 CONTAINER_FTP_PORT = 21
-#: HTTP port inside the container (bridge network; tpd only).
+#: HTTP port inside the container (bridge network; tpd and the HTTP-only servers).
 CONTAINER_HTTP_PORT = 8080
 #: Passive range inside the container (bridge network).
 PASV_RANGE = (30000, 31999)
@@ -103,6 +104,26 @@ class ContainerSpec:
     info: dict[str, Any]
 
 
+def http_env(req: ServerRequest, bind: str, http_port: int) -> dict[str, str]:
+    """The HTTP part of the server container interface (docs/containers.md):
+    ``HTTP_HOST``, ``HTTP_PORT``, and from the variant ``MAX_BODY`` (bytes; default 1 GiB,
+    tpd: no limit unless given), ``WORKERS`` (when given), ``KEEPALIVE`` (1/0).
+
+    Raises:
+        ServerSkipped: ``max_body`` is not a size.
+    """
+    var = req.variant
+    env = {"HTTP_HOST": bind, "HTTP_PORT": str(http_port), "KEEPALIVE": "1" if var.get("keepalive", True) else "0"}
+    if "max_body" in var or req.name != "tpd":
+        try:
+            env["MAX_BODY"] = str(variants.parse_size(var.get("max_body", DEFAULT_MAX_BODY)))
+        except ValueError as e:
+            raise ServerSkipped(f"{req.label}: invalid max_body: {e}") from None
+    if "workers" in var:
+        env["WORKERS"] = str(int(var["workers"]))
+    return env
+
+
 def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id: str, image_tag: str,
                    built: bool, name: str, password: str, pick_port: Callable[[], int],
                    cpu: list[int] | None = None, entrypoint: str | None = None) -> ContainerSpec:
@@ -115,9 +136,10 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
         settings: the backend's side (:class:`ContainerSettings`).
         image_id / image_tag / built: the image (built now or cached, for ``obtained``).
         name: the container's name; its volume is ``<name>-home``.
-        password: the FTP user's password.
+        password: the FTP user's password (unused by an HTTP-only server).
         pick_port: returns a free port on ``settings.bind``; called only with host
-            networking (FTP first, then HTTP for tpd).
+            networking (FTP first, then HTTP for servers that speak it; an HTTP-only
+            server's ``port`` is then 0 and its port ``http_port``).
         cpu: cores to pin to (``cpuset_cpus``), None for no pinning.
         entrypoint: a shell script run as the entrypoint instead of the image's (tpd).
 
@@ -152,9 +174,16 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
     if var.get("masquerade_address"):
         env["PASV_ADDRESS"] = str(var["masquerade_address"])
     http_port = None
-    if req.name == "tpd":
+    speaks = SERVER_PROTOCOLS.get(req.name, frozenset({"ftp"}))
+    if "http" in speaks:
         http_port = pick_port() if network == "host" else CONTAINER_HTTP_PORT
-        env["HTTP_PORT"] = str(http_port)
+        env.update(http_env(req, bind, http_port))
+    if "ftp" not in speaks:  # HTTP only: no FTP listener, no login
+        port = 0
+        for k in ("FTP_PASSWORD", "FTP_PORT", "PASV_MIN", "PASV_MAX", "USE_SENDFILE", "IDLE_TIMEOUT"):
+            env.pop(k, None)
+        if req.name == "nginx":
+            env["USE_SENDFILE"] = "1" if var.get("use_sendfile", True) else "0"
     nofile = settings.nofile
     sysctls = {**DEFAULT_SYSCTLS, **{k: str(v) for k, v in (var.get("sysctls") or {}).items()}}
     labels = dict(settings.labels)
@@ -183,7 +212,8 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
     else:
         volume = f"{name}-home"
         kwargs["volumes"] = {volume: {"bind": FTP_HOME, "mode": "rw"}}
-    cfg: dict[str, Any] = {k: v for k, v in env.items() if k not in ("FTP_PASSWORD", "FTP_PORT", "HTTP_PORT")}
+    cfg: dict[str, Any] = {k: v for k, v in env.items()
+                           if k not in ("FTP_PASSWORD", "FTP_PORT", "HTTP_PORT", "HTTP_HOST")}
     cfg.update({"image": image_id, "network": network, "storage": storage, "memory": memory,
                 "sysctls": sysctls, "nofile": nofile})
     info: dict[str, Any] = {

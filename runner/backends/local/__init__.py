@@ -1,4 +1,4 @@
-"""Local backend: FTP servers as child processes on this machine (127.0.0.1 unless
+"""Local backend: FTP and HTTP servers as child processes on this machine (127.0.0.1 unless
 ``LocalBackend(host=...)`` says otherwise).
 
 Each :meth:`LocalBackend.start` creates a fresh run dir (:mod:`.rundir`:
@@ -6,7 +6,8 @@ Each :meth:`LocalBackend.start` creates a fresh run dir (:mod:`.rundir`:
 with the variant ``storage: tmpfs`` under ``XFERLAB_TMPFS_DIR``, default ``/dev/shm``;
 the filesystem type found is recorded as ``build_info["storage_fs"]``)::
 
-    <run>/home/     the FTP user's home (Target.root): fixtures go here
+    <run>/home/     the FTP user's home / HTTP document root (Target.root): fixtures go
+                    here; HTTP servers store uploads in home/uploads/
     <run>/logs/     server.log (stdout+stderr) and the server's own log files
     <run>/<config>  the rendered config (vsftpd.conf, proftpd.conf, config.json, ...)
 
@@ -17,12 +18,16 @@ is in ``build_info["rlimit_nofile"]`` as [soft, hard]), optionally pinned to CPU
 (``sched_setaffinity`` in the child before exec, so forked per-client processes inherit
 it), and configured for ``ServerRequest.max_clients`` connections (seed 000: 2000).
 ``start`` returns once the server answers the 220 greeting *and* accepts the USER/PASS
-login, else raises ServerFailed with the tail of the server's logs.
+login (an HTTP-only server, whose Target.port is 0: any HTTP reply on Target.http_port),
+else raises ServerFailed with the tail of the server's logs.
 
 Servers (one module each under :mod:`.recipes`): pyftpdlib, twisted (per-version venvs,
 see :mod:`runner.backends.venvs`), vsftpd, proftpd, pureftpd (Debian binaries, installed
 or extracted by :mod:`runner.backends.debs`; accounts in :mod:`.accounts`), tpd (built
-from ``servers/tpd``); ``external`` (:mod:`runner.backends.external`).
+from ``servers/tpd``; FTP and HTTP); the HTTP-only go-http (built from
+``servers/go-http``), nginx, node-http (installed Debian packages) and uvicorn (a venv
+per version), :mod:`.recipes.http` and :mod:`.recipes.uvicorn`; ``external``
+(:mod:`runner.backends.external`).
 
 ``build_info["config_hash"]`` is the sha256 of the rendered config with the per-run
 values (port, run dir, password) replaced by fixed placeholders, so two runs of the same

@@ -15,7 +15,8 @@ from .rundir import RunDir
 Progress = Callable[[str], None]
 
 #: Server names this backend knows (``external`` needs ServerRequest.external).
-KNOWN_SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "external")
+KNOWN_SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
+                 "uvicorn", "netty", "external")
 
 
 class LocalBackend:

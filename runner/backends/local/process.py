@@ -14,8 +14,8 @@ import psutil
 
 from runner.metrics.tree import tree
 
-from ..base import ServerFailed, ServerRequest, Target
-from ..probe import ProbeError, wait_ready
+from ..base import ServerFailed, ServerRequest, Target, check_subdir, list_stored_files
+from ..probe import ProbeError, wait_http_ready, wait_ready
 from ..system import nofile_target
 from .recipes.base import Launch, sha256
 from .rundir import RunDir, log_tail
@@ -102,6 +102,12 @@ class LocalServerHandle:
         process tree's, sampled from ``pid``)."""
         return None
 
+    def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
+        """The regular files directly in ``<run home>/<subdir>`` as ``[(name, size in
+        bytes), ...]`` sorted by name (base.ServerHandle.stored_files). Raises OSError
+        (FileNotFoundError when the folder is missing), ValueError for a bad ``subdir``."""
+        return list_stored_files(self._run.home / check_subdir(subdir))
+
     def log_tail(self) -> str:
         """Tail of the server's log files (for error messages)."""
         return log_tail(self._run.logs)
@@ -176,9 +182,14 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
     handle = LocalServerHandle(proc, launch.target, info, run, keep_run_dir, stop_timeout)
     t = launch.target
     try:
-        greeting, waited = wait_ready(t.host, t.port, t.user, t.password,
-                                      timeout=ready_timeout or launch.ready_timeout,
-                                      alive=lambda: proc.poll() is None)
+        if t.speaks_ftp:
+            greeting, waited = wait_ready(t.host, t.port, t.user, t.password,
+                                          timeout=ready_timeout or launch.ready_timeout,
+                                          alive=lambda: proc.poll() is None)
+        else:  # HTTP only: any HTTP reply on http_port
+            assert t.http_port is not None, "a server without FTP must have an HTTP port"
+            greeting, waited = wait_http_ready(t.host, t.http_port, timeout=ready_timeout or launch.ready_timeout,
+                                               alive=lambda: proc.poll() is None)
     except ProbeError as e:
         code = proc.poll()
         tail = log_tail(run.logs)

@@ -1,10 +1,11 @@
 #!/bin/sh
 # Container entrypoint for tpd (see docs/containers.md): FTP on FTP_PORT, HTTP on
-# HTTP_PORT (default 8080), one user with a writable /srv/ftp.
+# HTTP_PORT (default 8080), one user with a writable /srv/ftp (HTTP uploads in
+# /srv/ftp/uploads; MAX_BODY: largest upload body, bytes).
 set -eu
 : "${FTP_PASSWORD:?set FTP_PASSWORD}"
 FTP_USER=${FTP_USER:-xferlab}; HOST=${FTP_HOST:-0.0.0.0}
-mkdir -p /srv/ftp /etc/xferlab
+mkdir -p /srv/ftp/uploads /etc/xferlab
 umask 077
 printf '%s:{plain}%s:/srv/ftp:rw\n' "$FTP_USER" "$FTP_PASSWORD" > /etc/xferlab/users
 set -- --ftp-listen "$HOST:${FTP_PORT:-21}" --http-listen "$HOST:${HTTP_PORT:-8080}" \
@@ -12,4 +13,5 @@ set -- --ftp-listen "$HOST:${FTP_PORT:-21}" --http-listen "$HOST:${HTTP_PORT:-80
        --max-conns "${MAX_CLIENTS:-2000}" --idle-timeout "${IDLE_TIMEOUT:-300}" --log-level warn
 [ -n "${PASV_ADDRESS:-}" ] && set -- "$@" --masquerade "$PASV_ADDRESS"
 [ "${USE_SENDFILE:-1}" = 0 ] && set -- "$@" --no-sendfile
+[ -n "${MAX_BODY:-}" ] && set -- "$@" --max-body "$MAX_BODY"
 exec /usr/local/bin/tpd "$@"

@@ -29,6 +29,7 @@ static void usage(FILE *f)
 "  --idle-timeout SECONDS    close idle connections after this (300)\n"
 "  --log-level LEVEL         error|warn|info|debug (info)\n"
 "  --no-sendfile             use read/write instead of sendfile()\n"
+"  --max-body BYTES          largest HTTP PUT/POST body (413 above it; 0 = no limit)\n"
 "  --config FILE             'key = value' file with the same keys\n");
 }
 
@@ -107,6 +108,12 @@ static int apply_option(const char *key, const char *val)
     } else if (!strcmp(key, "no-sendfile")) {
         if (parse_bool(val, &b)) return -1;
         g_cfg.use_sendfile = !b;
+    } else if (!strcmp(key, "max-body")) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(val, &end, 10);
+        if (errno || end == val || *end || v < 0) return -1;
+        g_cfg.max_body = v;
     } else if (!strcmp(key, "sendfile")) {
         if (parse_bool(val, &b)) return -1;
         g_cfg.use_sendfile = b;
@@ -198,6 +205,7 @@ static int parse_args(int argc, char **argv)
         { "idle-timeout", required_argument, 0, 0 },
         { "log-level", required_argument, 0, 0 },
         { "no-sendfile", no_argument, 0, 0 },
+        { "max-body", required_argument, 0, 0 },
         { "config", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 }

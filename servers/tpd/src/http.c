@@ -338,6 +338,9 @@ static int body_feed(struct http_conn *c, char *data, size_t len, size_t *used)
         int r = chunk_decode(&c->dec, data, len, &consumed, &produced);
         if (r < 0)
             return -1;
+        if (g_cfg.max_body > 0 &&
+            c->sent + produced > (uint64_t)g_cfg.max_body)
+            return -2;                 /* chunked body over --max-body */
         body_write(c, data, produced);
         *used = consumed;
         return r;
@@ -351,7 +354,7 @@ static int body_feed(struct http_conn *c, char *data, size_t len, size_t *used)
     return c->up_remaining == 0;
 }
 
-/* Handle the outcome of body_feed. */
+/* Handle the outcome of body_feed (-2: over --max-body, 413). */
 static void body_result(struct http_conn *c, int r)
 {
     if (r < 0) {
@@ -363,10 +366,62 @@ static void body_result(struct http_conn *c, int r)
         c->upbuf = NULL;
         free(c->location);
         c->location = NULL;
-        error_reply(c, 400, true, false);
+        error_reply(c, r == -2 ? 413 : 400, true, false);
     } else if (r > 0) {
         upload_finish(c);
     }
+}
+
+/* True when the decoded path has a ".." segment (refused for uploads). */
+static bool has_dotdot(const char *raw)
+{
+    for (const char *p = raw; *p; ) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return false;
+}
+
+/*
+ * POST to a directory: open a new file there under a name tpd picks
+ * ("p-" + 16 hex digits: a per-process random start, then a counter, so
+ * no per-request syscall).  On success *vp2 holds the new file's path.
+ * Returns the write descriptor, or -1 with errno set.
+ */
+static int post_open(const struct user *u, const char *vp, char *vp2,
+                     struct upload *up)
+{
+    static uint64_t next;
+    static bool seeded;
+    bool existed = false;
+    if (!seeded) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        next = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^
+               ((uint64_t)getpid() << 48);
+        seeded = true;
+    }
+    for (int i = 0; i < 8; i++) {
+        int n = snprintf(vp2, VPATH_MAX, "%s%sp-%016llx", vp,
+                         strcmp(vp, "/") ? "/" : "",
+                         (unsigned long long)next++);
+        if (n < 0 || n >= VPATH_MAX) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = vfs_upload_open(u, vp2, up, &existed);
+        if (fd < 0 || !existed)
+            return fd;
+        close(fd);                     /* taken: try the next name */
+        vfs_upload_abort(up);
+    }
+    errno = EEXIST;
+    return -1;
 }
 
 /* PUT / POST: open the target and enter HS_BODY. */
@@ -376,13 +431,26 @@ static void start_upload(struct http_conn *c, const char *vp, const char *raw,
     struct user *u = users_first();
     int err = 0, fd = -1;
     bool existed = false;
+    char vp2[VPATH_MAX];
 
     if (!req->chunked && req->content_length < 0) {
         error_reply(c, 411, true, false);
         return;
     }
+    if (g_cfg.max_body > 0 && req->content_length > g_cfg.max_body) {
+        error_reply(c, 413, true, false);   /* body not read: close after */
+        return;
+    }
     if (!u->can_write) {
         err = 403;
+    } else if (has_dotdot(raw)) {
+        err = 400;
+    } else if (req->method == HM_POST && raw[strlen(raw) - 1] == '/') {
+        fd = post_open(u, vp, vp2, &c->up);
+        if (fd < 0)
+            err = errno == EEXIST ? 500 : errno_status(errno);
+        else
+            vp = vp2;
     } else if (strcmp(vp, "/") == 0 || raw[strlen(raw) - 1] == '/') {
         err = 405;
     } else {

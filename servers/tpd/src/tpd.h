@@ -86,6 +86,7 @@ struct config {
     bool have_masq;
     struct in_addr masq_addr;
     bool use_sendfile;
+    long long max_body;        /* largest HTTP upload body, bytes; 0 = no limit */
 };
 extern struct config g_cfg;
 int config_load(int argc, char **argv);

@@ -106,7 +106,9 @@ def test_compose_builds_as_runner_images_does():
     build arguments as runner.images (so both paths make the same image)."""
     import yaml
 
-    services = yaml.safe_load((images.COMPOSE_DIR / "servers.yml").read_text())["services"]
+    services = {}
+    for f in ("servers.yml", "http-servers.yml"):  # FTP servers (and tpd), HTTP-only servers
+        services.update(yaml.safe_load((images.COMPOSE_DIR / f).read_text())["services"])
     assert set(services) == set(images.SERVER_IMAGES)
     for name, spec in images.SERVER_IMAGES.items():
         build = services[name]["build"]

@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 from ...base import ServerRequest, ServerSkipped, Target
+from ...catalogue import UPLOADS_DIR
 from ...system import free_port
 from ...venvs import FileLock, cache_dir
 from ..rundir import RunDir
 from .base import FTP_USER, Launch, Recipe, pasv_range, server_file
+from .http import http_options
 
 
 def tpd_source_hash(src: Path) -> str:
@@ -32,7 +34,8 @@ class TpdRecipe(Recipe):
     """xferlab's C server, built with ``make -C servers/tpd OUT=<cache>/tpd/<srchash>``
     (rebuilt when the sources' hash changes). Serves FTP and HTTP (Target.http_port).
     Variant keys: ``use_sendfile`` (default True), ``pasv_ports`` (default a 2000-port
-    window derived from the FTP port), ``idle_timeout`` (s, default 300)."""
+    window derived from the FTP port), ``idle_timeout`` (s, default 300), ``max_body``
+    (HTTP uploads, ``--max-body``; default: no limit). Creates ``<home>/uploads``."""
 
     name = "tpd"
 
@@ -98,6 +101,9 @@ class TpdRecipe(Recipe):
                 "--idle-timeout", str(idle), "--log-level", "warn"]
         if not req.variant.get("use_sendfile", True):
             opts.append("--no-sendfile")
+        if "max_body" in req.variant:
+            opts += ["--max-body", str(http_options(req)[0])]
+        (run.home / UPLOADS_DIR).mkdir(exist_ok=True)  # the HTTP upload folder (runner.backends.catalogue)
         host = self.host
         argv = [str(binary), "--ftp-listen", f"{host}:{port}", "--http-listen", f"{host}:{http_port}",
                 "--users", str(users), *opts]

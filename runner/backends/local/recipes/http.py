@@ -1,0 +1,218 @@
+"""HTTP-only servers under test (issue 14): Go net/http (built from ``servers/go-http``),
+nginx (Debian's, DAV PUT) and Node.js ``http`` (Debian's ``nodejs``). Each serves its run
+home (``GET``) and stores uploads in ``<home>/uploads`` (``PUT /uploads/<name>``, and
+``POST /uploads/`` except nginx): runner.backends.catalogue has the interface."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ... import variants
+from ...base import ServerRequest, ServerSkipped, Target
+from ...catalogue import DEFAULT_MAX_BODY, UPLOADS_DIR
+from ...system import nofile_target
+from ...venvs import FileLock, cache_dir
+from ..rundir import RunDir
+from .base import FTP_USER, Launch, Recipe, render, server_file
+
+
+def http_options(req: ServerRequest) -> tuple[int, int, bool]:
+    """The variant's HTTP keys as (max body in bytes, workers, keep-alive): defaults
+    1 GiB, 1, True. Raises ServerSkipped naming a bad ``max_body``."""
+    var = req.variant
+    try:
+        max_body = variants.parse_size(var.get("max_body", DEFAULT_MAX_BODY))
+    except ValueError as e:
+        raise ServerSkipped(f"{req.label}: invalid max_body: {e}") from None
+    return max_body, int(var.get("workers", 1)), bool(var.get("keepalive", True))
+
+
+def http_target(host: str, run: RunDir, port: int) -> Target:
+    """The Target of an HTTP-only server on ``port``: FTP port 0, no password, ``root``
+    the run home (whose ``uploads`` folder this creates)."""
+    (run.home / UPLOADS_DIR).mkdir(exist_ok=True)
+    return Target(host, 0, FTP_USER, "", run.home, http_port=port)
+
+
+def source_hash(src: Path, suffixes: frozenset[str]) -> str:
+    """16 hex chars of sha256 over the files of ``src`` with one of ``suffixes``
+    (relative path + bytes): a build cache key."""
+    h = hashlib.sha256()
+    for f in sorted(src.rglob("*")):
+        if f.is_file() and f.suffix in suffixes:
+            h.update(str(f.relative_to(src)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class GoHttpRecipe(Recipe):
+    """Go ``net/http`` (``servers/go-http``, standard library only), built with Debian's
+    ``golang-go`` into ``<cache>/go-http/<source hash>`` (static, ``CGO_ENABLED=0``).
+    Variant keys: ``workers`` (GOMAXPROCS; default: every CPU it may run on),
+    ``keepalive``, ``max_body``, ``storage``."""
+
+    name = "go-http"
+
+    @property
+    def src(self) -> Path:
+        """The source folder, ``servers/go-http``."""
+        return server_file("go-http")
+
+    def go(self) -> str | None:
+        """The ``go`` command (PATH, then Debian's /usr/lib/go/bin/go), None when absent."""
+        return shutil.which("go") or next((p for p in ("/usr/lib/go/bin/go",) if os.access(p, os.X_OK)), None)
+
+    def quick_check(self) -> str | None:
+        if not (self.src / "main.go").is_file():
+            return f"go-http: {self.src / 'main.go'} not found"
+        if self.go() is None:
+            return "go-http: the Go toolchain (go) is not installed; apt-get install golang-go"
+        return None
+
+    def check(self, req: ServerRequest) -> None:
+        reason = self.quick_check()
+        if reason:
+            raise ServerSkipped(reason)
+        self.build()
+
+    def build(self) -> Path:
+        """The binary, built once per source hash (file lock against parallel builds; Go's
+        build cache in ``<cache>/go-build``). Raises ServerSkipped with the compiler's
+        output tail on failure or timeout (600 s)."""
+        out = cache_dir() / "go-http" / source_hash(self.src, frozenset({".go", ".mod"}))
+        binary = out / "go-http"
+        if binary.is_file():
+            return binary
+        out.mkdir(parents=True, exist_ok=True)
+        with FileLock(out.parent / f"{out.name}.lock", timeout=600):
+            if binary.is_file():
+                return binary
+            go = self.go()
+            if go is None:
+                raise ServerSkipped(self.quick_check() or "go-http: no Go toolchain")
+            self.backend.progress(f"building go-http into {out}")
+            env = {**os.environ, "CGO_ENABLED": "0", "GOCACHE": str(cache_dir() / "go-build"),
+                   "GOFLAGS": "-buildvcs=false", "GOPATH": str(cache_dir() / "gopath"), "GOTOOLCHAIN": "local"}
+            try:
+                r = subprocess.run([go, "build", "-trimpath", "-o", str(out / "go-http.tmp"), "."], cwd=self.src,
+                                   env=env, capture_output=True, text=True, timeout=600)
+            except subprocess.TimeoutExpired as e:
+                raise ServerSkipped("go-http: go build timed out after 600 s") from e
+            if r.returncode != 0:
+                tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
+                raise ServerSkipped(f"go-http: go build failed (exit {r.returncode}):\n{tail}")
+            os.replace(out / "go-http.tmp", binary)
+        return binary
+
+    def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
+        binary = self.build()
+        max_body, _workers, keepalive = http_options(req)
+        opts = ["-max-body", str(max_body), f"-keepalive={'true' if keepalive else 'false'}"]
+        env = {"GOMAXPROCS": str(req.variant["workers"])} if "workers" in req.variant else {}
+        argv = [str(binary), "-listen", f"{self.host}:{port}", "-home", str(run.home), *opts]
+        try:
+            version = subprocess.run([str(binary), "-version"], capture_output=True, text=True,
+                                     timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            version = ""
+        cfg = json.dumps({"options": opts, "env": env, "binary_src": binary.parent.name}, sort_keys=True)
+        return Launch(argv, http_target(self.host, run, port), cfg,
+                      {"version": f"go{version}-src-{binary.parent.name}", "binary": str(binary), "interpreter": None,
+                       "obtained": f"built from {self.src} with {self.go()}"}, env=env)
+
+
+def nginx_version(binary: str) -> str:
+    """``nginx -v`` as ``"1.22.1"``; ``""`` when it cannot be run."""
+    try:
+        r = subprocess.run([binary, "-v"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (r.stderr or r.stdout).strip().rpartition("/")[2]
+
+
+class NginxRecipe(Recipe):
+    """Debian's nginx (``/usr/sbin/nginx``): static GET, ``PUT /uploads/<name>`` through
+    its DAV module (no POST: :data:`runner.backends.catalogue.HTTP_NOTES`), config from
+    ``servers/nginx/nginx.conf.tmpl``. Variant keys: ``workers`` (worker_processes,
+    default 1), ``keepalive``, ``max_body`` (client_max_body_size), ``use_sendfile``,
+    ``storage``."""
+
+    name = "nginx"
+    binary = "/usr/sbin/nginx"
+
+    def quick_check(self) -> str | None:
+        if not os.access(self.binary, os.X_OK):
+            return f"nginx: {self.binary} not found; apt-get install nginx"
+        return None
+
+    def check(self, req: ServerRequest) -> None:
+        reason = self.quick_check()
+        if reason:
+            raise ServerSkipped(reason)
+
+    def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
+        max_body, workers, keepalive = http_options(req)
+        body_temp = run.path / "body_temp"  # beside the home: same filesystem, DAV renames from it
+        body_temp.mkdir(exist_ok=True)
+        values: dict[str, Any] = {
+            "workers": workers, "nofile": nofile_target(), "run": run.path,
+            "user_line": "user root;" if os.geteuid() == 0 else "", "connections": req.max_clients + 1024,
+            "sendfile": "on" if req.variant.get("use_sendfile", True) else "off",
+            "keepalive_timeout": "300s" if keepalive else "0", "max_body": max_body, "body_temp": body_temp,
+            "listen": f"{self.host}:{port}", "home": run.home}
+        text = render(server_file("nginx", "nginx.conf.tmpl"), values)
+        conf = run.path / "nginx.conf"
+        conf.write_text(text)
+        norm = text.replace(str(run.path), "RUN").replace(f":{port} ", ":PORT ")
+        argv = [self.binary, "-e", "stderr", "-p", str(run.path), "-c", str(conf)]
+        return Launch(argv, http_target(self.host, run, port), norm,
+                      {"version": nginx_version(self.binary), "binary": self.binary, "interpreter": None,
+                       "obtained": "system"})
+
+
+class NodeHttpRecipe(Recipe):
+    """Node.js ``http`` (``servers/node-http/server.js``, core modules only) on the
+    installed ``node``. Variant keys: ``workers`` (N > 1: the ``cluster`` module's
+    primary hands connections to N workers round-robin, as seed 002's 4 instances),
+    ``keepalive``, ``max_body``, ``storage``."""
+
+    name = "node-http"
+
+    def node(self) -> str | None:
+        """The ``node`` command (``node`` or Debian's ``nodejs``), None when absent."""
+        return shutil.which("node") or shutil.which("nodejs")
+
+    def quick_check(self) -> str | None:
+        if self.node() is None:
+            return "node-http: Node.js (node) is not installed; apt-get install nodejs"
+        if not server_file("node-http", "server.js").is_file():
+            return f"node-http: {server_file('node-http', 'server.js')} not found"
+        return None
+
+    def check(self, req: ServerRequest) -> None:
+        reason = self.quick_check()
+        if reason:
+            raise ServerSkipped(reason)
+
+    def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
+        node = self.node()
+        if node is None:
+            raise ServerSkipped(self.quick_check() or "node-http: no node")
+        script = server_file("node-http", "server.js")
+        max_body, workers, keepalive = http_options(req)
+        opts = ["--workers", str(workers), "--max-body", str(max_body), "--keepalive", "1" if keepalive else "0",
+                "--backlog", "4096"]
+        argv = [node, str(script), "--host", self.host, "--port", str(port), "--home", str(run.home), *opts]
+        try:
+            version = subprocess.run([node, "--version"], capture_output=True, text=True,
+                                     timeout=10).stdout.strip().lstrip("v")
+        except (OSError, subprocess.TimeoutExpired):
+            version = ""
+        cfg = json.dumps({"options": opts, "script_sha256": hashlib.sha256(script.read_bytes()).hexdigest()},
+                         sort_keys=True)
+        return Launch(argv, http_target(self.host, run, port), cfg,
+                      {"version": version, "binary": str(script), "interpreter": node, "obtained": "system"})

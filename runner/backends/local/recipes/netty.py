@@ -1,0 +1,88 @@
+"""Netty (Debian's ``libnetty-java``, 4.1) running ``servers/netty/NettyServer.java``,
+compiled with the installed JDK (``openjdk-17-jdk-headless``) into the cache."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from ...base import ServerRequest, ServerSkipped
+from ...venvs import FileLock, cache_dir
+from ..rundir import RunDir
+from .base import Launch, Recipe, server_file
+from .http import http_options, http_target, source_hash
+
+#: Debian's jars the server needs (``libnetty-java``; jctools: its dependency, used by netty-common).
+NETTY_JARS = ("netty-buffer", "netty-codec", "netty-codec-http", "netty-common", "netty-handler",
+              "netty-transport", "netty-resolver", "jctools-core")
+JAVA_DIR = Path("/usr/share/java")
+
+
+def netty_classpath() -> list[Path]:
+    """The jars of :data:`NETTY_JARS` under /usr/share/java (missing ones left out)."""
+    return [p for p in (JAVA_DIR / f"{j}.jar" for j in NETTY_JARS) if p.is_file()]
+
+
+class NettyRecipe(Recipe):
+    """Netty 4.1 (NIO transport): ``servers/netty/NettyServer.java`` compiled once per
+    source hash into ``<cache>/netty/<hash>``, run with the installed ``java``. Variant
+    keys: ``workers`` (event-loop threads, default 1), ``keepalive``, ``max_body``,
+    ``storage``."""
+
+    name = "netty"
+
+    def quick_check(self) -> str | None:
+        missing = [j for j in NETTY_JARS if not (JAVA_DIR / f"{j}.jar").is_file()]
+        if not shutil.which("javac") or not shutil.which("java") or missing:
+            what = f"jars {', '.join(missing)} missing from {JAVA_DIR}" if missing else "no javac/java"
+            return f"netty: {what}; apt-get install openjdk-17-jdk-headless libnetty-java"
+        return None
+
+    def check(self, req: ServerRequest) -> None:
+        reason = self.quick_check()
+        if reason:
+            raise ServerSkipped(reason)
+        self.build()
+
+    def build(self) -> Path:
+        """The folder of compiled classes, built once per source hash (file lock). Raises
+        ServerSkipped with javac's output tail on failure or timeout (300 s)."""
+        src = server_file("netty")
+        out = cache_dir() / "netty" / source_hash(src, frozenset({".java"}))
+        if (out / "NettyServer.class").is_file():
+            return out
+        out.mkdir(parents=True, exist_ok=True)
+        with FileLock(out.parent / f"{out.name}.lock", timeout=300):
+            if (out / "NettyServer.class").is_file():
+                return out
+            self.backend.progress(f"compiling netty server into {out}")
+            cp = ":".join(str(p) for p in netty_classpath())
+            try:
+                r = subprocess.run(["javac", "-d", str(out), "-cp", cp, str(src / "NettyServer.java")],
+                                   capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired as e:
+                raise ServerSkipped("netty: javac timed out after 300 s") from e
+            if r.returncode != 0:
+                tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
+                raise ServerSkipped(f"netty: javac failed (exit {r.returncode}):\n{tail}")
+        return out
+
+    def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
+        classes = self.build()
+        max_body, workers, keepalive = http_options(req)
+        opts = ["--workers", str(workers), "--max-body", str(max_body), "--keepalive", "1" if keepalive else "0",
+                "--backlog", "4096"]
+        java = shutil.which("java") or "java"
+        cp = ":".join([str(classes), *(str(p) for p in netty_classpath())])
+        argv = [java, "-cp", cp, "NettyServer", "--host", self.host, "--port", str(port), "--home", str(run.home),
+                *opts]
+        try:  # the Debian package's version, e.g. 1:4.1.48-7+deb12u2
+            version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libnetty-java"], capture_output=True,
+                                     text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            version = ""
+        cfg = json.dumps({"options": opts, "classes": classes.name}, sort_keys=True)
+        return Launch(argv, http_target(self.host, run, port), cfg,
+                      {"version": version, "binary": str(server_file("netty", "NettyServer.java")),
+                       "interpreter": java, "obtained": "system (libnetty-java)"}, ready_timeout=40.0)

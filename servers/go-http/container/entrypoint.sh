@@ -1,0 +1,10 @@
+#!/bin/sh
+# Container entrypoint for go-http (docs/containers.md, "Server container interface"):
+# HTTP on HTTP_HOST:HTTP_PORT (0.0.0.0:8080), home /srv/ftp (uploads in /srv/ftp/uploads);
+# WORKERS (GOMAXPROCS; unset: every CPU of the cpuset), MAX_BODY (bytes), KEEPALIVE (1/0).
+set -eu
+mkdir -p /srv/ftp/uploads
+[ -n "${WORKERS:-}" ] && export GOMAXPROCS="$WORKERS"
+ka=true; [ "${KEEPALIVE:-1}" = 0 ] && ka=false
+exec /usr/local/bin/go-http -listen "${HTTP_HOST:-0.0.0.0}:${HTTP_PORT:-8080}" -home /srv/ftp \
+     -max-body "${MAX_BODY:-1073741824}" -keepalive="$ka"

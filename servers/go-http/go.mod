@@ -1,0 +1,3 @@
+module xferlab/go-http
+
+go 1.19

@@ -1,0 +1,9 @@
+#!/bin/sh
+# Container entrypoint for node-http (docs/containers.md, "Server container interface"):
+# HTTP on HTTP_HOST:HTTP_PORT (0.0.0.0:8080), home /srv/ftp (uploads in /srv/ftp/uploads);
+# WORKERS (cluster, round-robin), MAX_BODY (bytes), KEEPALIVE (1/0), BACKLOG.
+set -eu
+mkdir -p /srv/ftp/uploads
+exec /usr/bin/node /opt/xferlab/server.js --host "${HTTP_HOST:-0.0.0.0}" --port "${HTTP_PORT:-8080}" \
+     --home /srv/ftp --workers "${WORKERS:-1}" --max-body "${MAX_BODY:-1073741824}" \
+     --keepalive "${KEEPALIVE:-1}" --backlog "${BACKLOG:-4096}"

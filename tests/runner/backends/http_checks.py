@@ -1,0 +1,103 @@
+"""The HTTP upload-lab interface (runner.backends.catalogue), checked against one running
+server with plain http.client and sockets: shared by the local and docker backend tests."""
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+
+from runner.backends.catalogue import HTTP_UPLOAD_METHODS
+
+
+def request(c: http.client.HTTPConnection, method: str, path: str, body: bytes | None = None,
+            headers: dict | None = None) -> tuple[int, dict, bytes]:
+    """One request on ``c``: (status, headers, body)."""
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+
+
+def check_interface(name: str, handle, connect) -> None:
+    """PUT (file under uploads/ with the right size), POST where the server takes it,
+    GET of a placed file, 400 on bad names, keep-alive (every request on one
+    connection) and ``handle.stored_files()``. ``connect()`` returns a new
+    http.client.HTTPConnection to the server."""
+    t = handle.target
+    assert t.http_port and not t.speaks_ftp or name == "tpd"
+    payload = os.urandom(8192)
+    placed = os.urandom(300_001)
+    assert t.root is not None, "the home must be reachable for fixtures and the stored-file check"
+    (t.root / "fixture.bin").write_bytes(placed)
+    c = connect()
+    sock_ids = set()
+
+    def req(method, path, body=None):
+        out = request(c, method, path, body)
+        sock_ids.add(id(c.sock))
+        return out
+
+    status, _, _ = req("PUT", "/uploads/put.bin", payload)
+    assert status == 201, status
+    expected = {"put.bin": len(payload)}
+    if "POST" in HTTP_UPLOAD_METHODS[name]:
+        status, headers, _ = req("POST", "/uploads/", payload[:1000])
+        assert status == 201, status
+        got = headers["location"].rpartition("/uploads/")[2]
+        assert got and got != "put.bin"
+        expected[got] = 1000
+    status, _, body = req("GET", "/fixture.bin")
+    assert status == 200 and body == placed
+    status, _, body = req("GET", "/uploads/put.bin")
+    assert status == 200 and body == payload
+    assert len(sock_ids) == 1 and c.sock is not None, "keep-alive: every request on one connection"
+    c.close()
+    for bad in ("/uploads/../escape.bin", "/uploads/%2e%2e/escape.bin", "/uploads/..%2fescape.bin"):
+        c = connect()
+        status, _, _ = request(c, "PUT", bad, b"bad")
+        c.close()
+        assert status == 400, (bad, status)
+    c = connect()
+    status, _, _ = request(c, "PUT", "/uploads/a%2fb.bin", b"nested")
+    c.close()
+    assert status == (404 if name == "tpd" else 400), status  # tpd: a path whose folder is missing
+    assert not (t.root / "escape.bin").exists()
+    assert dict(handle.stored_files("uploads")) == expected
+    assert ("fixture.bin", len(placed)) in handle.stored_files("")
+
+
+def check_413(handle, connect, limit: int) -> None:
+    """With ``max_body: limit``: a body of ``limit`` bytes is stored, one byte more is 413
+    and stores nothing."""
+    c = connect()
+    status, _, _ = request(c, "PUT", "/uploads/ok.bin", b"k" * limit)
+    assert status == 201, status
+    c.close()
+    c = connect()
+    try:
+        status, _, _ = request(c, "PUT", "/uploads/big.bin", b"b" * (limit + 1))
+    except (ConnectionError, http.client.RemoteDisconnected):  # closed while the body was sent
+        status = 413
+    c.close()
+    assert status == 413, status
+    assert dict(handle.stored_files()) == {"ok.bin": limit}
+
+
+def raw_two_requests(host: str, port: int) -> bytes:
+    """Two pipelined GETs of / on one socket; the bytes answered (bounded: 5 s)."""
+    s = socket.create_connection((host, port), timeout=5)
+    try:
+        s.sendall(b"GET /fixture.bin HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+        out = b""
+        for _ in range(1000):
+            try:
+                chunk = s.recv(65536)
+            except TimeoutError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if out.count(b"HTTP/1.1 200") >= 2 and len(out) > 600_000:
+                break
+        return out
+    finally:
+        s.close()

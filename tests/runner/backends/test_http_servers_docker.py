@@ -1,0 +1,77 @@
+"""HTTP servers under the docker backend (issue 14): the upload-lab interface in a fresh
+container per test (netns mode: the test joins the container's network namespace, as
+the load generator does), stored_files through /proc/<pid>/root and through ``find``
+in the container, the tmpfs storage axis, 413 over max_body.
+
+Only the images of DOCKER_SERVERS are built (nginx and node-http: one apt-get install
+each, the cheapest cold); skipped with the reason when no Docker engine answers."""
+from __future__ import annotations
+
+import http.client
+
+import pytest
+
+from runner.backends.base import ServerRequest
+from runner.backends.netns import call_in_netns
+from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+from tests.runner.backends.http_checks import check_413, check_interface
+
+pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(1800)]  # cold image builds
+
+DOCKER_SERVERS = ("nginx", "node-http")
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = docker_client_or_skip()
+    ensure_base(c)
+    yield c
+    cleanup_session(c)
+
+
+@pytest.fixture(scope="module")
+def dbackend(client):
+    from runner.backends.docker import DockerBackend
+
+    return DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL},
+                         progress=lambda m: print(f"[docker] {m}"))
+
+
+def _in_ns(h, fn):
+    """Run ``fn`` where the load generator would: in the server's namespace (netns mode)."""
+    return call_in_netns(h.target.netns, fn) if h.target.netns else fn()
+
+
+def _connect(h):
+    return lambda: http.client.HTTPConnection(h.target.host, h.target.http_port, timeout=10)
+
+
+@pytest.mark.parametrize("name", DOCKER_SERVERS)
+def test_http_container_interface(dbackend, name):
+    h = dbackend.start(ServerRequest(name), cpu=[0])
+    try:
+        t = h.target
+        assert t.port == 0 and t.http_port == 8080 and t.root is not None
+        assert h.build_info["greeting"].startswith("HTTP/1.1") and h.build_info["version"]
+        _in_ns(h, lambda: check_interface(name, h, _connect(h)))
+        # the same listing through the container (no /proc access): find in the container
+        via_proc = h.stored_files()
+        h.pid, pid = None, h.pid
+        try:
+            assert h.stored_files() == via_proc
+            with pytest.raises(FileNotFoundError):
+                h.stored_files("no-such-folder")
+        finally:
+            h.pid = pid
+    finally:
+        h.stop()
+    assert not h.alive()
+
+
+def test_http_container_tmpfs_and_413(dbackend):
+    h = dbackend.start(ServerRequest("nginx", variant={"storage": "tmpfs", "max_body": 2048}))
+    try:
+        assert h.build_info["storage"] == "tmpfs" and h.build_info["storage_fs"] == "tmpfs"
+        _in_ns(h, lambda: check_413(h, _connect(h), 2048))
+    finally:
+        h.stop()

@@ -1,0 +1,119 @@
+"""The HTTP servers under test (issue 14) under the local backend on 127.0.0.1: PUT and
+POST uploads stored under <home>/uploads, GET of a placed file, 400 for bad names, 413
+over max_body, keep-alive, stored_files, the storage axis, workers; a server whose
+binary is missing is skipped with its reason."""
+from __future__ import annotations
+
+import http.client
+
+import psutil
+import pytest
+
+from runner.backends.base import ServerRequest, ServerSkipped
+from runner.backends.catalogue import HTTP_SERVERS, UNAVAILABLE_SERVERS, upload_skip_reason
+from runner.backends.local import LocalBackend, available_servers
+from tests.runner.backends.http_checks import check_413, check_interface, raw_two_requests
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+NAMES = sorted(HTTP_SERVERS)
+
+
+def _start(backend: LocalBackend, req: ServerRequest):
+    try:
+        backend.check(req)
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    return backend.start(req)
+
+
+def _connect(h):
+    return lambda: http.client.HTTPConnection(h.target.host, h.target.http_port, timeout=10)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_http_interface(backend, name):
+    h = _start(backend, ServerRequest(name))
+    try:
+        assert h.alive()
+        info = h.build_info
+        assert info["greeting"].startswith("HTTP/1.1" if name != "tpd" else "220")
+        assert info["version"] and len(info["config_hash"]) == 64
+        check_interface(name, h, _connect(h))
+        out = raw_two_requests(h.target.host, h.target.http_port)
+        assert out.count(b"HTTP/1.1 200") == 2, out[:300]
+    finally:
+        h.stop()
+    assert not h.alive()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_http_413_over_max_body(backend, name):
+    h = _start(backend, ServerRequest(name, variant={"max_body": 4096}))
+    try:
+        check_413(h, _connect(h), 4096)
+    finally:
+        h.stop()
+
+
+@pytest.mark.parametrize("storage", ["disk", "tmpfs"])
+def test_storage_axis_applies_to_http_servers(backend, storage):
+    h = _start(backend, ServerRequest("go-http", variant={"storage": storage}))
+    try:
+        assert h.build_info["storage"] == storage
+        assert (h.build_info["storage_fs"] in ("tmpfs", "ramfs")) == (storage == "tmpfs")
+        c = _connect(h)()
+        c.request("PUT", "/uploads/s.bin", body=b"s" * 100)
+        assert c.getresponse().status == 201
+        assert h.stored_files() == [("s.bin", 100)]
+    finally:
+        h.stop()
+
+
+def test_node_workers_round_robin(backend):
+    h = _start(backend, ServerRequest("node-http", variant={"workers": 3}))
+    try:
+        assert len(psutil.Process(h.pid).children()) == 3
+        for i in range(6):  # new connection each: the primary hands them out round-robin
+            c = _connect(h)()
+            c.request("POST", "/uploads/", body=b"w" * i)
+            r = c.getresponse()
+            r.read()
+            assert r.status == 201
+            c.close()
+        names = [n for n, _ in h.stored_files()]
+        assert len(names) == 6 and len({n.split("-")[1] for n in names}) == 3  # p-<worker pid>-<n>
+    finally:
+        h.stop()
+
+
+def test_keepalive_false_closes(backend):
+    h = _start(backend, ServerRequest("go-http", variant={"keepalive": False}))
+    try:
+        c = _connect(h)()
+        c.request("PUT", "/uploads/k.bin", body=b"k")
+        r = c.getresponse()
+        r.read()
+        assert r.status == 201 and r.getheader("Connection") == "close"
+    finally:
+        h.stop()
+
+
+def test_missing_binary_is_skipped_with_reason(monkeypatch, backend):
+    from runner.backends.local.recipes import http as http_recipes
+
+    monkeypatch.setattr(http_recipes.NginxRecipe, "binary", "/nonexistent/nginx")
+    monkeypatch.setattr(http_recipes.shutil, "which", lambda _n: None)
+    b = LocalBackend(auto_fetch=False)
+    for name, hint in (("nginx", "apt-get install nginx"), ("node-http", "apt-get install nodejs")):
+        with pytest.raises(ServerSkipped, match=hint):
+            b.check(ServerRequest(name))
+    reasons = dict(available_servers(b))
+    assert "apt-get install nginx" in (reasons["nginx"] or "")
+
+
+def test_catalogue_notes():
+    assert upload_skip_reason("nginx", "POST") and "DAV" in upload_skip_reason("nginx", "POST")
+    assert upload_skip_reason("nginx", "PUT") is None and upload_skip_reason("tpd", "POST") is None
+    assert upload_skip_reason("vsftpd", "PUT") == "vsftpd does not speak HTTP"
+    assert {"grizzly", "mordor", "vibe.d"} == set(UNAVAILABLE_SERVERS)
