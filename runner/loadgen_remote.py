@@ -60,9 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def result_to_json(result: PhaseResult) -> dict[str, Any]:
-    """A PhaseResult as a JSON-friendly dict (clients as ``[bytes, seconds, ok]`` lists)."""
+    """A PhaseResult as a JSON-friendly dict (clients as ``[bytes, seconds, ok, requests]`` lists)."""
     d = asdict(result)
-    d["clients"] = [[c.bytes, c.seconds, c.ok] for c in result.clients]
+    d["clients"] = [[c.bytes, c.seconds, c.ok, c.requests] for c in result.clients]
     return d
 
 
@@ -70,7 +70,8 @@ def result_from_json(d: dict[str, Any]) -> PhaseResult:
     """Inverse of :func:`result_to_json`: a PhaseResult. Raises KeyError/TypeError on a
     malformed dict."""
     d = dict(d)
-    d["clients"] = [ClientFigures(int(b), float(s), bool(ok)) for b, s, ok in d.get("clients", [])]
+    d["clients"] = [ClientFigures(int(c[0]), float(c[1]), bool(c[2]), int(c[3]) if len(c) > 3 else 0)
+                    for c in d.get("clients", [])]
     return PhaseResult(**d)
 
 
