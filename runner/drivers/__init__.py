@@ -15,6 +15,7 @@ DEFAULT_DRIVER = "xferlab-ftp"
 #: driver name -> module defining ``DRIVER``.
 DRIVER_MODULES: dict[str, str] = {
     "xferlab-ftp": "runner.drivers.xferlab_ftp",
+    "xferlab-http": "runner.drivers.xferlab_http",
 }
 
 
