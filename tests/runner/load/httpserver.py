@@ -136,3 +136,13 @@ class HttpTestServer:
     def stored(self) -> list[Path]:
         """Files under ``home/uploads``."""
         return sorted((self.home / "uploads").iterdir())
+
+
+if __name__ == "__main__":  # python httpserver.py HOME [MODE]: prints "PORT n", serves until killed
+    import sys
+    import time
+
+    with HttpTestServer(Path(sys.argv[1]), mode=sys.argv[2] if len(sys.argv) > 2 else "write") as _srv:
+        print(f"PORT {_srv.port}", flush=True)
+        for _ in range(3600):  # bounded: an hour at most
+            time.sleep(1)

@@ -1,0 +1,152 @@
+"""Running a compiled load tool (wrk, h2load) as a child process and measuring it.
+
+Shared by the drivers that make their load with another program: find the binary
+(:func:`require`), place the download fixture (:func:`prepare_fixture`), run the
+program inside the target's network namespace when it has one and read its own CPU
+time and peak memory from ``wait4(2)``'s rusage (:func:`run_child`).
+
+A child started from a thread that joined a network namespace lives in that namespace
+(``fork`` copies the calling thread's namespaces), so :func:`run_child` starts it from
+:func:`runner.backends.netns.call_in_netns` when ``netns`` is set.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.drivers.base import DriverUnavailable, LoadError
+
+
+@dataclass
+class ChildRun:
+    """What one run of a load tool gave.
+
+    Attributes:
+        returncode: exit status (negative: killed by that signal, e.g. -9 after the time bound).
+        stdout / stderr: its output (decoded as UTF-8, bad bytes replaced).
+        user_s / system_s: CPU time of the child (and its reaped children) from wait4 rusage (s).
+        max_rss: its peak resident set (bytes; rusage ``ru_maxrss`` is KiB on Linux).
+        wall_s: wall time from start to exit (s).
+        timed_out: it was killed for running past the time bound.
+    """
+
+    returncode: int
+    stdout: str
+    stderr: str
+    user_s: float
+    system_s: float
+    max_rss: int
+    wall_s: float
+    timed_out: bool = False
+
+
+def require(binary: str, package: str) -> str:
+    """Path of ``binary`` in PATH. Raises DriverUnavailable ``"wrk: binary not found in
+    PATH; apt-get install wrk"`` when missing."""
+    path = shutil.which(binary)
+    if path is None:
+        raise DriverUnavailable(f"{binary}: binary not found in PATH; apt-get install {package}")
+    return path
+
+
+def tool_version(argv: list[str]) -> str:
+    """First line of ``argv``'s output (``wrk -v``, ``h2load --version``), whatever its
+    exit status; ``"unknown"`` when it cannot be run within 10 s."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    lines = (p.stdout or p.stderr).strip().splitlines()
+    return lines[0].strip() if lines else "unknown"
+
+
+def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
+              checkpoint: Callable[[str], None] | None = None, half_s: float = 0.0) -> ChildRun:
+    """Run ``argv`` to its end (stdin closed, output to temporary files), inside the
+    network namespace ``netns`` when given, killed (SIGKILL) after ``timeout_s`` s.
+    ``checkpoint("loaded")`` (when given) is called from a timer thread ``half_s`` s after
+    the start (half-way through the tool's phase), and waited for before returning.
+
+    Raises:
+        LoadError: the program cannot be started, or ``netns`` cannot be joined.
+    """
+    def body() -> ChildRun:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            try:
+                p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+            except OSError as e:
+                raise LoadError(f"{argv[0]}: cannot start: {e}") from e
+            lock, state = threading.Lock(), {"reaped": False, "killed": False}
+
+            def expire() -> None:
+                with lock:
+                    if not state["reaped"]:
+                        state["killed"] = True
+                        p.kill()
+
+            timer = threading.Timer(timeout_s, expire)
+            timer.start()
+            mark = threading.Timer(half_s, checkpoint, ("loaded",)) if checkpoint is not None else None
+            if mark is not None:
+                mark.start()
+            try:
+                _, status, ru = os.wait4(p.pid, 0)
+            finally:
+                with lock:
+                    state["reaped"] = True
+                timer.cancel()
+                if mark is not None:
+                    mark.join()
+            p.returncode = os.waitstatus_to_exitcode(status)
+            wall = time.perf_counter() - t0
+            out.seek(0)
+            err.seek(0)
+            return ChildRun(p.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                            ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024, wall, state["killed"])
+
+    if not netns:
+        return body()
+    from runner.backends.netns import NetnsError, call_in_netns
+
+    try:
+        return call_in_netns(netns, body)
+    except NetnsError as e:
+        raise LoadError(f"{argv[0]}: {e}") from e
+
+
+def prepare_fixture(root: Path | None, size: int, notes: list[str]) -> str:
+    """The download fixture's name (``xferlab-<size>.bin``, as the RETR workloads'),
+    written into ``root`` (the server's home as a local path) when known; else a note
+    says it is expected in place. Raises OSError (incl. FixtureSpaceError) when it
+    cannot be written."""
+    from runner.load.fixtures import server_name, write_fixture
+
+    name = server_name(size)
+    if root is not None:
+        write_fixture(Path(root) / name, size)
+    else:
+        notes.append(f"fixture {name}: expected in place on the server (no local root)")
+    return name
+
+
+def body_file(folder: str, size: int) -> str:
+    """Write an upload body of ``size`` bytes (a random 64 KiB block repeated) to
+    ``folder/body.bin``; return its path. Raises OSError."""
+    path = os.path.join(folder, "body.bin")
+    blk = os.urandom(min(size, 65536))
+    with open(path, "wb") as f:
+        left = size
+        for _ in range(size // len(blk) + 1):  # bounded
+            if left <= 0:
+                break
+            f.write(blk[:left])
+            left -= len(blk)
+    return path
