@@ -3,7 +3,8 @@
 Shared by the drivers that make their load with another program: find the binary
 (:func:`require`), place the download fixture (:func:`prepare_fixture`), run the
 program inside the target's network namespace when it has one and read its own CPU
-time and peak memory from ``wait4(2)``'s rusage (:func:`run_child`).
+time from ``wait4(2)``'s rusage and its peak memory from ``/proc/PID/status`` ``VmHWM``
+(:func:`run_child`).
 
 A child started from a thread that joined a network namespace lives in that namespace
 (``fork`` copies the calling thread's namespaces), so :func:`run_child` starts it from
@@ -32,7 +33,8 @@ class ChildRun:
         returncode: exit status (negative: killed by that signal, e.g. -9 after the time bound).
         stdout / stderr: its output (decoded as UTF-8, bad bytes replaced).
         user_s / system_s: CPU time of the child (and its reaped children) from wait4 rusage (s).
-        max_rss: its peak resident set (bytes; rusage ``ru_maxrss`` is KiB on Linux).
+        max_rss: its peak resident set (bytes): the program's ``VmHWM`` read every 50 ms
+            (:func:`_watch_hwm`), wait4's ``ru_maxrss`` only if it was never read.
         wall_s: wall time from start to exit (s).
         timed_out: it was killed for running past the time bound.
     """
@@ -97,12 +99,18 @@ def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
             mark = threading.Timer(half_s, checkpoint, ("loaded",)) if checkpoint is not None else None
             if mark is not None:
                 mark.start()
+            hwm = [0]
+            done = threading.Event()
+            watch = threading.Thread(target=_watch_hwm, args=(p.pid, hwm, done), daemon=True)
+            watch.start()
             try:
                 _, status, ru = os.wait4(p.pid, 0)
             finally:
                 with lock:
                     state["reaped"] = True
                 timer.cancel()
+                done.set()
+                watch.join()
                 if mark is not None:
                     mark.join()
             p.returncode = os.waitstatus_to_exitcode(status)
@@ -110,7 +118,7 @@ def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
             out.seek(0)
             err.seek(0)
             return ChildRun(p.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                            ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024, wall, state["killed"])
+                            ru.ru_utime, ru.ru_stime, hwm[0] or ru.ru_maxrss * 1024, wall, state["killed"])
 
     if not netns:
         return body()
@@ -120,6 +128,28 @@ def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
         return call_in_netns(netns, body)
     except NetnsError as e:
         raise LoadError(f"{argv[0]}: {e}") from e
+
+
+def _watch_hwm(pid: int, out: list[int], done: threading.Event) -> None:
+    """Keep ``out[0]`` at the child's ``VmHWM`` (bytes) until ``done``, read every 50 ms.
+
+    wait4's ``ru_maxrss`` cannot be used for the peak memory: the child was forked from
+    this (large) Python process, and exec(2) records the old address space's high-water
+    mark, so ``ru_maxrss`` would be at least this process's RSS. ``VmHWM`` belongs to the
+    program's own address space; it only grows, so the last read before the exit is the
+    peak up to 50 ms before it (load tools allocate at start-up)."""
+    path = f"/proc/{pid}/status"
+    for _ in range(10_000_000):  # bounded: ends with the child, ``done`` is set on reaping
+        try:
+            with open(path, "rb") as f:
+                for line in f:
+                    if line.startswith(b"VmHWM:"):
+                        out[0] = max(out[0], int(line.split()[1]) * 1024)
+                        break
+        except (OSError, ValueError):
+            pass
+        if done.wait(0.05):
+            return
 
 
 def prepare_fixture(root: Path | None, size: int, notes: list[str]) -> str:
