@@ -37,6 +37,7 @@ class ChildRun:
             (:func:`_watch_hwm`), wait4's ``ru_maxrss`` only if it was never read.
         wall_s: wall time from start to exit (s).
         timed_out: it was killed for running past the time bound.
+        started_at: wall clock of the start (``time.time()``, epoch s).
     """
 
     returncode: int
@@ -47,6 +48,7 @@ class ChildRun:
     max_rss: int
     wall_s: float
     timed_out: bool = False
+    started_at: float | None = None
 
 
 def require(binary: str, package: str) -> str:
@@ -81,7 +83,7 @@ def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
     """
     def body() -> ChildRun:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            t0 = time.perf_counter()
+            t0, epoch = time.perf_counter(), time.time()
             try:
                 p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
             except OSError as e:
@@ -118,7 +120,7 @@ def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
             out.seek(0)
             err.seek(0)
             return ChildRun(p.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                            ru.ru_utime, ru.ru_stime, hwm[0] or ru.ru_maxrss * 1024, wall, state["killed"])
+                            ru.ru_utime, ru.ru_stime, hwm[0] or ru.ru_maxrss * 1024, wall, state["killed"], epoch)
 
     if not netns:
         return body()

@@ -77,6 +77,8 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         for k, v in r.non_2xx.items():
             non_2xx[k] = non_2xx.get(k, 0) + v
     pct = results[0][1].latency_percentiles_ms if len(results) == 1 else {}
+    if len(results) > 1 and any(r.latency_percentiles_ms for _, r in results):
+        notes.append(f"{tag}: the driver's latency percentiles cannot be merged across {kinds}: left out")
     return PhaseResult(
         workload=workload, elapsed_s=max(elapsed, 0.0), bytes=total_bytes, ops=sum(r.ops for _, r in results),
         latencies_ms=[x for _, r in results for x in r.latencies_ms], errors=errors,
