@@ -53,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="epoch seconds at which to start the phase (sleeps until then; default now)")
     p.add_argument("--cpu", default=None, help="pin this load generator to CPUs, e.g. 1 or 0,1")
     p.add_argument("--name", default=None, help="host name to report (default: this host's name)")
+    p.add_argument("--http-port", type=int, default=None, help="HTTP port of the server (HTTP workloads)")
     p.add_argument("--netns", default=None,
                    help="join this network namespace to connect (/proc/PID/ns/net of the server; needs root)")
     p.add_argument("--no-environment", action="store_true",
@@ -132,7 +133,8 @@ def main(args: argparse.Namespace) -> int:
     if wait > 0:
         time.sleep(wait)
     late = time.time() - start_at
-    target = Target(args.host, args.port, args.user, args.password, netns=args.netns)
+    target = Target(args.host, args.port, args.user, args.password, netns=args.netns,
+                    http_port=getattr(args, "http_port", None))
     try:
         result = driver.run(args.workload, target, params)
     except LoadError as exc:
