@@ -2,11 +2,14 @@
 workloads (seed 002's gobench: N keep-alive clients, each sending one request after
 another for ``duration`` seconds).
 
-Each client holds one connection (an asyncio Protocol: no stream objects, request
-heads pre-built, responses read by :class:`runner.load.http_response.ResponseReader`)
-and reuses it for all its requests; when the server closes it (``Connection: close``,
-a reset), the client connects again and the phase counts a *reconnect*. With
-``keepalive: false`` every request has its own connection (``Connection: close``).
+Each client holds one connection and reuses it for all its requests. The connection is
+an asyncio Protocol driven by callbacks: the response is read by
+:class:`runner.load.http_response.ResponseReader` in ``data_received``, which counts it
+and writes the next request at once (request heads pre-built; no coroutine step, future
+or timer per request: one sweeper task per phase fails requests past ``op_timeout``).
+When the server closes the connection (``Connection: close``, a reset), the client's
+coroutine connects again and the phase counts a *reconnect*. With ``keepalive: false``
+every request has its own connection (``Connection: close``).
 
 Counting (gobench's counters; docs/methodology.md, "HTTP figures"): a request ends
 ``successful`` (2xx), ``non_2xx`` (any other final status, by status) or
@@ -40,27 +43,34 @@ from runner.workloads import WORKLOADS, WorkloadParams
 BODY_SLICE = 1 << 20
 
 
-class _Failed(Exception):
-    """A request got no complete response; ``kind`` says why (``refused``, ``reset``,
-    ``timeout``, ``protocol``)."""
+class _Client:
+    """One client's own figures (ClientFigures when the phase ends)."""
 
-    def __init__(self, kind: str, detail: str = "") -> None:
-        super().__init__(f"{kind}: {detail}" if detail else kind)
-        self.kind = kind
+    __slots__ = ("idx", "seq", "ok", "bytes", "clean", "t_first")
+
+    def __init__(self, idx: int) -> None:
+        self.idx, self.seq, self.ok, self.bytes, self.clean = idx, 0, 0, 0, True
+        self.t_first = time.perf_counter()
 
 
 class _Conn(asyncio.Protocol):
-    """One client connection: writes requests, reads responses, reports each completed
-    response to the waiting future."""
+    """One client connection, driven by callbacks (no coroutine step per request): a
+    completed response is counted in :meth:`data_received`, which sends the next request
+    at once. ``done`` resolves when the connection ended: closed by either side, failed,
+    or the phase stopped; the client's coroutine then connects again or returns."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+    def __init__(self, ph: HttpPhase, cl: _Client, loop: asyncio.AbstractEventLoop) -> None:
+        self.ph, self.cl = ph, cl
         self.reader = ResponseReader()
         self.transport: asyncio.Transport | None = None
-        self.waiter: asyncio.Future[None] | None = None
-        self.drained: asyncio.Future[None] | None = None
-        self.lost = False
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.busy = False  # a request is in flight
+        self.t0 = self.deadline = 0.0
+        self.sent = 0  # bytes of the request in flight
         self.nread = 0
+        self.paused = False
+        self.body_off = 0
+        self.pre = ph.head_pre + (f"c{cl.idx}-".encode() if ph.head_tail else b"")
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport is no asyncio.Transport
@@ -68,37 +78,109 @@ class _Conn(asyncio.Protocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def data_received(self, data: bytes) -> None:
-        self.nread += len(data)
-        w = self.waiter
-        try:
-            done = self.reader.feed(data)
-        except ResponseError as e:
-            if w is not None and not w.done():
-                w.set_exception(_Failed("protocol", str(e)))
-            if self.transport is not None:
-                self.transport.abort()
+    def send(self) -> None:
+        """Send the next request, or end the connection when the phase is over."""
+        ph, tr = self.ph, self.transport
+        if ph.stopped or tr is None or time.perf_counter() >= ph.stop_at:
+            self._end()
             return
-        if done and w is not None and not w.done():
-            w.set_result(None)
+        cl = self.cl
+        if ph.head_tail:
+            head = self.pre + str(cl.seq).encode() + ph.head_tail
+            cl.seq += 1
+        else:
+            head = self.pre
+        body = ph.body
+        self.sent = len(head) + len(body)
+        self.busy = True
+        self.t0 = t0 = time.perf_counter()
+        self.deadline = t0 + ph.p.op_timeout
+        if not body:
+            tr.write(head)
+        elif len(body) < 16384:
+            tr.write(head + body)
+        else:
+            tr.write(head)
+            self.body_off = 0
+            self._pump()
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        w = self.waiter
-        if w is not None and not w.done():
-            w.set_exception(_Failed("reset", str(exc or "connection closed by the server")))
-        d = self.drained
-        if d is not None and not d.done():
-            d.set_result(None)
+    def _pump(self) -> None:
+        tr, body = self.transport, self.ph.body
+        assert tr is not None
+        n = len(body)
+        if self.body_off == 0 and n <= BODY_SLICE:
+            self.body_off = n
+            tr.write(body)
+            return
+        mv = memoryview(body)
+        for _ in range(n // BODY_SLICE + 1):  # bounded; stops when the transport asks to pause
+            if self.body_off >= n or self.paused:
+                break
+            tr.write(mv[self.body_off:self.body_off + BODY_SLICE])
+            self.body_off += BODY_SLICE
 
     def pause_writing(self) -> None:
-        self.drained = self.loop.create_future()
+        self.paused = True
 
     def resume_writing(self) -> None:
-        d = self.drained
-        self.drained = None
-        if d is not None and not d.done():
-            d.set_result(None)
+        self.paused = False
+        if self.busy and self.body_off < len(self.ph.body):
+            self._pump()
+
+    def data_received(self, data: bytes) -> None:
+        self.nread += len(data)
+        if not self.busy or self.ph.stopped:
+            return
+        try:
+            if not self.reader.feed(data):
+                return
+        except ResponseError:
+            self.fail("protocol")
+            return
+        ph, r, cl = self.ph, self.reader, self.cl
+        self.busy = False
+        ph.latencies_ms.append((time.perf_counter() - self.t0) * 1000.0)
+        ph.requests += 1
+        ph.bytes_written += self.sent
+        st = r.status
+        if 200 <= st < 300:
+            ph.successful += 1
+            cl.ok += 1
+            got = len(ph.body) if ph.upload else r.body_bytes
+            ph.bytes += got
+            cl.bytes += got
+        else:
+            k = str(st)
+            ph.non_2xx[k] = ph.non_2xx.get(k, 0) + 1
+            cl.clean = False
+        close = r.close or not ph.p.keepalive
+        r.reset()
+        if close:
+            self._end()
+        else:
+            self.send()
+
+    def fail(self, kind: str) -> None:
+        """Count the request in flight as network failed (``kind``) and drop the connection."""
+        if self.busy and not self.ph.stopped:
+            self.busy = False
+            self.ph.fail(kind)
+            self.ph.bytes_written += self.sent
+            self.cl.clean = False
+        if self.transport is not None:
+            self.transport.abort()
+        self._end()
+
+    def _end(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.busy:
+            self.fail("reset")
+        self._end()
 
 
 class HttpPhase:
@@ -110,9 +192,13 @@ class HttpPhase:
         self.workload, self.target, self.p = workload, target, params
         self.port: int = target.http_port
         self.upload = workload == "http_upload"
+        self.stop_at = 0.0
+        self.stopped = False
+        self.conns: set[_Conn] = set()
         host = f"{target.host}:{target.http_port}".encode()
         keep = b"" if params.keepalive else b"Connection: close\r\n"
         self.body = b""
+        self.prefix = ""
         if self.upload:
             self.body = _payload(params.body_size)
             tail = b" HTTP/1.1\r\nHost: " + host + b"\r\n" + keep + b"Content-Length: " + \
@@ -139,108 +225,56 @@ class HttpPhase:
         self.network_failed += 1
         self.errors[kind] = self.errors.get(kind, 0) + 1
 
-    async def client(self, idx: int, stop_at: float) -> None:
-        """One client: requests back to back until ``stop_at`` (perf_counter s); its own
-        figures are appended to ``clients`` even when it is cancelled."""
+    async def client(self, idx: int) -> None:
+        """One client: a connection driven by callbacks (:class:`_Conn`), opened again
+        when it ends before ``stop_at``; its figures are appended to ``clients`` even when
+        it is cancelled."""
         loop = asyncio.get_running_loop()
-        p, t = self.p, self.target
-        pre = self.head_pre + (f"c{idx}-".encode() if self.head_tail else b"")
-        tail, body, upload = self.head_tail, self.body, self.upload
-        big = len(body) > BODY_SLICE
+        cl = _Client(idx)
+        p, host = self.p, self.target.host
         conn: _Conn | None = None
-        ok = seq = mybytes = 0
-        clean = True
-        t_first = time.perf_counter()
-        lat = self.latencies_ms
-        perf = time.perf_counter
         try:
-            while perf() < stop_at:
-                if conn is None or conn.lost:
-                    if conn is not None:
-                        self.bytes_read += conn.nread
-                        self.reconnects += 1
-                    try:
-                        _, conn = await asyncio.wait_for(
-                            loop.create_connection(lambda: _Conn(loop), t.host, self.port), p.op_timeout)
-                    except TimeoutError:
-                        conn, clean = None, False
-                        self.fail("timeout")
-                        continue
-                    except OSError as e:
-                        conn, clean = None, False
-                        self.fail("refused" if isinstance(e, ConnectionRefusedError) else "connect")
-                        continue
-                assert conn is not None
-                head = pre + str(seq).encode() + tail if tail else pre
-                seq += 1
-                w = conn.waiter = loop.create_future()
-                tr = conn.transport
-                assert tr is not None
-                t0 = perf()
-                timer = loop.call_later(p.op_timeout, _expire, w)
+            for _ in range(1 << 40):  # bounded by stop_at: every turn is one connection or one failure
+                if self.stopped or time.perf_counter() >= self.stop_at:
+                    break
                 try:
-                    if big:
-                        await self._send_big(conn, head)
-                    elif len(body) < 16384:
-                        tr.write(head + body)
-                    else:
-                        tr.write(head)
-                        tr.write(body)
-                    await w
-                except _Failed as e:
-                    self.fail(e.kind)
-                    self.bytes_written += len(head) + len(body)
-                    tr.abort()
-                    conn.lost, clean = True, False
+                    _, conn = await asyncio.wait_for(
+                        loop.create_connection(lambda: _Conn(self, cl, loop), host, self.port), p.op_timeout)
+                except TimeoutError:
+                    cl.clean = False
+                    self.fail("timeout")
                     continue
-                finally:
-                    timer.cancel()
-                lat.append((perf() - t0) * 1000.0)
-                r = conn.reader
-                self.requests += 1
-                self.bytes_written += len(head) + len(body)
-                st = r.status
-                if 200 <= st < 300:
-                    self.successful += 1
-                    ok += 1
-                    got = len(body) if upload else r.body_bytes
-                    self.bytes += got
-                    mybytes += got
-                else:
-                    k = str(st)
-                    self.non_2xx[k] = self.non_2xx.get(k, 0) + 1
-                    clean = False
-                if r.close or not p.keepalive:
-                    tr.close()
-                    conn.lost = True
-                    if not p.keepalive:  # planned: one connection per request
-                        self.bytes_read += conn.nread
-                        conn = None
-                r.reset()
+                except OSError as e:
+                    cl.clean = False
+                    self.fail("refused" if isinstance(e, ConnectionRefusedError) else "connect")
+                    continue
+                assert conn is not None
+                self.conns.add(conn)
+                conn.send()
+                await conn.done
+                self.conns.discard(conn)
+                self.bytes_read += conn.nread
+                if p.keepalive and not self.stopped and time.perf_counter() < self.stop_at:
+                    self.reconnects += 1
+                conn = None
         finally:
             if conn is not None:
+                self.conns.discard(conn)
                 self.bytes_read += conn.nread
                 if conn.transport is not None:
                     conn.transport.abort()
-            self.clients.append(ClientFigures(bytes=mybytes, seconds=time.perf_counter() - t_first, ok=clean,
-                                              requests=ok))
+            self.clients.append(ClientFigures(bytes=cl.bytes, seconds=time.perf_counter() - cl.t_first,
+                                              ok=cl.clean, requests=cl.ok))
 
-    async def _send_big(self, conn: _Conn, head: bytes) -> None:
-        tr = conn.transport
-        assert tr is not None
-        tr.write(head)
-        mv = memoryview(self.body)
-        for off in range(0, len(mv), BODY_SLICE):
-            if conn.lost:
-                raise _Failed("reset", "connection closed while sending the body")
-            tr.write(mv[off:off + BODY_SLICE])
-            if conn.drained is not None:
-                await conn.drained
-
-
-def _expire(w: asyncio.Future[None]) -> None:
-    if not w.done():
-        w.set_exception(_Failed("timeout"))
+    async def sweep(self) -> None:
+        """Fail requests in flight for longer than ``op_timeout`` (kind ``timeout``), checked
+        every ``min(op_timeout / 4, 0.25)`` s: one timer for the phase, not one per request."""
+        every = min(self.p.op_timeout / 4, 0.25)
+        for _ in range(1 << 40):  # bounded: cancelled when the phase ends
+            await asyncio.sleep(every)
+            now = time.perf_counter()
+            for c in [c for c in self.conns if c.busy and c.deadline < now]:
+                c.fail("timeout")
 
 
 def _payload(size: int) -> bytes:
@@ -283,7 +317,9 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
         t0 = time.perf_counter()
         stop_at = t0 + params.duration
         started = time.time()
-        tasks = [asyncio.ensure_future(ph.client(i, stop_at)) for i in range(n)]
+        ph.stop_at = stop_at
+        tasks = [asyncio.ensure_future(ph.client(i)) for i in range(n)]
+        sweeper = asyncio.ensure_future(ph.sweep())
         loop = asyncio.get_running_loop()
         marks: list[asyncio.Future[None]] = []
         if checkpoint is not None:
@@ -291,9 +327,12 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
                             lambda: marks.append(loop.run_in_executor(None, checkpoint, "loaded")))
         _, pending = await asyncio.wait(tasks, timeout=params.duration)
         elapsed = time.perf_counter() - t0
-        for task in pending:
+        ph.stopped = True  # responses from now on are counted nowhere, as requests in flight
+        for task in (*pending, sweeper):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for c in list(ph.conns):
+            c._end()
+        await asyncio.gather(*tasks, sweeper, return_exceptions=True)
         c1 = os.times()
         await asyncio.gather(*marks)
     if ph.upload and params.method == "put":

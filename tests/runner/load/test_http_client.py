@@ -121,3 +121,26 @@ def test_reader_split_and_chunked():
         assert got == [(201, 5, False), (200, 5, True), (204, 0, False)], step
     with pytest.raises(ResponseError):
         ResponseReader().feed(b"SSH-2.0-OpenSSH\r\n\r\n")
+
+
+def test_big_body_in_slices(tmp_path):
+    size = 3 * (1 << 20) + 5  # more than runner.load.http.BODY_SLICE: sent in slices with flow control
+    with HttpTestServer(tmp_path) as srv:
+        r = get_driver("xferlab-http").run("http_upload", _target(srv.port),
+                                           WorkloadParams(clients=2, duration=0.5, body_size=size))
+    _identity(r)
+    assert r.successful > 0 and r.network_failed == 0
+    assert all(f.stat().st_size == size for f in srv.stored())
+
+
+def test_silent_server_times_out():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)  # accepts (kernel backlog) but never answers
+    try:
+        r = get_driver("xferlab-http").run("http_upload", _target(s.getsockname()[1]),
+                                           WorkloadParams(clients=2, duration=0.6, body_size=10, op_timeout=0.2))
+    finally:
+        s.close()
+    _identity(r)
+    assert r.successful == 0 and r.errors.get("timeout", 0) >= 2 and r.network_failed == sum(r.errors.values())
