@@ -13,6 +13,7 @@ A child started from a thread that joined a network namespace lives in that name
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -74,13 +75,16 @@ def tool_version(argv: list[str]) -> str:
 def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
               checkpoint: Callable[[str], None] | None = None, half_s: float = 0.0) -> ChildRun:
     """Run ``argv`` to its end (stdin closed, output to temporary files), inside the
-    network namespace ``netns`` when given, killed (SIGKILL) after ``timeout_s`` s.
-    ``checkpoint("loaded")`` (when given) is called from a timer thread ``half_s`` s after
-    the start (half-way through the tool's phase), and waited for before returning.
+    network namespace ``netns`` when given, killed (SIGKILL) after ``timeout_s`` s, with
+    the soft limit of open files raised to the hard one. ``checkpoint("loaded")`` (when
+    given) is called from a timer thread ``half_s`` s after the start (half-way through
+    the tool's phase), and waited for before returning (not called if the tool ended first).
 
     Raises:
         LoadError: the program cannot be started, or ``netns`` cannot be joined.
     """
+    _raise_nofile()
+
     def body() -> ChildRun:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             t0, epoch = time.perf_counter(), time.time()
@@ -113,7 +117,8 @@ def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
                 timer.cancel()
                 done.set()
                 watch.join()
-                if mark is not None:
+                if mark is not None:  # a tool that ended early: no checkpoint after its end
+                    mark.cancel()
                     mark.join()
             p.returncode = os.waitstatus_to_exitcode(status)
             wall = time.perf_counter() - t0
@@ -130,6 +135,18 @@ def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
         return call_in_netns(netns, body)
     except NetnsError as e:
         raise LoadError(f"{argv[0]}: {e}") from e
+
+
+def _raise_nofile() -> None:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (at most 2**20), which the
+    child inherits: a tool with thousands of connections needs as many descriptors. Never raises."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(1 << 20, hard if hard != resource.RLIM_INFINITY else 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass
 
 
 def _watch_hwm(pid: int, out: list[int], done: threading.Event) -> None:
