@@ -147,3 +147,13 @@ def test_in_a_network_namespace(tmp_path, driver):
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_wrk_without_keepalive_and_a_closing_server(tmp_path):
+    d = _tool("wrk")
+    for mode, keep in (("write", False), ("close", True)):
+        with HttpTestServer(tmp_path, mode=mode) as srv:
+            r = d.run("http_upload", _target(srv.port), WorkloadParams(clients=2, duration=1, body_size=100,
+                                                                        keepalive=keep))
+        _identity(r)
+        assert r.successful > 0 and r.network_failed == 0, (mode, r.errors)
