@@ -23,6 +23,7 @@ from runner.backends.base import Backend
 from runner.cell import CellOutcome, CellRunner, Reporter, warmup_params
 from runner.drivers import driver_record
 from runner.local_cell import run_local_cell
+from runner.server_reuse import ServerPool
 from runner.spec import CampaignSpec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
@@ -160,6 +161,8 @@ def _environment(spec: CampaignSpec, backend: Backend) -> tuple[dict[str, Any], 
     network = getattr(backend, "network", None)
     if network:  # docker: netns, bridge or host (a variant may override it per server)
         extra["docker_network"] = network
+    if spec.server_reuse != "none":  # a methodology of its own: history cuts there (runner.server_reuse)
+        extra["server_reuse"] = spec.server_reuse
     snap = snapshot(extra)
     return snap, environment_class(snap)
 
@@ -170,7 +173,11 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
     is left or ``max_cells`` ran. Between cells a cancelled campaign is noticed and
     its cells are no longer claimed. Returns the number of cells run.
 
-    Client CPU pinning (spec.pinning.client) is applied to this process."""
+    Client CPU pinning (spec.pinning.client) is applied to this process. Under a
+    spec's ``server_reuse`` policy (runner.server_reuse) a server is kept running
+    between the cells it may serve, and the next cell claimed is one of those when
+    any is queued; a kept server is stopped when no cell can use it, when the loop
+    waits idle and when it ends."""
     reporter = reporter or LogReporter()
     factory = sessionmaker(engine, expire_on_commit=False)
     ran = 0
@@ -178,12 +185,15 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
     env_cache: dict[tuple[int, str], Any] = {}
     specs: dict[int, tuple[CampaignSpec, Backend]] = {}
     orig_affinity = os.sched_getaffinity(0)
+    pool = ServerPool("none")
     try:
         while max_cells is None or ran < max_cells:
             with factory() as session:
-                cell = store_retry(session, lambda: crud.claim_next_cell(session, campaign_id=campaign_id),
+                cell = store_retry(session, partial(crud.claim_next_cell, session, campaign_id=campaign_id,
+                                                    prefer=pool.prefer()),
                                    "claiming a cell", reporter)
                 if cell is None:
+                    pool.close()
                     if stop_when_idle:
                         break
                     time.sleep(1.0)
@@ -194,6 +204,9 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                 if camp.id not in specs:
                     specs[camp.id] = _campaign_backend(camp, reporter)
                 spec, backend = specs[camp.id]
+                if pool.policy != spec.server_reuse:
+                    pool.close()
+                    pool = ServerPool(spec.server_reuse)
                 if spec.pinning.client:
                     os.sched_setaffinity(0, spec.pinning.client)
                 index = cell.seq + 1
@@ -201,6 +214,8 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                 key = (camp.id, cell.server_label)
                 if key in skipped_servers:
                     outcome = CellOutcome("skipped", skipped_servers[key], summary=skipped_servers[key])
+                elif spec.hosts is None:
+                    outcome = run_local_cell(cell, spec, backend, reporter=reporter, pool=pool)
                 else:
                     outcome = cell_runner(spec)(cell, spec, backend, reporter=reporter)
                     if outcome.status == "skipped":
@@ -216,6 +231,7 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                     reporter.message(more)
                 ran += 1
     finally:
+        pool.close()
         os.sched_setaffinity(0, orig_affinity)
     return ran
 

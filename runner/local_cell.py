@@ -30,6 +30,7 @@ from runner.cell import (
 from runner.drivers import DriverUnavailable, LoadError, get_driver
 from runner.multihost.inventory import MultiHostError
 from runner.multihost.processes import run_client_processes, splits
+from runner.server_reuse import ServerPool
 from runner.spec import CampaignSpec, ServerSpec
 from runner.store.models import Cell, Sample
 from runner.workloads import WorkloadParams
@@ -145,24 +146,30 @@ def _own_netns() -> str:
 
 
 def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
-                   reporter: Reporter | None = None) -> CellOutcome:
+                   reporter: Reporter | None = None, pool: ServerPool | None = None) -> CellOutcome:
     """Run one cell on this machine (a runner.cell.CellRunner): start the server with
     ``backend``, sample its process tree, warm up, run the measured phase with the
     spec's driver, stop the server. Never raises for server or load failures (they
     become a ``failed``/``skipped`` outcome with the reason).
 
+    With a ``pool`` (runner.server_reuse; the spec's ``server_reuse`` policy), a running
+    server that may serve the cell is used instead of a fresh one, and after a ``done``
+    cell the server is handed back to the pool instead of stopped. A cell on a reused
+    server records no memory figures (memory rows need a fresh server) and, under the
+    ``repeats`` policy, skips the warm-up its group's first repeat ran.
+
     Where the cell's time went is added to the outcome's samples (metric ``cell_time``,
     one row per :data:`STAGES` entry that ran, seconds of wall time), for ``xferlab
     show ID --timing``."""
     clock = StageClock()
-    outcome = _run_local_cell(cell, spec, backend, reporter, clock)
+    outcome = _run_local_cell(cell, spec, backend, reporter, clock, pool)
     if outcome.status != "skipped":
         outcome.samples += clock.samples()
     return outcome
 
 
 def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: Reporter | None,
-                    clock: StageClock) -> CellOutcome:
+                    clock: StageClock, pool: ServerPool | None) -> CellOutcome:
     from runner.metrics.sampler import TreeSampler
 
     srv = ServerSpec.model_validate(cell.server_spec)
@@ -177,23 +184,34 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         return skipped(str(exc))
     handle = None
     sampler = None
+    served = 1  # the cells this server has served, this one included
+    keep = False
     try:
-        with clock("start"):
-            handle = backend.start(req, cpu=spec.pinning.server)
+        if pool is not None:
+            got = pool.take(cell)
+            if pool.last_stop_s:  # the previous cell's server, stopped now: its stop is this cell's time
+                clock.record("stop", pool.last_stop_s)
+            if got is not None:
+                handle, served = got[0], got[1] + 1
+        if handle is None:
+            with clock("start"):
+                handle = backend.start(req, cpu=spec.pinning.server)
+        fresh = served == 1
         build = dict(handle.build_info)
-        if isinstance(build.get("startup_s"), (int, float)):  # of which: waiting for the greeting and a login
+        if fresh and isinstance(build.get("startup_s"), (int, float)):  # of which: the greeting and a login
             clock.record("probe", float(build["startup_s"]))
         start_mem = None
         if handle.pid is not None:
             with clock("sampler"):
                 sampler = TreeSampler(handle.pid)
                 sampler.start()
-                start_mem = sampler.checkpoint("start")
+                if fresh:
+                    start_mem = sampler.checkpoint("start")
         def progress(text: str) -> None:
             if reporter is not None:
                 reporter.message(text)
 
-        if spec.warmup:
+        if spec.warmup and (fresh or pool is None or pool.policy != "repeats"):  # repeats: warmed by the first
             try:  # its messages too: the fixtures are usually made here
                 with clock("warmup"):
                     driver.run(cell.workload, handle.target, warmup_params(params),
@@ -206,7 +224,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         snaps: dict[str, Any] = {"start": start_mem}
 
         def checkpoint(name: str) -> None:
-            if sampler is not None:
+            if sampler is not None and fresh:
                 snaps[name] = sampler.checkpoint(name)
 
         processes = spec.client_process_count()
@@ -229,19 +247,24 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             t_mem = time.perf_counter()
             cpu1 = sampler.cpu_times()
             server_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
-            snaps["end"] = sampler.checkpoint("end")
+            if fresh:  # memory rows need a fresh server (runner.server_reuse)
+                snaps["end"] = sampler.checkpoint("end")
             sampler.stop()
-            memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
-                                     for k, v in snaps.items()},
-                                    (sampler.peak_uss, sampler.peak_rss_minus_shared))
-            timeline = [list(t) for t in sampler.timeline[-2000:]]
+            if fresh:
+                memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
+                                         for k, v in snaps.items()},
+                                        (sampler.peak_uss, sampler.peak_rss_minus_shared))
+                timeline = [list(t) for t in sampler.timeline[-2000:]]
             clock.record("sampler", time.perf_counter() - t_mem)
         alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
-        return measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
-                        # docker backend: the container's memory cgroup (current/peak/anon)
-                        cgroup_memory=handle.cgroup_memory(), server_alive=alive,
-                        exit_reason=None if alive else (handle.exit_reason() or "exited"),
-                        extra_samples=tcp_rows + process_rows, kernel_note=kernel_note)
+        outcome = measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
+                           # docker backend: the container's memory cgroup (current/peak/anon)
+                           cgroup_memory=handle.cgroup_memory() if fresh else None, server_alive=alive,
+                           exit_reason=None if alive else (handle.exit_reason() or "exited"),
+                           extra_samples=tcp_rows + process_rows, kernel_note=kernel_note,
+                           summary_suffix="" if fresh else f" (server reused: cell {served} of its life)")
+        keep = outcome.status == "done"
+        return outcome
     except ServerSkipped as exc:
         return skipped(str(exc))
     except (ServerFailed, LoadError, MultiHostError) as exc:
@@ -257,6 +280,6 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 sampler.stop()
             except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
                 pass
-        if handle is not None:
+        if handle is not None and not (keep and pool is not None and pool.keep(cell, handle, served)):
             with clock("stop"):
                 handle.stop()

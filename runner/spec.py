@@ -184,6 +184,10 @@ class CampaignSpec(BaseModel):
                                     "figure's 95% CI is within target_ci of the median, at most this many")
     target_ci: float = Field(0.025, gt=0, lt=1, description="adaptive repeats: wanted relative CI half-width")
     warmup: bool = Field(True, description="run a short unrecorded pass of each workload after server start")
+    server_reuse: Literal["none", "repeats", "workloads"] = Field(
+        "none", description="when one running server serves several cells (runner.server_reuse): none = a fresh "
+                            "server per cell; repeats = one per cell group, its repeats back to back; workloads = "
+                            "one per server and repeat. Cells on a reused server record no memory figures")
     backend: Literal["auto", "local", "docker"] = "auto"
     pinning: Pinning = Field(default_factory=Pinning)
     max_clients: int = Field(2000, ge=1, le=MAX_CLIENTS,

@@ -24,8 +24,9 @@ SYSCTLS = (
 #: snapshot keys that define the environment class (see environment_class).
 CLASS_FIELDS = ("kernel", "cpu_model", "cores", "sysctls", "backend")
 #: Fields that enter the class only when the snapshot has them (so snapshots taken
-#: before they existed keep their class): the docker backend's network mode.
-OPTIONAL_CLASS_FIELDS = ("docker_network",)
+#: before they existed keep their class): the docker backend's network mode, and the
+#: campaign's server reuse policy when it reuses servers (runner.server_reuse).
+OPTIONAL_CLASS_FIELDS = ("docker_network", "server_reuse")
 
 
 def _read(path: str) -> str | None:

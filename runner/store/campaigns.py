@@ -67,19 +67,33 @@ def create_campaign(session: Session, *, spec: CampaignSpec, backend: str, statu
     return camp
 
 
-def claim_next_cell(session: Session, *, campaign_id: int | None = None, worker: str | None = None) -> Cell | None:
+def claim_next_cell(session: Session, *, campaign_id: int | None = None, worker: str | None = None,
+                    prefer: dict[str, Any] | None = None) -> Cell | None:
     """Claim the next queued cell (lowest campaign id, then seq) with
     ``SELECT ... FOR UPDATE SKIP LOCKED`` so two workers never run the same cell;
     mark it ``running`` and its campaign ``running``. Commits. Returns None when no
     queued cell is left (in ``campaign_id`` if given; without it, only in campaigns
-    that no foreground process owns)."""
-    q = (select(Cell).join(Campaign).where(Cell.status == "queued", Campaign.status.in_(("queued", "running")))
-         .order_by(Cell.campaign_id, Cell.seq).limit(1).with_for_update(skip_locked=True, of=Cell))
+    that no foreground process owns).
+
+    ``prefer``: Cell column -> value (e.g. ``{"campaign_id": 3, "server_label": "tpd",
+    "repeat": 0}``): the first queued cell matching all of them is claimed before any
+    other (the running server can serve it: runner.server_reuse); when none matches,
+    the usual order applies. Raises ValueError for a name that is not a Cell column."""
+    base = (select(Cell).join(Campaign).where(Cell.status == "queued", Campaign.status.in_(("queued", "running")))
+            .order_by(Cell.campaign_id, Cell.seq).limit(1).with_for_update(skip_locked=True, of=Cell))
     if campaign_id is not None:
-        q = q.where(Cell.campaign_id == campaign_id)
+        base = base.where(Cell.campaign_id == campaign_id)
     else:  # a worker: only campaigns queued for workers, never one a foreground run owns
-        q = q.where(Campaign.owner.is_(None))
-    cell = session.scalars(q).first()
+        base = base.where(Campaign.owner.is_(None))
+    cell = None
+    if prefer:
+        cols = Cell.__table__.columns
+        unknown = sorted(set(prefer) - set(cols.keys()))
+        if unknown:
+            raise ValueError(f"prefer: not a cell column: {', '.join(unknown)}")
+        cell = session.scalars(base.where(*(cols[k] == v for k, v in prefer.items()))).first()
+    if cell is None:
+        cell = session.scalars(base).first()
     if cell is None:
         session.commit()
         return None
