@@ -153,7 +153,8 @@ class _Conn(asyncio.Protocol):
             k = str(st)
             ph.non_2xx[k] = ph.non_2xx.get(k, 0) + 1
             cl.clean = False
-        close = r.close or not ph.p.keepalive
+        # an answer before the whole body was sent (e.g. an early 413): the connection cannot carry another request
+        close = r.close or not ph.p.keepalive or (len(ph.body) >= 16384 and self.body_off < len(ph.body))
         r.reset()
         if close:
             self._end()

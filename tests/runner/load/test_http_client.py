@@ -144,3 +144,12 @@ def test_silent_server_times_out():
         s.close()
     _identity(r)
     assert r.successful == 0 and r.errors.get("timeout", 0) >= 2 and r.network_failed == sum(r.errors.values())
+
+
+def test_early_413_to_a_big_body(tmp_path):
+    with HttpTestServer(tmp_path, mode="limit", limit=1000) as srv:
+        r = get_driver("xferlab-http").run("http_upload", _target(srv.port),
+                                           WorkloadParams(clients=2, duration=0.4, body_size=2 << 20))
+    _identity(r)
+    # the server answers 413 and closes before reading the body: the answer, or a reset, ends each request
+    assert r.successful == 0 and r.requests > 0 and set(r.non_2xx) <= {"413"}
