@@ -106,7 +106,8 @@ def h2load_result(workload: str, params: WorkloadParams, run: ChildRun, notes: l
         ops=ok, errors=errors, requests=ok + sum(non.values()) + failed, successful=ok, network_failed=failed,
         non_2xx=non, bytes_read=int(d["bytes_read"]),
         bytes_written=int(d["done"]) * params.body_size if upload else 0, latency_percentiles_ms=pct, notes=notes,
-        client_cpu_user_s=run.user_s, client_cpu_system_s=run.system_s, driver_max_rss=run.max_rss,
+        unfinished=int(d["started"] - d["done"]), client_cpu_user_s=run.user_s, client_cpu_system_s=run.system_s,
+        driver_max_rss=run.max_rss,
         started_at=run.started_at, ended_at=None if run.started_at is None else run.started_at + run.wall_s)
 
 

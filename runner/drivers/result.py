@@ -90,8 +90,13 @@ class PhaseResult:
             (wrk, h2load); empty when ``latencies_ms`` holds them.
         reconnects: connections a client had to open again after the server closed
             one (keep-alive) or after a failed request.
-        driver_max_rss: peak resident set of a driver's child process (bytes, wait4
-            rusage), 0 for the in-process driver.
+        driver_max_rss: peak resident set of a driver's child process (bytes, its own
+            ``VmHWM``), 0 for the in-process driver.
+        unfinished: requests in flight when the phase ended, counted nowhere (they may
+            still have reached the server: an upload among them may be stored). 0 for
+            xferlab-http unless a request outlived ``op_timeout`` past the end; h2load:
+            started - done; None when the driver cannot tell (wrk: at most one per
+            connection, i.e. ``clients``).
     """
 
     workload: str
@@ -118,6 +123,7 @@ class PhaseResult:
     latency_percentiles_ms: dict[str, float] = field(default_factory=dict)
     reconnects: int = 0
     driver_max_rss: int = 0
+    unfinished: int | None = 0
 
     @property
     def throughput_mib_s(self) -> float:

@@ -145,7 +145,7 @@ def wrk_result(workload: str, params: WorkloadParams, run: ChildRun, notes: list
         workload=workload, elapsed_s=d["elapsed_s"], bytes=ok * per, ops=ok, errors=errors,
         requests=int(d["requests"]) + failed, successful=ok, network_failed=failed,
         non_2xx={"4xx-5xx": int(d["non_2xx"])} if d["non_2xx"] else {}, bytes_read=int(d["bytes_read"]),
-        bytes_written=int(d.get("written", 0)), latency_percentiles_ms=pct, notes=notes,
+        bytes_written=int(d.get("written", 0)), latency_percentiles_ms=pct, notes=notes, unfinished=None,
         client_cpu_user_s=run.user_s, client_cpu_system_s=run.system_s, driver_max_rss=run.max_rss,
         started_at=run.started_at, ended_at=None if run.started_at is None else run.started_at + run.wall_s)
 

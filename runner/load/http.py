@@ -14,9 +14,11 @@ every request has its own connection (``Connection: close``).
 Counting (gobench's counters; docs/methodology.md, "HTTP figures"): a request ends
 ``successful`` (2xx), ``non_2xx`` (any other final status, by status) or
 ``network_failed`` (connect refused, reset, timeout after ``op_timeout`` s, a malformed
-response; the kind goes to ``errors``). At ``duration`` s the phase stops: requests
-still in flight are cancelled and counted nowhere (as wrk and gobench do), so
-``requests == successful + sum(non_2xx) + network_failed`` always holds.
+response; the kind goes to ``errors``), so ``requests == successful + sum(non_2xx) +
+network_failed`` always holds. At ``duration`` s no client sends another request; the
+requests in flight finish (as each gobench client completes its last request), bounded
+by ``op_timeout``, and ``elapsed_s`` runs until the last one ended: every upload that
+reached the server is counted, so a stored-file check can be exact (``unfinished`` = 0).
 
 Upload names: ``PUT /uploads/<prefix>c<client>-<seq>`` where ``prefix`` is random per
 phase, so names never repeat within a phase (nor, in practice, across phases);
@@ -326,9 +328,12 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
         if checkpoint is not None:
             loop.call_later(params.duration / 2,
                             lambda: marks.append(loop.run_in_executor(None, checkpoint, "loaded")))
-        _, pending = await asyncio.wait(tasks, timeout=params.duration)
+        # at stop_at no client sends another request; those in flight finish (as gobench's clients
+        # do), bounded by op_timeout through the sweeper, so every upload that reached the server counts
+        _, pending = await asyncio.wait(tasks, timeout=params.duration + params.op_timeout + 1.0)
         elapsed = time.perf_counter() - t0
-        ph.stopped = True  # responses from now on are counted nowhere, as requests in flight
+        ph.stopped = True  # responses from now on are counted nowhere
+        unfinished = sum(1 for c in ph.conns if c.busy)
         for task in (*pending, sweeper):
             task.cancel()
         for c in list(ph.conns):
@@ -346,4 +351,4 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
         client_cpu_user_s=c1.user - c0.user, client_cpu_system_s=c1.system - c0.system, notes=notes,
         started_at=started, ended_at=started + elapsed, requests=ph.requests, successful=ph.successful,
         network_failed=ph.network_failed, non_2xx=ph.non_2xx, bytes_read=ph.bytes_read,
-        bytes_written=ph.bytes_written, reconnects=ph.reconnects)
+        bytes_written=ph.bytes_written, reconnects=ph.reconnects, unfinished=unfinished)

@@ -93,7 +93,9 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         network_failed=sum(r.network_failed for _, r in results), non_2xx=non_2xx,
         bytes_read=sum(r.bytes_read for _, r in results), bytes_written=sum(r.bytes_written for _, r in results),
         latency_percentiles_ms=pct, reconnects=sum(r.reconnects for _, r in results),
-        driver_max_rss=max(r.driver_max_rss for _, r in results))
+        driver_max_rss=max(r.driver_max_rss for _, r in results),
+        unfinished=(None if any(r.unfinished is None for _, r in results)
+                    else sum(r.unfinished or 0 for _, r in results)))
 
 
 def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:

@@ -75,7 +75,7 @@ def test_h2load_get_and_post():
     assert d["total"] == 2934 and d["started"] == 2954 and d["2xx"] == 2954 and d["elapsed_s"] == pytest.approx(1.0)
     r = h2load_result("http_download", WorkloadParams(clients=20, file_size=100000), _run("h2load_get_tpd.txt"), [])
     _identity(r)
-    assert r.successful == 2934 and r.bytes == 2934 * 100000 and r.bytes_read > r.bytes
+    assert r.successful == 2934 and r.bytes == 2934 * 100000 and r.bytes_read > r.bytes and r.unfinished == 20
     assert set(r.latency_percentiles_ms) == {"min", "mean", "max"}
     p = h2load_result("http_upload", WorkloadParams(clients=20, method="post"), _run("h2load_post_pyserver.txt"), [])
     _identity(p)

@@ -61,7 +61,8 @@ def test_wrk_upload(tmp_path, method):
     assert r.bytes == r.successful * 1000 and r.bytes_written > r.bytes and r.bytes_read > 0
     assert r.client_cpu_user_s + r.client_cpu_system_s > 0 and r.driver_max_rss > 1 << 20
     files = srv.stored()
-    assert r.successful <= len(files) <= r.successful + 4  # requests in flight at the stop may land too
+    assert r.unfinished is None  # wrk cannot tell: at most one request per connection
+    assert r.successful <= len(files) <= r.successful + 4
     assert all(f.stat().st_size == 1000 for f in files)
     assert {"p50", "p95", "p99", "max"} <= set(r.latency_percentiles_ms)
     assert "wrk" in d.version()
@@ -95,7 +96,7 @@ def test_h2load_post_and_download(tmp_path):
         _identity(x)
         assert x.successful > 10 and x.network_failed == 0 and not x.non_2xx and x.driver_max_rss > 0
     files = srv.stored()
-    assert r.successful <= len(files) <= r.successful + 4
+    assert r.successful <= len(files) <= r.successful + r.unfinished  # started, not done: may have landed
     assert r.bytes == r.successful * 1000 and g.bytes == g.successful * 50_000
     ref = d.run("http_download", _target(_free_port()), WorkloadParams(clients=3, duration=0.3))
     _identity(ref)
