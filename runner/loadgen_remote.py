@@ -53,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="epoch seconds at which to start the phase (sleeps until then; default now)")
     p.add_argument("--cpu", default=None, help="pin this load generator to CPUs, e.g. 1 or 0,1")
     p.add_argument("--name", default=None, help="host name to report (default: this host's name)")
+    p.add_argument("--http-port", type=int, default=None, help="HTTP port of the server (HTTP workloads)")
     p.add_argument("--netns", default=None,
                    help="join this network namespace to connect (/proc/PID/ns/net of the server; needs root)")
     p.add_argument("--no-environment", action="store_true",
@@ -60,9 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def result_to_json(result: PhaseResult) -> dict[str, Any]:
-    """A PhaseResult as a JSON-friendly dict (clients as ``[bytes, seconds, ok]`` lists)."""
+    """A PhaseResult as a JSON-friendly dict (clients as ``[bytes, seconds, ok, requests]`` lists)."""
     d = asdict(result)
-    d["clients"] = [[c.bytes, c.seconds, c.ok] for c in result.clients]
+    d["clients"] = [[c.bytes, c.seconds, c.ok, c.requests] for c in result.clients]
     return d
 
 
@@ -70,7 +71,8 @@ def result_from_json(d: dict[str, Any]) -> PhaseResult:
     """Inverse of :func:`result_to_json`: a PhaseResult. Raises KeyError/TypeError on a
     malformed dict."""
     d = dict(d)
-    d["clients"] = [ClientFigures(int(b), float(s), bool(ok)) for b, s, ok in d.get("clients", [])]
+    d["clients"] = [ClientFigures(int(c[0]), float(c[1]), bool(c[2]), int(c[3]) if len(c) > 3 else 0)
+                    for c in d.get("clients", [])]
     return PhaseResult(**d)
 
 
@@ -131,7 +133,8 @@ def main(args: argparse.Namespace) -> int:
     if wait > 0:
         time.sleep(wait)
     late = time.time() - start_at
-    target = Target(args.host, args.port, args.user, args.password, netns=args.netns)
+    target = Target(args.host, args.port, args.user, args.password, netns=args.netns,
+                    http_port=getattr(args, "http_port", None))
     try:
         result = driver.run(args.workload, target, params)
     except LoadError as exc:

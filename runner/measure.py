@@ -27,14 +27,41 @@ def jain_index(values: list[float]) -> float:
     return 1.0 if sq == 0 else (s * s) / (len(values) * sq)
 
 
-def latency_stats(latencies_ms: list[float]) -> dict[str, float]:
+def latency_stats(latencies_ms: list[float], *, p95: bool = False) -> dict[str, float]:
     """p50/p90/p99/max of per-operation latencies (ms), numpy's default linear
-    interpolation between closest ranks (Hyndman & Fan type 7). Empty input → {}."""
+    interpolation between closest ranks (Hyndman & Fan type 7); with ``p95`` (HTTP
+    phases) also p95. Empty input → {}."""
     if not latencies_ms:
         return {}
     a = np.asarray(latencies_ms, dtype=float)
-    p50, p90, p99 = np.percentile(a, [50, 90, 99])
-    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(a.max())}
+    qs = [50, 90, 95, 99] if p95 else [50, 90, 99]
+    out = {f"p{q}": float(v) for q, v in zip(qs, np.percentile(a, qs))}
+    out["max"] = float(a.max())
+    return out
+
+
+def http_samples(result: PhaseResult) -> list[Sample]:
+    """Sample rows of gobench's counters for one HTTP phase (seed 002; units as
+    docs/methodology.md): ``requests_rate`` (successful requests per second, ``req/s``,
+    the primary figure), ``http_requests`` (count; stats ``total``, ``successful``,
+    ``network_failed``, ``non_2xx``), ``http_status`` (count of each non-2xx status, stat =
+    the status), ``read_throughput`` / ``write_throughput`` (wire bytes received / sent,
+    headers included, MiB/s), ``reconnects`` (count) and, for a driver run as a child
+    process, ``client_max_rss`` (bytes). Returns unsaved Sample objects."""
+    el = result.elapsed_s
+    rate = result.successful / el if el > 0 else 0.0
+    out = [Sample(metric="requests_rate", stat="value", value=rate, unit="req/s")]
+    for stat, n in (("total", result.requests), ("successful", result.successful),
+                    ("network_failed", result.network_failed), ("non_2xx", sum(result.non_2xx.values()))):
+        out.append(Sample(metric="http_requests", stat=stat, value=float(n), unit="count"))
+    for status, n in sorted(result.non_2xx.items()):
+        out.append(Sample(metric="http_status", stat=status[:20], value=float(n), unit="count"))
+    for metric, n in (("read_throughput", result.bytes_read), ("write_throughput", result.bytes_written)):
+        out.append(Sample(metric=metric, stat="value", value=n / (1 << 20) / el if el > 0 else 0.0, unit="MiB/s"))
+    out.append(Sample(metric="reconnects", stat="value", value=float(result.reconnects), unit="count"))
+    if result.driver_max_rss:
+        out.append(Sample(metric="client_max_rss", stat="value", value=float(result.driver_max_rss), unit="bytes"))
+    return out
 
 
 def client_utilization(result: PhaseResult) -> float:
@@ -71,7 +98,8 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="throughput", stat="value", value=result.throughput_mib_s, unit="MiB/s"))
     out.append(Sample(metric="bytes", stat="value", value=float(result.bytes), unit="bytes"))
     out.append(Sample(metric="ops_rate", stat="value", value=result.ops_rate, unit="1/s"))
-    lat = latency_stats(result.latencies_ms)
+    http = info is not None and info.protocol == "http"
+    lat = latency_stats(result.latencies_ms, p95=http) or dict(result.latency_percentiles_ms)
     raw_lat = [round(x, 3) for x in result.latencies_ms[:MAX_RAW_LATENCIES]]
     for k, v in lat.items():
         out.append(Sample(metric="latency", stat=k, value=v, unit="ms", raw=raw_lat if k == "p50" else None))
@@ -79,7 +107,15 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
                       raw=dict(result.errors) or None))
     for kind, n in sorted(result.errors.items()):
         out.append(Sample(metric="errors", stat=kind[:20], value=float(n), unit="count"))
-    if len(result.clients) >= 2:
+    if http:
+        out += http_samples(result)
+    if len(result.clients) >= 2 and http:
+        counts = [float(c.requests) for c in result.clients]
+        raw = [[c.requests, round(c.seconds, 6), c.ok] for c in result.clients]
+        out.append(Sample(metric="fairness", stat="jain", value=jain_index(counts), unit="ratio", raw=raw))
+        out.append(Sample(metric="fairness", stat="min_requests", value=min(counts), unit="count"))
+        out.append(Sample(metric="fairness", stat="max_requests", value=max(counts), unit="count"))
+    elif len(result.clients) >= 2:
         rates = [c.bytes / c.seconds if c.seconds > 0 else 0.0 for c in result.clients]
         times = [c.seconds for c in result.clients]
         raw = [[c.bytes, round(c.seconds, 6), c.ok] for c in result.clients]
@@ -112,6 +148,11 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
 def headline(result: PhaseResult) -> str:
     """One-line human summary of a phase, e.g. ``1652.7 MiB/s`` or ``0.19 s, 300 ops, 0 errors``."""
     info = WORKLOADS.get(result.workload)
+    if info and info.protocol == "http":
+        rate = result.successful / result.elapsed_s if result.elapsed_s > 0 else 0.0
+        s = (f"{rate:,.0f} req/s, {result.requests} requests, {result.network_failed} network failed, "
+             f"{sum(result.non_2xx.values())} non-2xx")
+        return s + (" [client-bound]" if client_utilization(result) >= CLIENT_BOUND_UTILIZATION else "")
     if info and info.primary == "throughput":
         s = f"{result.throughput_mib_s:,.1f} MiB/s"
     else:
@@ -158,8 +199,12 @@ def efficiency_samples(who: str, cpu_s: float, result: PhaseResult) -> list[Samp
     of that side over the measured phase. A phase that moved payload bytes gets
     ``<who>_per_gib`` (CPU s per GiB, 2**30 bytes, unit ``s/GiB``); one that moved none
     but completed operations (logins, QUITs) gets ``<who>_per_op`` (CPU microseconds per
-    completed operation, unit ``us/op``). Nothing when the phase completed nothing.
+    completed operation, unit ``us/op``). An HTTP phase gets ``<who>_per_op`` per successful
+    request. Nothing when the phase completed nothing.
     Returns unsaved Sample objects (stat ``value``)."""
+    info = WORKLOADS.get(result.workload)
+    if info is not None and info.protocol == "http" and result.successful > 0:  # per request: the HTTP figure
+        return [Sample(metric=f"{who}_per_op", stat="value", value=cpu_s * 1e6 / result.successful, unit="us/op")]
     if result.bytes > 0:
         return [Sample(metric=f"{who}_per_gib", stat="value", value=cpu_s / (result.bytes / GIB), unit="s/GiB")]
     if result.ops > 0:

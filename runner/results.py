@@ -26,6 +26,13 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_cpu", "utilization"): ("ratio", False),
     ("errors", "total"): ("count", False),
     ("late_sessions", "value"): ("count", False),
+    # HTTP phases (runner.measure.http_samples; docs/methodology.md, "HTTP figures")
+    ("requests_rate", "value"): ("req/s", True),
+    ("http_requests", "network_failed"): ("count", False),
+    ("http_requests", "non_2xx"): ("count", False),
+    ("read_throughput", "value"): ("MiB/s", True),
+    ("write_throughput", "value"): ("MiB/s", True),
+    ("latency", "p95"): ("ms", False),
     # CPU cost of the work (runner.measure.efficiency_samples): lower is better
     **{(f"{who}_per_{per}", "value"): (unit, False)
        for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},

@@ -270,13 +270,17 @@ class CampaignSpec(BaseModel):
 
     @model_validator(mode="after")
     def _driver_runs_workloads(self) -> CampaignSpec:
-        can = get_driver(self.driver).workloads
+        driver = get_driver(self.driver)
+        refuses = getattr(driver, "refuses", None)  # optional: parameters a driver cannot honour
         for i, w in enumerate(self.workloads):
-            bad = [n for n in w.names() if n not in can]
+            bad = [n for n in w.names() if n not in driver.workloads]
             if bad:
                 others = [d for d in driver_names() if all(n in get_driver(d).workloads for n in bad)]
                 raise ValueError(f"workloads.{i}: driver {self.driver!r} cannot run {', '.join(bad)} "
-                                 f"(it runs: {', '.join(can)}); drivers that can: {', '.join(others) or 'none'}")
+                                 f"(it runs: {', '.join(driver.workloads)}); drivers that can: "
+                                 f"{', '.join(others) or 'none'}")
+            for why in filter(None, (refuses(n, w.params) for n in w.names()) if refuses else ()):
+                raise ValueError(f"workloads.{i}: driver {self.driver!r}: {why}")
         return self
 
     @model_validator(mode="after")

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+KIB = 1 << 10
 MIB = 1 << 20
 
 
@@ -34,6 +35,7 @@ class WorkloadParams(BaseModel):
             stream is repeated until ``duration`` has passed (at least once).
         duration: minimum seconds of single-stream transfer (STOR/RETR workloads);
             longer than ftpbench's 1-second windows, which swing by 60% run to run.
+            HTTP workloads: how long the clients keep sending requests (seed 002: 10 s).
         login_mode: ``concurrent`` (all sessions connect and log in at once, the
             default), ``sequential`` (one after another, as ftpbench really does) or
             ``window`` (at most :data:`LOGIN_WINDOW` sessions connecting and logging in
@@ -43,7 +45,7 @@ class WorkloadParams(BaseModel):
             made to wait out SYN retransmits before the phase; docs/methodology.md).
         passive: data-connection mode, ``pasv`` (RFC 959) or ``epsv`` (RFC 2428).
         op_timeout: bound on any one operation after the greeting: one reply, one
-            transfer (s).
+            transfer, one HTTP request and its response (s).
         connect_timeout: bound on connect + greeting of a session (s). Long by default
             (130 s), as ftpbench waits: a server whose accept queue overflowed under a
             burst of connects completes the handshake only after the kernel retransmits
@@ -56,6 +58,13 @@ class WorkloadParams(BaseModel):
         buffer_size: receive buffer of the load generator (bytes).
         same_file: concurrent STOR: all clients write one file (ftpbench) instead of
             one file each (default, so servers that lock a file are not penalised).
+        body_size: bytes of the request body of each HTTP upload (``http_upload``;
+            seed 002: about 8 KiB, its own source file), 1 byte .. 1 GiB.
+        method: HTTP upload method: ``put`` (``PUT /uploads/<unique name>``, every HTTP
+            server under test takes it) or ``post`` (``POST /uploads/``, the server
+            picks the name; optional per server).
+        keepalive: HTTP clients reuse one connection for all their requests (seed 002's
+            ``gobench -k=true``); False: one connection per request.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -71,8 +80,11 @@ class WorkloadParams(BaseModel):
     phase_timeout: float = Field(300.0, gt=0, le=24 * 3600)
     buffer_size: int = Field(256 * 1024, ge=4096, le=64 * MIB)
     same_file: bool = False
+    body_size: int = Field(8 * KIB, ge=1, le=1 << 30)
+    method: Literal["put", "post"] = "put"
+    keepalive: bool = True
 
-    @field_validator("file_size", "transfer_size", "buffer_size", mode="before")
+    @field_validator("file_size", "transfer_size", "buffer_size", "body_size", mode="before")
     @classmethod
     def _sizes(cls, v: object) -> object:
         return parse_size(v) if isinstance(v, str) else v
@@ -92,9 +104,10 @@ class WorkloadInfo:
 
     Attributes:
         name: identifier used in specs, the store and the CLI.
-        title: row title template in seed 000's wording; ``{clients}`` and ``{size}``
-            are filled from the parameters.
-        primary: the metric the comparison table shows (``throughput`` or ``elapsed``).
+        title: row title template in seed 000's wording; ``{clients}``, ``{size}``
+            (``file_size``) and ``{body}`` (``body_size``) are filled from the parameters.
+        primary: the metric the comparison table shows (``throughput``, ``elapsed`` or,
+            for HTTP, ``requests_rate``: successful requests per second).
         unit: unit of the primary metric.
         higher_is_better: direction of the primary metric.
         uses: which WorkloadParams fields change what is measured (for the cell key).
@@ -103,7 +116,7 @@ class WorkloadInfo:
         fixture_param: the WorkloadParams field giving the size (bytes) of the file the
             server must hold before the phase (RETR workloads), or None.
         client_split: how clients are spread over several load hosts (:data:`ClientSplit`).
-        protocol: protocol the workload is defined over (``ftp``; ``http`` later).
+        protocol: protocol the workload is defined over (``ftp`` or ``http``).
     """
 
     name: str
@@ -124,7 +137,8 @@ class WorkloadInfo:
 
     def title_for(self, params: WorkloadParams) -> str:
         """Row title with parameters filled in, e.g. ``300 concurrent clients (RETR 10M file)``."""
-        return self.title.format(clients=params.clients, size=human_size(params.file_size))
+        return self.title.format(clients=params.clients, size=human_size(params.file_size),
+                                 body=human_size(params.body_size))
 
 
 _T = ("passive", "op_timeout", "buffer_size")
@@ -149,10 +163,17 @@ WORKLOADS: dict[str, WorkloadInfo] = {
                      "s", False, ("clients", "file_size", "login_mode", "same_file") + _T),
         WorkloadInfo("quit", "{clients} concurrent clients (QUIT)", "elapsed", "s", False,
                      ("clients", "login_mode", "op_timeout")),
+        # HTTP (seed 002): N keep-alive clients, each one request after another for ``duration`` s
+        WorkloadInfo("http_upload", "{clients} HTTP clients (upload {body} body)", "requests_rate", "req/s", True,
+                     ("clients", "duration", "body_size", "method", "keepalive", "op_timeout"), protocol="http"),
+        WorkloadInfo("http_download", "{clients} HTTP clients (GET {size} file)", "requests_rate", "req/s", True,
+                     ("clients", "duration", "file_size", "keepalive", "op_timeout"), fixture_param="file_size",
+                     protocol="http"),
     )
 }
 
-CLASSIC_SUITE: tuple[str, ...] = tuple(WORKLOADS)
+#: Seed 000's eight FTP benchmarks (``--preset classic``), in its order.
+CLASSIC_SUITE: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp")
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)

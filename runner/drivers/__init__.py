@@ -15,6 +15,9 @@ DEFAULT_DRIVER = "xferlab-ftp"
 #: driver name -> module defining ``DRIVER``.
 DRIVER_MODULES: dict[str, str] = {
     "xferlab-ftp": "runner.drivers.xferlab_ftp",
+    "xferlab-http": "runner.drivers.xferlab_http",
+    "wrk": "runner.drivers.wrk",
+    "h2load": "runner.drivers.h2load",
 }
 
 

@@ -59,6 +59,10 @@ class Driver(Protocol):
         """Version of what makes the load (the client program's, or xferlab's own)."""
         ...
 
+    # Optional (looked up with getattr): ``refuses(workload, params) -> str | None``, why the
+    # driver cannot run ``workload`` with these parameters (h2load: PUT uploads), checked by
+    # the campaign spec; ``details() -> dict[str, str]``, extra items of the driver record.
+
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
             checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:
         """Run one measured phase of ``workload`` against ``target`` and return what it

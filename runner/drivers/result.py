@@ -28,11 +28,14 @@ class ClientFigures:
         bytes: payload bytes this client transferred and the server confirmed.
         seconds: wall time from this client's first operation to its last completion (s).
         ok: True when every operation of this client succeeded.
+        requests: HTTP requests this client completed with a 2xx response (0 for FTP);
+            the fairness figures of HTTP phases are computed over these counts.
     """
 
     bytes: int
     seconds: float
     ok: bool = True
+    requests: int = 0
 
 
 @dataclass
@@ -67,6 +70,33 @@ class PhaseResult:
         late_sessions: of those, how many waited more than :data:`LATE_SESSION_S`
             (3 s) for connect + greeting: the kernel retransmitted their handshake
             (docs/methodology.md, "Slow is a figure").
+
+    HTTP phases (workloads of protocol ``http``; gobench's counters, seed 002) also fill:
+
+    Attributes:
+        requests: requests that ended in the phase: ``successful + sum(non_2xx) +
+            network_failed`` (the drivers keep this identity).
+        successful: requests answered with a 2xx status (``ops`` is the same count).
+        network_failed: requests that got no complete response: connect refused, reset,
+            timeout, unparsable response (kinds in ``errors`` for xferlab-http).
+        non_2xx: requests answered with another status, by status (``{"413": 7}``; a
+            driver that cannot tell the status apart uses the key ``"other"``).
+        bytes_read / bytes_written: bytes received from / sent to the server on the
+            wire, headers included (gobench's read and write throughput). ``bytes``
+            holds the payload only: upload bodies of successful requests, or response
+            bodies of successful downloads.
+        latency_percentiles_ms: ``{"p50": ms, "p90": ..., "p95": ..., "p99": ...,
+            "max": ...}`` as reported by a driver that gives no per-request latencies
+            (wrk, h2load); empty when ``latencies_ms`` holds them.
+        reconnects: connections a client had to open again after the server closed
+            one (keep-alive) or after a failed request.
+        driver_max_rss: peak resident set of a driver's child process (bytes, its own
+            ``VmHWM``), 0 for the in-process driver.
+        unfinished: requests in flight when the phase ended, counted nowhere (they may
+            still have reached the server: an upload among them may be stored). 0 for
+            xferlab-http unless a request outlived ``op_timeout`` past the end; h2load:
+            started - done; None when the driver cannot tell (wrk: at most one per
+            connection, i.e. ``clients``).
     """
 
     workload: str
@@ -84,6 +114,16 @@ class PhaseResult:
     greeted_sessions: int = 0
     late_sessions: int = 0
     busiest_client_utilization: float | None = None
+    requests: int = 0
+    successful: int = 0
+    network_failed: int = 0
+    non_2xx: dict[str, int] = field(default_factory=dict)
+    bytes_read: int = 0
+    bytes_written: int = 0
+    latency_percentiles_ms: dict[str, float] = field(default_factory=dict)
+    reconnects: int = 0
+    driver_max_rss: int = 0
+    unfinished: int | None = 0
 
     @property
     def throughput_mib_s(self) -> float:

@@ -72,6 +72,13 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         elapsed = max(r.elapsed_s for _, r in results)
     for h, r in results:
         notes += [f"{h}: {n}" for n in r.notes]
+    non_2xx: dict[str, int] = {}
+    for _, r in results:
+        for k, v in r.non_2xx.items():
+            non_2xx[k] = non_2xx.get(k, 0) + v
+    pct = results[0][1].latency_percentiles_ms if len(results) == 1 else {}
+    if len(results) > 1 and any(r.latency_percentiles_ms for _, r in results):
+        notes.append(f"{tag}: the driver's latency percentiles cannot be merged across {kinds}: left out")
     return PhaseResult(
         workload=workload, elapsed_s=max(elapsed, 0.0), bytes=total_bytes, ops=sum(r.ops for _, r in results),
         latencies_ms=[x for _, r in results for x in r.latencies_ms], errors=errors,
@@ -81,7 +88,14 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         started_at=min(starts) if starts else None, ended_at=max(ends) if ends else None,
         greeted_sessions=sum(r.greeted_sessions for _, r in results),
         late_sessions=sum(r.late_sessions for _, r in results),
-        busiest_client_utilization=max(client_utilization(r) for _, r in results) if len(results) > 1 else None)
+        busiest_client_utilization=max(client_utilization(r) for _, r in results) if len(results) > 1 else None,
+        requests=sum(r.requests for _, r in results), successful=sum(r.successful for _, r in results),
+        network_failed=sum(r.network_failed for _, r in results), non_2xx=non_2xx,
+        bytes_read=sum(r.bytes_read for _, r in results), bytes_written=sum(r.bytes_written for _, r in results),
+        latency_percentiles_ms=pct, reconnects=sum(r.reconnects for _, r in results),
+        driver_max_rss=max(r.driver_max_rss for _, r in results),
+        unfinished=(None if any(r.unfinished is None for _, r in results)
+                    else sum(r.unfinished or 0 for _, r in results)))
 
 
 def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:

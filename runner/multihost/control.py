@@ -137,7 +137,7 @@ def loadgen_args(workload: str, target: dict[str, Any], params: WorkloadParams, 
                  cpu: list[int] | None = None, driver: str = DEFAULT_DRIVER) -> list[str]:
     """The arguments of ``xferlab loadgen`` (after the command) for one client host or
     process: ``target`` is ``{"host", "port", "user", "password"}`` and optionally
-    ``"netns"`` (a namespace path to join, same machine only)."""
+    ``"netns"`` (a namespace path to join, same machine only) and ``"http_port"`` (HTTP workloads)."""
     args = ["loadgen", "--host", target["host"], "--port", str(target["port"]), "--user", target["user"],
             "--password", target["password"], "--workload", workload,
             "--params", params.model_dump_json(), "--start-at", f"{start_at:.6f}", "--name", name]
@@ -147,6 +147,8 @@ def loadgen_args(workload: str, target: dict[str, Any], params: WorkloadParams, 
         args += ["--driver", driver]
     if target.get("netns"):
         args += ["--netns", str(target["netns"])]
+    if target.get("http_port"):
+        args += ["--http-port", str(target["http_port"])]
     return args
 
 

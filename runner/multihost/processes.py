@@ -75,11 +75,12 @@ def run_client_processes(workload: str, target: Target, params: WorkloadParams, 
     from runner.load.fixtures import place_server_file
 
     size = WORKLOADS[workload].fixture_size(params)
-    if size is not None:
+    if size is not None and (WORKLOADS[workload].protocol == "ftp" or target.root is not None):
+        # an HTTP fixture can only be written into a local home (the HTTP drivers note when none is known)
         event_loop.run_at(target.netns, lambda: place_server_file(target, size))
     shares = client_shares(workload, params.clients, processes)
     tgt: dict[str, Any] = {"host": target.host, "port": target.port, "user": target.user,
-                           "password": target.password, "netns": target.netns}
+                           "password": target.password, "netns": target.netns, "http_port": target.http_port}
     start_at = time.time() + start_delay
     procs = []
     try:

@@ -91,3 +91,19 @@ def test_client_bound_is_judged_per_host() -> None:
     assert result_from_json(result_to_json(c)).busiest_client_utilization == 1.0
     assert combine([("a", half[0])]).busiest_client_utilization is None
 
+
+
+def test_http_results_combine_and_round_trip() -> None:
+    a = PhaseResult("http_upload", 1.0, 800, 100, [1.0], {"reset": 2}, [ClientFigures(800, 1.0, False, 100)],
+                    0.5, 0.1, [], 10.0, 11.0, requests=105, successful=100, network_failed=2, non_2xx={"413": 3},
+                    bytes_read=1000, bytes_written=9000, reconnects=2, latency_percentiles_ms={"p50": 1.0},
+                    driver_max_rss=5)
+    b = PhaseResult("http_upload", 1.0, 400, 50, [2.0], {}, [ClientFigures(400, 1.0, True, 50)], 0.5, 0.1, [],
+                    10.0, 11.0, requests=51, successful=50, non_2xx={"413": 1}, bytes_read=500, bytes_written=4500,
+                    driver_max_rss=7)
+    c = combine([("p1", a), ("p2", b)], kind="process")
+    assert (c.requests, c.successful, c.network_failed, c.non_2xx) == (156, 150, 2, {"413": 4})
+    assert (c.bytes_read, c.bytes_written, c.reconnects, c.driver_max_rss) == (1500, 13500, 2, 7)
+    assert c.latency_percentiles_ms == {} and any("cannot be merged" in n for n in c.notes)
+    assert [x.requests for x in c.clients] == [100, 50]
+    assert result_from_json(result_to_json(a)) == a

@@ -154,7 +154,7 @@ def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
     assert parse_spec(base).driver == "xferlab-ftp"
     with pytest.raises(SpecError) as e:
         parse_spec({**base, "driver": "wget"})
-    assert "driver: unknown driver 'wget'; known: xferlab-ftp" in str(e.value)
+    assert "driver: unknown driver 'wget'; known: xferlab-ftp, xferlab-http, wrk, h2load" in str(e.value)
     monkeypatch.setitem(drivers.DRIVER_MODULES, "login-only", "tests.runner.drivers.login_only")
     assert parse_spec({**base, "workloads": [{"name": "login"}], "driver": "login-only"}).driver == "login-only"
     with pytest.raises(SpecError) as e:
@@ -162,3 +162,26 @@ def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
     msg = str(e.value)
     assert "workloads.1: driver 'login-only' cannot run stor, retr" in msg
     assert "drivers that can: xferlab-ftp" in msg
+
+
+def test_http_workloads_pair_only_with_http_drivers():
+    srv = [{"name": "pyftpdlib"}]
+    ok = parse_spec({"servers": srv, "driver": "wrk",
+                     "workloads": [{"name": "http_upload", "params": {"clients": 500, "duration": 10,
+                                                                       "body_size": "8K", "method": "post"}}]})
+    assert ok.workloads[0].params.body_size == 8192
+    with pytest.raises(SpecError) as e:  # the default driver speaks FTP only
+        parse_spec({"servers": srv, "workloads": [{"name": "http_upload"}]})
+    assert "driver 'xferlab-ftp' cannot run http_upload" in str(e.value)
+    assert "drivers that can: xferlab-http, wrk, h2load" in str(e.value)
+    with pytest.raises(SpecError) as e:
+        parse_spec({"servers": srv, "driver": "xferlab-http", "workloads": [{"name": "retr"}]})
+    assert "driver 'xferlab-http' cannot run retr" in str(e.value) and "drivers that can: xferlab-ftp" in str(e.value)
+    with pytest.raises(SpecError) as e:  # h2load cannot name each PUT
+        parse_spec({"servers": srv, "driver": "h2load", "workloads": [{"name": "http_upload"}]})
+    assert "workloads.0: driver 'h2load': h2load cannot give each PUT its own name" in str(e.value)
+    for bad, words in (({"method": "patch"}, "method"), ({"body_size": 0}, "body_size"),
+                       ({"body_size": "2G"}, "body_size")):
+        with pytest.raises(SpecError) as e:
+            parse_spec({"servers": srv, "driver": "wrk", "workloads": [{"name": "http_upload", "params": bad}]})
+        assert words in str(e.value)

@@ -73,3 +73,22 @@ def test_no_process_measuring_is_an_error_naming_each(remote_target):
     bad = replace(remote_target, password="wrong")
     with pytest.raises(MultiHostError, match=r"no client process measured anything: process 1: .*process 2: "):
         run_client_processes("login", bad, WorkloadParams(clients=4, login_mode="concurrent"), 2, start_delay=2.0)
+
+
+@pytest.mark.parametrize("driver", ["xferlab-http", "wrk"])
+def test_http_phase_split_over_two_processes(tmp_path, driver):
+    import shutil
+
+    from runner.backends.base import Target
+
+    from .httpserver import HttpTestServer
+
+    if driver == "wrk" and shutil.which("wrk") is None:
+        pytest.skip("wrk not installed")
+    params = WorkloadParams(clients=4, duration=1, file_size=10_000)
+    with HttpTestServer(tmp_path) as srv:
+        target = Target("127.0.0.1", 1, "-", "-", root=tmp_path, http_port=srv.port)
+        result, rows = run_client_processes("http_download", target, params, 2, start_delay=3.0, driver=driver)
+    assert result.successful > 0 and result.network_failed == 0 and not result.non_2xx
+    assert result.requests == result.successful and result.bytes == result.successful * 10_000
+    assert [r.stat for r in rows] == ["process 1", "process 2"]

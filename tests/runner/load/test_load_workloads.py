@@ -181,7 +181,7 @@ def test_quit(target):
 
 def test_catalogue_covered():
     from runner.load import run as runmod
-    assert set(runmod._IMPLS) == set(WORKLOADS)
+    assert set(runmod._IMPLS) == {n for n, w in WORKLOADS.items() if w.protocol == "ftp"}
 
 
 def test_phase_timeout_silent_server():
@@ -340,6 +340,7 @@ def test_catalogue_facts_used_across_hosts():
     p = WorkloadParams(transfer_size=4096, file_size=8192)
     assert {n for n, w in WORKLOADS.items() if w.single_stream} == {"stor", "retr", "stor_idle", "retr_idle"}
     assert {n: w.fixture_size(p) for n, w in WORKLOADS.items() if w.fixture_param} == {
-        "retr": 4096, "retr_idle": 4096, "retr_concurrent": 8192}
+        "retr": 4096, "retr_idle": 4096, "retr_concurrent": 8192, "http_download": 8192}
     assert {n for n, w in WORKLOADS.items() if w.client_split == "per_host"} == {"stor", "retr"}
-    assert {w.protocol for w in WORKLOADS.values()} == {"ftp"}
+    assert {n for n, w in WORKLOADS.items() if w.protocol == "http"} == {"http_upload", "http_download"}
+    assert {w.protocol for w in WORKLOADS.values()} == {"ftp", "http"}
