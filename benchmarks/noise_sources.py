@@ -25,10 +25,12 @@ For every (server, workload) it prints, as a percentage of the median phase figu
   first phase: what a campaign with a fresh server per repeat sees) and of all phases
   of the median life (what repeats on one running server see);
 * Spearman's rank correlation (scipy.stats.spearmanr) of the phase figures with the
-  interrupts that hit the two pinned CPUs during the phase (/proc/interrupts) and with
+  interrupts that hit the two pinned CPUs during the phase (/proc/interrupts), with
   the CPU clock (/proc/cpuinfo ``cpu MHz``, mean of the pinned CPUs, where the
-  hypervisor exposes it), and with ``Dirty`` page-cache bytes (/proc/meminfo) at the
-  phase's start (writeback of a just-written fixture).
+  hypervisor exposes it), with ``Dirty`` page-cache bytes (/proc/meminfo) at the
+  phase's start (writeback of a just-written fixture), and with the CPU time the
+  hypervisor stole from the pinned CPUs during the phase (``steal`` of /proc/stat);
+  ``steal`` is its median share of the two CPUs' phase time.
 
 Traffic stays on this machine (loopback, or the containers' own namespaces).
 """
@@ -77,6 +79,23 @@ def _mhz(cpus: list[int]) -> float:
         pass
     got = [vals[c] for c in cpus if c in vals]
     return statistics.fmean(got) if got else float("nan")
+
+
+def _steal(cpus: list[int]) -> float:
+    """Seconds of CPU time the hypervisor took from ``cpus`` so far (``steal`` of
+    /proc/stat, USER_HZ ticks), 0.0 if unreadable."""
+    hz = os.sysconf("SC_CLK_TCK")
+    names = {f"cpu{c}" for c in cpus}
+    total = 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                parts = line.split()
+                if parts and parts[0] in names and len(parts) > 8:
+                    total += int(parts[8])
+    except OSError:
+        return 0.0
+    return total / hz
 
 
 def _dirty_bytes() -> int:
@@ -144,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     backend = get_backend(a.backend, progress=lambda m: print(f"  [{a.backend}] {m}", file=sys.stderr))
     params = WorkloadParams(duration=a.duration, transfer_size=256 << 20)
     # (server label, workload) -> per life: list of (phase figure, transfer figures, irq, mhz, dirty)
-    runs: dict[tuple[str, str], list[list[tuple[float, list[float], int, float, int]]]] = {}
+    runs: dict[tuple[str, str], list[list[tuple[float, list[float], int, float, int, float]]]] = {}
     labels: dict[int, str] = {}
     t_start = time.monotonic()
     print(f"{a.backend} backend; {a.lives} lives x {a.phases} phases x {', '.join(workloads)}, "
@@ -159,24 +178,26 @@ def main(argv: list[str] | None = None) -> int:
                 for k in range(a.phases):
                     for w in workloads:
                         dirty = _dirty_bytes()
-                        i0, m0 = _interrupts(pinned), _mhz(pinned)
+                        i0, m0, s0 = _interrupts(pinned), _mhz(pinned), _steal(pinned)
                         r = run_workload_sync(w, h.target, params)
-                        i1, m1 = _interrupts(pinned), _mhz(pinned)
+                        i1, m1, s1 = _interrupts(pinned), _mhz(pinned), _steal(pinned)
                         if r.error_count or not r.bytes:
                             raise RuntimeError(f"{label} {w}: errors {r.errors} {r.notes}")
                         per = [params.transfer_size / (1 << 20) / (ms / 1000.0) for ms in r.latencies_ms if ms > 0]
                         runs.setdefault((label, w), [[] for _ in range(a.lives)])[life].append(
-                            (r.throughput_mib_s, per, i1 - i0, (m0 + m1) / 2, dirty))
+                            (r.throughput_mib_s, per, i1 - i0, (m0 + m1) / 2, dirty, s1 - s0))
                         print(f"  life {life + 1} phase {k + 1} {label:18} {w}: {r.throughput_mib_s:8.1f} MiB/s "
-                              f"({len(per)} transfers, {i1 - i0} irqs)", file=sys.stderr, flush=True)
+                              f"({len(per)} transfers, {i1 - i0} irqs, {s1 - s0:.2f} s stolen)",
+                              file=sys.stderr, flush=True)
             finally:
                 h.stop()
 
     print(f"\n{'server · workload':34}{'median':>9} {'within':>7} {'phase':>7} {'life':>7} {'first/':>7} "
-          f"{'CI fresh':>9} {'CI reuse':>9} {'r irq':>6} {'r MHz':>6} {'r dirty':>7}")
+          f"{'CI fresh':>9} {'CI reuse':>9} {'r irq':>6} {'r MHz':>6} {'r dirty':>7} {'r steal':>7} {'steal':>6}")
     print(f"{'':34}{'MiB/s':>9} {'phase':>7} {'sd %':>7} {'sd %':>7} {'later':>7} "
           f"{'n=' + str(a.lives):>9} {'n=' + str(a.phases):>9}")
     raw = {}
+    stolen = {}
     for (label, w), lives in runs.items():
         figs = [[p[0] for p in lf] for lf in lives]
         flat = [x for lf in figs for x in lf]
@@ -188,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         later = statistics.median(x for lf in figs for x in lf[1:])
         fresh = relative_half_width([lf[0] for lf in figs]) or 0.0
         mid = sorted(figs, key=statistics.median)[len(figs) // 2]
+        steal = statistics.median(p[5] for lf in lives for p in lf) / (len(pinned) * a.duration)
         reuse = relative_half_width(mid) or 0.0
 
         def rho(i: int, lives=lives, flat=flat) -> str:
@@ -198,9 +220,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"{label + ' · ' + w:34}{med:9.1f} {within * 100:6.1f}% {sd_phase / med * 100:6.1f}% "
               f"{sd_life / med * 100:6.1f}% {first / later:6.2f}x {fresh * 100:8.1f}% {reuse * 100:8.1f}% "
-              f"{rho(2):>6} {rho(3):>6} {rho(4):>7}")
+              f"{rho(2):>6} {rho(3):>6} {rho(4):>7} {rho(5):>7} {steal * 100:5.1f}%")
         raw[f"{label} {w}"] = [[round(x, 1) for x in lf] for lf in figs]
+        stolen[f"{label} {w}"] = [[round(p[5], 2) for p in lf] for lf in lives]
     print(f"\nraw MiB/s per life: {raw}")
+    print(f"CPU seconds stolen by the hypervisor from the two pinned CPUs, per phase: {stolen}")
     print(f"took {time.monotonic() - t_start:.0f} s")
     return 0
 
