@@ -30,7 +30,9 @@ For every (server, workload) it prints, as a percentage of the median phase figu
   hypervisor exposes it), with ``Dirty`` page-cache bytes (/proc/meminfo) at the
   phase's start (writeback of a just-written fixture), and with the CPU time the
   hypervisor stole from the pinned CPUs during the phase (``steal`` of /proc/stat);
-  ``steal`` is its median share of the two CPUs' phase time.
+  ``steal`` is its median share of the two CPUs' phase time; and with the CPU time of
+  every other process on the machine during the phase (``r other``: not the server's
+  tree, not the load generator; each phase's top three are printed by name).
 
 Traffic stays on this machine (loopback, or the containers' own namespaces).
 """
@@ -98,6 +100,33 @@ def _steal(cpus: list[int]) -> float:
     return total / hz
 
 
+def _process_cpu() -> dict[int, tuple[str, float]]:
+    """pid -> (name, user+system CPU seconds so far) of every process (psutil), for
+    naming what else ran during a phase."""
+    import psutil
+
+    out = {}
+    for p in psutil.process_iter(["name", "cpu_times"]):
+        ct = p.info.get("cpu_times")
+        if ct is not None:
+            out[p.pid] = (p.info.get("name") or "?", ct.user + ct.system)
+    return out
+
+
+def _others(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
+            exclude: set[int]) -> list[tuple[str, float]]:
+    """CPU seconds each process not in ``exclude`` used between the snapshots, by name,
+    largest first (processes that started in between count from 0)."""
+    by: dict[str, float] = {}
+    for pid, (name, cpu) in after.items():
+        if pid in exclude:
+            continue
+        d = cpu - before.get(pid, (name, 0.0))[1]
+        if d > 0:
+            by[name] = by.get(name, 0.0) + d
+    return sorted(by.items(), key=lambda kv: -kv[1])
+
+
 def _dirty_bytes() -> int:
     """``Dirty:`` of /proc/meminfo in bytes (0 if unreadable)."""
     try:
@@ -108,6 +137,19 @@ def _dirty_bytes() -> int:
     except OSError:
         pass
     return 0
+
+
+def _tree(pid: int | None) -> set[int]:
+    """``pid`` and its descendants (empty for None or a process that is gone)."""
+    import psutil
+
+    if pid is None:
+        return set()
+    try:
+        root = psutil.Process(pid)
+        return {pid} | {c.pid for c in root.children(recursive=True)}
+    except psutil.Error:
+        return set()
 
 
 def components(values: list[list[float]]) -> tuple[float, float]:
@@ -136,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lives", type=int, default=4)
     ap.add_argument("--phases", type=int, default=4)
     ap.add_argument("--duration", type=float, default=3.0)
+    ap.add_argument("--no-sync", action="store_true",
+                    help="do not flush dirty page cache (sync) before each phase, as cells do (runner.local_cell)")
+    ap.add_argument("--storage", choices=("disk", "tmpfs"), default="disk",
+                    help="the server's home (variant storage): disk (the classic's) or tmpfs")
     a = ap.parse_args(argv)
     if a.lives < 2 or a.phases < 2:
         ap.error("--lives and --phases must be at least 2")
@@ -154,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     servers = []
     for item in a.servers.split(","):
         name, _, version = item.strip().partition(":")
-        servers.append(ServerRequest(name, version=version or None))
+        servers.append(ServerRequest(name, version=version or None,
+                                     variant={"storage": a.storage} if a.storage != "disk" else {}))
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu = [cpus[0]] if len(cpus) >= 2 else None
     if len(cpus) >= 2:
@@ -163,10 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     backend = get_backend(a.backend, progress=lambda m: print(f"  [{a.backend}] {m}", file=sys.stderr))
     params = WorkloadParams(duration=a.duration, transfer_size=256 << 20)
     # (server label, workload) -> per life: list of (phase figure, transfer figures, irq, mhz, dirty)
-    runs: dict[tuple[str, str], list[list[tuple[float, list[float], int, float, int, float]]]] = {}
+    runs: dict[tuple[str, str], list[list[tuple[float, list[float], int, float, int, float, float]]]] = {}
     labels: dict[int, str] = {}
     t_start = time.monotonic()
-    print(f"{a.backend} backend; {a.lives} lives x {a.phases} phases x {', '.join(workloads)}, "
+    print(f"{a.backend} backend, home on {a.storage}, {'no sync' if a.no_sync else 'sync'} before each phase; "
+          f"{a.lives} lives x {a.phases} phases x {', '.join(workloads)}, "
           f"{a.duration:g} s each; server CPU {server_cpu}, client CPU {cpus[1] if len(cpus) >= 2 else 'any'}")
     for life in range(a.lives):
         for j, req in enumerate(servers):
@@ -177,23 +225,31 @@ def main(argv: list[str] | None = None) -> int:
                     run_workload_sync(w, h.target, warmup_params(params))
                 for k in range(a.phases):
                     for w in workloads:
+                        if not a.no_sync:
+                            os.sync()
                         dirty = _dirty_bytes()
+                        exclude = _tree(h.pid) | {os.getpid()}
+                        p0 = _process_cpu()
                         i0, m0, s0 = _interrupts(pinned), _mhz(pinned), _steal(pinned)
                         r = run_workload_sync(w, h.target, params)
                         i1, m1, s1 = _interrupts(pinned), _mhz(pinned), _steal(pinned)
+                        others = _others(p0, _process_cpu(), exclude)
                         if r.error_count or not r.bytes:
                             raise RuntimeError(f"{label} {w}: errors {r.errors} {r.notes}")
                         per = [params.transfer_size / (1 << 20) / (ms / 1000.0) for ms in r.latencies_ms if ms > 0]
                         runs.setdefault((label, w), [[] for _ in range(a.lives)])[life].append(
-                            (r.throughput_mib_s, per, i1 - i0, (m0 + m1) / 2, dirty, s1 - s0))
+                            (r.throughput_mib_s, per, i1 - i0, (m0 + m1) / 2, dirty, s1 - s0,
+                             sum(c for _, c in others)))
+                        top = ", ".join(f"{n} {c:.2f} s" for n, c in others[:3])
                         print(f"  life {life + 1} phase {k + 1} {label:18} {w}: {r.throughput_mib_s:8.1f} MiB/s "
-                              f"({len(per)} transfers, {i1 - i0} irqs, {s1 - s0:.2f} s stolen)",
+                              f"({len(per)} transfers, {i1 - i0} irqs, {s1 - s0:.2f} s stolen; others: {top})",
                               file=sys.stderr, flush=True)
             finally:
                 h.stop()
 
     print(f"\n{'server · workload':34}{'median':>9} {'within':>7} {'phase':>7} {'life':>7} {'first/':>7} "
-          f"{'CI fresh':>9} {'CI reuse':>9} {'r irq':>6} {'r MHz':>6} {'r dirty':>7} {'r steal':>7} {'steal':>6}")
+          f"{'CI fresh':>9} {'CI reuse':>9} {'r irq':>6} {'r MHz':>6} {'r dirty':>7} {'r steal':>7} {'steal':>6} "
+          f"{'r other':>7}")
     print(f"{'':34}{'MiB/s':>9} {'phase':>7} {'sd %':>7} {'sd %':>7} {'later':>7} "
           f"{'n=' + str(a.lives):>9} {'n=' + str(a.phases):>9}")
     raw = {}
@@ -220,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"{label + ' · ' + w:34}{med:9.1f} {within * 100:6.1f}% {sd_phase / med * 100:6.1f}% "
               f"{sd_life / med * 100:6.1f}% {first / later:6.2f}x {fresh * 100:8.1f}% {reuse * 100:8.1f}% "
-              f"{rho(2):>6} {rho(3):>6} {rho(4):>7} {rho(5):>7} {steal * 100:5.1f}%")
+              f"{rho(2):>6} {rho(3):>6} {rho(4):>7} {rho(5):>7} {steal * 100:5.1f}% {rho(6):>7}")
         raw[f"{label} {w}"] = [[round(x, 1) for x in lf] for lf in figs]
         stolen[f"{label} {w}"] = [[round(p[5], 2) for p in lf] for lf in lives]
     print(f"\nraw MiB/s per life: {raw}")

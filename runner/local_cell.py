@@ -46,6 +46,7 @@ STAGES: dict[str, str] = {
     "probe": "  of which: waiting for the greeting and a login",
     "sampler": "memory sampler start and stop, memory figures",
     "warmup": "unrecorded warm-up pass (fixtures are usually made here)",
+    "sync": "flushing dirty page cache before the phase (sync(2))",
     "counters": "kernel TCP counters and listen backlog (ss)",
     "phase": "the driver's run of the measured workload",
     "measured": "  of which: the measured span",
@@ -218,6 +219,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                                progress=lambda text: progress(f"warm-up: {text}"))
             except LoadError as exc:
                 raise ServerFailed(f"warm-up failed: {exc}") from exc
+        with clock("sync"):  # earlier phases' writeback must not land in this one (docs/methodology.md)
+            os.sync()
         with clock("counters"):
             tcp = _TcpWatch(handle.pid)
         cpu0 = sampler.cpu_times() if sampler else None
