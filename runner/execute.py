@@ -209,7 +209,8 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                     pool = ServerPool(spec.server_reuse)
                 if spec.pinning.client:
                     os.sched_setaffinity(0, spec.pinning.client)
-                index = cell.seq + 1
+                # the cell's place in the order they run (under server reuse that is not seq)
+                index = store_retry(session, partial(_claimed_count, session, camp.id), "counting cells", reporter)
                 reporter.cell_started(cell, index, camp.cells_total)
                 key = (camp.id, cell.server_label)
                 if key in skipped_servers:
@@ -246,6 +247,14 @@ def _campaign_backend(camp: Campaign, reporter: Reporter) -> tuple[CampaignSpec,
     if prepare is not None and spec.hosts is None:
         prepare([srv.request(spec.max_clients) for srv in spec.servers])
     return spec, backend
+
+
+def _claimed_count(session: Session, campaign_id: int) -> int:
+    """Cells of the campaign claimed so far (running or finished), the one just claimed included."""
+    from sqlalchemy import func
+
+    return int(session.scalar(select(func.count()).select_from(Cell).where(
+        Cell.campaign_id == campaign_id, Cell.status != "queued")) or 0)
 
 
 def _store_time(session: Session, cell_id: int, seconds: float) -> None:
