@@ -178,3 +178,22 @@ async def place_server_file(target: Target, size: int) -> str:
         return await ensure_server_file(session, None, size)
     finally:
         session.close()
+
+
+async def place_http_fixture(target: Target, size: int,
+                             progress: Callable[[str], None] | None = None) -> tuple[str, str | None]:
+    """The HTTP download fixture of ``size`` bytes (the RETR fixture's name, served as
+    ``GET /<name>``) in the server's home, before an ``http_download`` phase: written
+    directly when the home is a local path (``target.root``), else uploaded by STOR when
+    the server has an FTP listener (tpd in a container: its FTP and HTTP sides share the
+    home). Returns ``(name, note)``: the note (a sentence) says the file was expected in
+    place because neither way exists (an HTTP-only server without a local home), else
+    None. Raises FTPError / OSError (incl. FixtureSpaceError) when it cannot be placed."""
+    name = server_name(size)
+    if target.root is not None:
+        write_fixture(Path(target.root) / name, size, progress)
+        return name, None
+    if target.speaks_ftp:
+        await place_server_file(target, size)
+        return name, None
+    return name, f"fixture {name}: expected in place on the server (no local root, no FTP listener)"
