@@ -30,6 +30,7 @@ from runner.cell import (
 from runner.drivers import DriverUnavailable, LoadError, get_driver
 from runner.multihost.inventory import MultiHostError
 from runner.multihost.processes import run_client_processes, splits
+from runner.pairing import pair_skip_reason
 from runner.server_reuse import ServerPool
 from runner.spec import CampaignSpec, ServerSpec
 from runner.store.models import Cell, Sample
@@ -177,6 +178,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     req = srv.request(spec.max_clients)
     params = WorkloadParams.model_validate(cell.params)
     driver = get_driver(spec.driver)
+    why = pair_skip_reason(srv.name, cell.workload, params)
+    if why is not None:  # e.g. an FTP workload on an HTTP-only server, nginx and POST
+        return skipped(why)
     try:
         with clock("check"):
             driver.check()
