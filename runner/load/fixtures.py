@@ -187,13 +187,18 @@ async def place_http_fixture(target: Target, size: int,
     directly when the home is a local path (``target.root``), else uploaded by STOR when
     the server has an FTP listener (tpd in a container: its FTP and HTTP sides share the
     home). Returns ``(name, note)``: the note (a sentence) says the file was expected in
-    place because neither way exists (an HTTP-only server without a local home), else
-    None. Raises FTPError / OSError (incl. FixtureSpaceError) when it cannot be placed."""
+    place because neither way exists (an HTTP-only server without a local home) or the
+    STOR failed (its reason; the phase's GETs then show whether the file is there), else
+    None. Raises OSError (incl. FixtureSpaceError) when it cannot be written into
+    ``target.root``."""
     name = server_name(size)
     if target.root is not None:
         write_fixture(Path(target.root) / name, size, progress)
         return name, None
     if target.speaks_ftp:
-        await place_server_file(target, size)
-        return name, None
+        try:
+            await place_server_file(target, size)
+            return name, None
+        except (FTPError, OSError) as e:  # the GETs will say whether it is there (404: non-2xx)
+            return name, f"fixture {name}: not uploaded by STOR ({e}); expected in place on the server"
     return name, f"fixture {name}: expected in place on the server (no local root, no FTP listener)"
