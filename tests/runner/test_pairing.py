@@ -42,3 +42,24 @@ def test_spec_without_any_valid_pair_is_an_error():
 def test_spec_with_some_valid_pairs_parses():
     spec = parse_spec(_spec(["go-http", "pyftpdlib"], [{"name": "http_upload"}], "xferlab-http"))
     assert no_valid_pair(spec.servers, spec.workloads) is None
+
+
+def test_local_cell_skips_a_pair_before_starting_anything():
+    from runner.local_cell import run_local_cell
+    from runner.store.models import Cell
+
+    class _NoBackend:
+        name = "none"
+
+        def check(self, req):  # noqa: ANN001
+            raise AssertionError("a skipped pair must not reach the backend")
+
+        start = check
+
+    spec = parse_spec(_spec(["nginx", "tpd"], [{"name": "http_upload", "params": {"method": "post"}}], "xferlab-http"))
+    nginx = spec.servers[0]
+    cell = Cell(id=1, seq=0, server="nginx", server_label="nginx", server_spec=nginx.model_dump(mode="json"),
+                workload="http_upload", params=spec.workloads[0].params.model_dump(mode="json"), params_key="",
+                repeat=0)
+    out = run_local_cell(cell, spec, _NoBackend())
+    assert out.status == "skipped" and "DAV" in (out.error or "")
