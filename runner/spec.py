@@ -377,8 +377,7 @@ def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = N
     """Validate a spec given as a dict. Raises SpecError with every bad field's path, or
     naming the cell count when it expands to more than ``maximum_cells`` (default
     :func:`max_cells`) cells (:func:`check_cells`), when no server can run any workload
-    (runner.pairing.no_valid_pair), or when ``hosts.inventory`` is not
-    an allowed inventory (runner.inventory.allowed_inventory)."""
+    (runner.pairing), or when ``hosts.inventory`` is not allowed (runner.inventory)."""
     if not isinstance(data, dict):
         raise SpecError([("", f"expected a mapping at the top level, got {type(data).__name__}")], source)
     bad = control_characters(data)
