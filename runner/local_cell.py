@@ -218,6 +218,10 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             if reporter is not None:
                 reporter.message(text)
 
+        upload = UploadCheck(handle, params) if cell.workload == "http_upload" else None
+        if upload is not None and spec.warmup:
+            with clock("files"):
+                upload.mark()  # the warm-up's uploads are deleted before the phase
         if spec.warmup and (fresh or pool is None or pool.policy != "repeats"):  # repeats: warmed by the first
             try:  # its messages too: the fixtures are usually made here
                 with clock("warmup"):
@@ -229,7 +233,6 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             os.sync()
         with clock("counters"):
             tcp = _TcpWatch(handle.pid)
-        upload = UploadCheck(handle, params) if cell.workload == "http_upload" else None
         if upload is not None:
             with clock("files"):
                 upload.start()

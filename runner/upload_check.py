@@ -16,7 +16,8 @@ With xferlab-http and no failed request, ``slack`` is 0: the counts must be equa
 A mismatch makes the cell ``failed`` with a reason naming both numbers. The counts are
 stored as samples of metric ``stored_files`` (stats ``before``, ``new``,
 ``new_right_size``, ``expected``, ``slack``; unit ``count``). After the check the new
-files are deleted, so a reused server or a home in memory does not fill up.
+files are deleted, so a reused server or a home in memory does not fill up; so are the
+warm-up's uploads, before the phase (:meth:`UploadCheck.mark` before the warm-up).
 """
 from __future__ import annotations
 
@@ -62,14 +63,31 @@ class UploadCheck:
     before: set[str] | None = None
     note: str = ""
     samples: list[Sample] = field(default_factory=list)
+    marked: set[str] | None = None
+
+    def mark(self) -> None:
+        """List the upload folder before the warm-up, so :meth:`start` can delete the
+        warm-up's uploads (never raises; nothing is deleted when it cannot list)."""
+        try:
+            self.marked = {name for name, _ in self.handle.stored_files(UPLOADS_DIR)}
+        except (OSError, ValueError, NotImplementedError):
+            self.marked = None
 
     def start(self) -> None:
-        """List the upload folder before the phase (never raises)."""
+        """List the upload folder before the phase, deleting the files new since
+        :meth:`mark` (the warm-up's uploads) when it was called (never raises)."""
         try:
-            self.before = {name for name, _ in self.handle.stored_files(UPLOADS_DIR)}
+            names = {name for name, _ in self.handle.stored_files(UPLOADS_DIR)}
         except (OSError, ValueError, NotImplementedError) as exc:
             self.note = f"stored files not checked: {exc}"
             log.info("%s", self.note)
+            return
+        if self.marked is not None:
+            warm = sorted(names - self.marked)
+            self._remove(warm)
+            if not self.note:
+                names -= set(warm)
+        self.before = names
 
     def finish(self, result: PhaseResult) -> str | None:
         """List the folder again, compare with ``result`` and delete the new files.

@@ -56,8 +56,8 @@ class _Backend:
         return self.handle
 
 
-def _run(tmp_path: Path, mode: str):
-    spec = parse_spec({"name": "u", "repeats": 1, "warmup": False, "driver": "xferlab-http",
+def _run(tmp_path: Path, mode: str, warmup: bool = False):
+    spec = parse_spec({"name": "u", "repeats": 1, "warmup": warmup, "driver": "xferlab-http",
                        "servers": [{"name": "go-http"}],
                        "workloads": [{"name": "http_upload", "params": {"clients": 2, "duration": 0.3,
                                                                          "body_size": 100}}]})
@@ -91,6 +91,14 @@ def test_server_storing_every_upload_passes_and_its_uploads_are_deleted(tmp_path
                           "slack": 0.0}
     assert [p.name for p in (tmp_path / "uploads").iterdir()] == ["earlier.bin"]  # only the phase's were deleted
     assert any(s.metric == "cell_time" and s.stat == "files" for s in out.samples)
+
+
+def test_warmup_uploads_are_deleted_before_the_phase(tmp_path):
+    out = _run(tmp_path, "write", warmup=True)
+    n = out.result.successful
+    assert out.status == "done", out.error
+    assert _rows(out)["before"] == 1.0 and _rows(out)["new"] == float(n)  # only earlier.bin was there
+    assert [p.name for p in (tmp_path / "uploads").iterdir()] == ["earlier.bin"]
 
 
 class _Listed:
