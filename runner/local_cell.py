@@ -30,9 +30,11 @@ from runner.cell import (
 from runner.drivers import DriverUnavailable, LoadError, get_driver
 from runner.multihost.inventory import MultiHostError
 from runner.multihost.processes import run_client_processes, splits
+from runner.pairing import pair_skip_reason
 from runner.server_reuse import ServerPool
 from runner.spec import CampaignSpec, ServerSpec
 from runner.store.models import Cell, Sample
+from runner.upload_check import UploadCheck, judge
 from runner.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,7 @@ STAGES: dict[str, str] = {
     "warmup": "unrecorded warm-up pass (fixtures are usually made here)",
     "sync": "flushing dirty page cache before the phase (sync(2))",
     "counters": "kernel TCP counters and listen backlog (ss)",
+    "files": "stored-file check of an HTTP upload cell: listing, deleting (runner.upload_check)",
     "phase": "the driver's run of the measured workload",
     "measured": "  of which: the measured span",
     "stop": "server stop (process or container removal)",
@@ -177,6 +180,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     req = srv.request(spec.max_clients)
     params = WorkloadParams.model_validate(cell.params)
     driver = get_driver(spec.driver)
+    why = pair_skip_reason(srv.name, cell.workload, params)
+    if why is not None:  # e.g. an FTP workload on an HTTP-only server, nginx and POST
+        return skipped(why)
     try:
         with clock("check"):
             driver.check()
@@ -212,6 +218,10 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             if reporter is not None:
                 reporter.message(text)
 
+        upload = UploadCheck(handle, params) if cell.workload == "http_upload" else None
+        if upload is not None and spec.warmup:
+            with clock("files"):
+                upload.mark()  # the warm-up's uploads are deleted before the phase
         if spec.warmup and (fresh or pool is None or pool.policy != "repeats"):  # repeats: warmed by the first
             try:  # its messages too: the fixtures are usually made here
                 with clock("warmup"):
@@ -223,6 +233,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             os.sync()
         with clock("counters"):
             tcp = _TcpWatch(handle.pid)
+        if upload is not None:
+            with clock("files"):
+                upload.start()
         cpu0 = sampler.cpu_times() if sampler else None
         snaps: dict[str, Any] = {"start": start_mem}
 
@@ -266,6 +279,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                            exit_reason=None if alive else (handle.exit_reason() or "exited"),
                            extra_samples=tcp_rows + process_rows, kernel_note=kernel_note,
                            summary_suffix="" if fresh else f" (server reused: cell {served} of its life)")
+        if upload is not None:  # every 2xx upload a file of body_size bytes (seed 002's ls | wc -l)
+            with clock("files"):
+                judge(outcome, upload, result)
         keep = outcome.status == "done"
         return outcome
     except ServerSkipped as exc:

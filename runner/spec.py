@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runner.backends.base import ServerRequest
 from runner.backends.variants import STORAGE_KINDS, check_variant
 from runner.drivers import DEFAULT_DRIVER, driver_names, get_driver
+from runner.pairing import no_valid_pair
 from runner.spec_placement import HostsSpec, Pinning
 from runner.spec_yaml import MAX_YAML_NODES, load_yaml
 from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
@@ -375,8 +376,8 @@ def _errors(exc: ValidationError) -> list[tuple[str, str]]:
 def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = None) -> CampaignSpec:
     """Validate a spec given as a dict. Raises SpecError with every bad field's path, or
     naming the cell count when it expands to more than ``maximum_cells`` (default
-    :func:`max_cells`) cells (:func:`check_cells`), or when ``hosts.inventory`` is not
-    an allowed inventory (runner.inventory.allowed_inventory)."""
+    :func:`max_cells`) cells (:func:`check_cells`), when no server can run any workload
+    (runner.pairing), or when ``hosts.inventory`` is not allowed (runner.inventory)."""
     if not isinstance(data, dict):
         raise SpecError([("", f"expected a mapping at the top level, got {type(data).__name__}")], source)
     bad = control_characters(data)
@@ -387,6 +388,8 @@ def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = N
     except ValidationError as exc:
         raise SpecError(_errors(exc), source) from None
     check_cells(spec, maximum_cells, source)
+    if why := no_valid_pair(spec.servers, spec.workloads):  # some pairs may be skipped cells (runner.pairing)
+        raise SpecError([("workloads", why)], source)
     if spec.hosts is not None and spec.hosts.inventory:
         from runner.inventory import InventoryError, allowed_inventory
 

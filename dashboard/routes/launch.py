@@ -165,7 +165,9 @@ async def launch_in_thread(session: Session, *, data: Any = None, text: str | No
 
 def _form_context(values: dict[str, str] | None = None, workloads: list[str] | None = None,
                   errors: dict[str, str] | None = None, general: list[str] | None = None,
-                  yaml_error: str | None = None) -> dict[str, Any]:
+                  yaml_error: str | None = None, preset_error: str | None = None) -> dict[str, Any]:
+    from runner.spec_presets import preset_names
+
     defaults = WorkloadParams()
     values = values if values is not None else {"name": "campaign", "repeats": "5", "backend": "auto",
                                                 "warmup": "on", "servers.0.name": "pyftpdlib",
@@ -174,7 +176,7 @@ def _form_context(values: dict[str, str] | None = None, workloads: list[str] | N
             "errors": errors or {}, "general": general or [], "yaml_error": yaml_error,
             "server_names": [n for n in SERVER_NAMES if n != "external"], "server_rows": range(SERVER_ROWS),
             "workloads": [(n, w.title.format(clients="N", size="SIZE", body="BODY")) for n, w in WORKLOADS.items()],
-            "presets": list(PRESETS),
+            "presets": list(PRESETS), "campaign_presets": preset_names(), "preset_error": preset_error,
             "param_fields": PARAM_FIELDS, "defaults": defaults.model_dump()}
 
 
@@ -219,6 +221,33 @@ def _spec_from_text(text: str, source: str) -> CampaignSpec:
     except yaml.YAMLError as exc:
         raise SpecError([("", f"not valid YAML: {exc}")], source) from None
     return parse_spec(data, source)
+
+
+@router.post("/launch/preset", include_in_schema=False, dependencies=[Depends(require_token)])
+async def page_launch_preset(request: Request, session: Session = Depends(get_session)):
+    """Queue a built-in campaign preset (runner/presets/, as ``xferlab run --preset NAME``),
+    with optional ``repeats`` (N or auto) and ``backend`` (auto, local, docker) replacing
+    the preset's. 303 to the campaign; 422 with the reason for an unknown preset or a bad
+    value."""
+    from runner.spec_presets import preset_data
+
+    form = await request.form(max_files=0, max_fields=10)
+    name = str(form.get("preset", ""))
+    try:
+        data = preset_data(name)
+    except LookupError as exc:
+        return render(request, "launch.html", status_code=422, **_form_context(preset_error=str(exc)))
+    for key in ("repeats", "backend"):
+        value = str(form.get(key, "")).strip()
+        if value:
+            data[key] = value
+            if key == "repeats" and value != "auto":
+                data["max_repeats"] = None  # a fixed number replaces the preset's adaptive repeats
+    try:
+        cid, _ = await launch_in_thread(session, data=data, source=f"preset {name}")
+    except SpecError as exc:
+        return render(request, "launch.html", status_code=422, **_form_context(preset_error=str(exc)))
+    return RedirectResponse(f"/campaigns/{cid}", status_code=303)
 
 
 @router.post("/launch/yaml", include_in_schema=False, dependencies=[Depends(require_token)])

@@ -80,6 +80,26 @@ def list_stored_files(folder: Path) -> list[tuple[str, int]]:
     return out
 
 
+def remove_stored_files(folder: Path, names: list[str]) -> int:
+    """Delete the files ``names`` (plain names, no ``/``) directly in ``folder``; a name
+    already gone is skipped. Returns how many were deleted.
+
+    Raises:
+        ValueError: a name holds ``/`` or is ``.``/``..``.
+        OSError: a file cannot be deleted (other than missing).
+    """
+    n = 0
+    for name in names:
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"not a plain file name: {name!r}")
+        try:
+            (folder / name).unlink()
+            n += 1
+        except FileNotFoundError:
+            continue
+    return n
+
+
 @dataclass(frozen=True)
 class ServerRequest:
     """One server build to run, as the campaign spec names it.
@@ -143,6 +163,17 @@ class ServerHandle(Protocol):
             OSError: the folder is missing or cannot be read (FileNotFoundError when
                 missing; external servers without a local ``Target.root``: OSError).
             ValueError: ``subdir`` is absolute or has a ``..`` segment.
+        """
+        ...
+
+    def remove_stored(self, subdir: str, names: list[str]) -> None:
+        """Delete the files ``names`` (as :meth:`stored_files` lists them) from
+        ``<home>/<subdir>`` (the stored-file check, runner.upload_check, deletes a
+        phase's uploads). Optional: a handle without it keeps the files.
+
+        Raises:
+            OSError: the files cannot be deleted (external servers without ``root``).
+            ValueError: a bad ``subdir`` or a name with ``/``.
         """
         ...
 

@@ -7,7 +7,15 @@ from typing import Any
 
 import psutil
 
-from .base import ServerFailed, ServerRequest, ServerSkipped, Target, check_subdir, list_stored_files
+from .base import (
+    ServerFailed,
+    ServerRequest,
+    ServerSkipped,
+    Target,
+    check_subdir,
+    list_stored_files,
+    remove_stored_files,
+)
 from .probe import ProbeError, probe_once, wait_ready
 
 
@@ -50,6 +58,14 @@ class ExternalHandle:
             raise OSError(f"external server {self.target.host}:{self.target.port}: no root given, "
                           "its stored files cannot be listed")
         return list_stored_files(self.target.root / check_subdir(subdir))
+
+    def remove_stored(self, subdir: str, names: list[str]) -> None:
+        """Delete ``names`` from ``<root>/<subdir>`` when ``root`` was given (else
+        OSError, as :meth:`stored_files`); base.ServerHandle.remove_stored."""
+        if self.target.root is None:
+            raise OSError(f"external server {self.target.host}:{self.target.port}: no root given, "
+                          "its stored files cannot be deleted")
+        remove_stored_files(self.target.root / check_subdir(subdir), names)
 
     def stop(self) -> None:
         """No-op: xferlab does not own external servers."""

@@ -7,7 +7,6 @@ import os
 import re
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from runner.cli import common
@@ -22,14 +21,13 @@ def _build_spec(args: argparse.Namespace):
     if args.spec:
         spec = load_spec(args.spec)
     else:
-        import yaml
+        from runner.spec_presets import preset_data as read_preset
 
         preset = args.preset or "classic"
-        path = Path(__file__).resolve().parents[1] / "presets" / f"{preset}.yaml"
-        if not path.exists():
-            known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-            raise CliError(f"unknown preset {preset!r}; known: {', '.join(known)}")
-        preset_data = yaml.safe_load(path.read_text())
+        try:
+            preset_data = read_preset(preset)
+        except LookupError as exc:
+            raise CliError(str(exc)) from None
         if len(os.sched_getaffinity(0)) >= 2:
             cpus = sorted(os.sched_getaffinity(0))
             preset_data.setdefault("pinning", {"server": [cpus[0]], "client": [cpus[1]]})

@@ -21,8 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+from runner.backends.base import Target
 from runner.drivers.base import DriverUnavailable, LoadError
 
 
@@ -171,18 +171,24 @@ def _watch_hwm(pid: int, out: list[int], done: threading.Event) -> None:
             return
 
 
-def prepare_fixture(root: Path | None, size: int, notes: list[str]) -> str:
+def prepare_fixture(target: Target, size: int, notes: list[str]) -> str:
     """The download fixture's name (``xferlab-<size>.bin``, as the RETR workloads'),
-    written into ``root`` (the server's home as a local path) when known; else a note
-    says it is expected in place. Raises OSError (incl. FixtureSpaceError) when it
-    cannot be written."""
-    from runner.load.fixtures import server_name, write_fixture
+    placed in the server's home by runner.load.fixtures.place_http_fixture (written
+    into ``target.root`` when known, else uploaded by STOR when the server speaks FTP);
+    else a note in ``notes`` says it is expected in place. Runs its own event loop (call
+    it from synchronous code). Raises LoadError (naming the cause: a disk error, a full
+    disk, an FTP reply) when it cannot be placed."""
+    import asyncio
 
-    name = server_name(size)
-    if root is not None:
-        write_fixture(Path(root) / name, size)
-    else:
-        notes.append(f"fixture {name}: expected in place on the server (no local root)")
+    from runner.load.fixtures import place_http_fixture
+    from runner.load.replies import FTPError
+
+    try:
+        name, note = asyncio.run(place_http_fixture(target, size))
+    except (OSError, FTPError) as e:
+        raise LoadError(f"download fixture of {size} bytes not placed on the server: {e}") from e
+    if note:
+        notes.append(note)
     return name
 
 

@@ -163,7 +163,7 @@ class H2loadDriver:
                 argv = base + ["-d", body_file(tmp, params.body_size), "-H", "Content-Type: application/octet-stream",
                                f"http://{target.host}:{target.http_port}/uploads/"]
             else:
-                name = prepare_fixture(target.root, params.file_size, notes)
+                name = prepare_fixture(target, params.file_size, notes)
                 argv = base + [f"http://{target.host}:{target.http_port}/{name}"]
             if progress is not None:
                 progress(f"h2load: {params.clients} clients, {threads} threads, {params.duration:g} s")

@@ -191,7 +191,7 @@ class WrkDriver:
             notes.append(f"wrk runs whole seconds: duration {params.duration:g} s run as {seconds} s")
         path = "/uploads/"  # POST's path; PUT names come from the script
         if workload == "http_download":
-            path = "/" + prepare_fixture(target.root, params.file_size, notes)
+            path = "/" + prepare_fixture(target, params.file_size, notes)
         with tempfile.TemporaryDirectory(prefix="xferlab-wrk-") as tmp:
             body = body_file(tmp, params.body_size) if workload == "http_upload" else None
             script = os.path.join(tmp, "phase.lua")

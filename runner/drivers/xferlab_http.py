@@ -50,7 +50,8 @@ class XferlabHttpDriver:
 
         Raises:
             ValueError: not an HTTP workload, or the target has no HTTP port.
-            LoadError: the network namespace cannot be joined.
+            LoadError: the network namespace cannot be joined, or the download fixture
+                cannot be placed (disk error, FTP upload refused).
         """
         from runner.backends.netns import NetnsError
         from runner.load import loop as event_loop

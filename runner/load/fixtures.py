@@ -178,3 +178,27 @@ async def place_server_file(target: Target, size: int) -> str:
         return await ensure_server_file(session, None, size)
     finally:
         session.close()
+
+
+async def place_http_fixture(target: Target, size: int,
+                             progress: Callable[[str], None] | None = None) -> tuple[str, str | None]:
+    """The HTTP download fixture of ``size`` bytes (the RETR fixture's name, served as
+    ``GET /<name>``) in the server's home, before an ``http_download`` phase: written
+    directly when the home is a local path (``target.root``), else uploaded by STOR when
+    the server has an FTP listener (tpd in a container: its FTP and HTTP sides share the
+    home). Returns ``(name, note)``: the note (a sentence) says the file was expected in
+    place because neither way exists (an HTTP-only server without a local home) or the
+    STOR failed (its reason; the phase's GETs then show whether the file is there), else
+    None. Raises OSError (incl. FixtureSpaceError) when it cannot be written into
+    ``target.root``."""
+    name = server_name(size)
+    if target.root is not None:
+        write_fixture(Path(target.root) / name, size, progress)
+        return name, None
+    if target.speaks_ftp:
+        try:
+            await place_server_file(target, size)
+            return name, None
+        except (FTPError, OSError) as e:  # the GETs will say whether it is there (404: non-2xx)
+            return name, f"fixture {name}: not uploaded by STOR ({e}); expected in place on the server"
+    return name, f"fixture {name}: expected in place on the server (no local root, no FTP listener)"

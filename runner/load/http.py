@@ -35,10 +35,12 @@ import time
 from collections.abc import Callable
 
 from runner.backends.base import Target
+from runner.drivers.base import LoadError
 from runner.drivers.result import ClientFigures, PhaseResult
-from runner.load.fixtures import server_name, write_fixture
+from runner.load.fixtures import place_http_fixture, server_name
 from runner.load.http_response import ResponseError, ResponseReader
 from runner.load.phase import gc_paused, raise_nofile_limit
+from runner.load.replies import FTPError
 from runner.workloads import WORKLOADS, WorkloadParams
 
 #: Bodies up to this size are sent with one write; larger ones in slices of it, with flow control.
@@ -299,6 +301,7 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
 
     Raises:
         ValueError: ``workload`` is not an HTTP workload, or the target has no HTTP port.
+        LoadError: the download fixture cannot be placed (runner.load.fixtures.place_http_fixture).
     """
     info = WORKLOADS.get(workload)
     if info is None or info.protocol != "http":
@@ -307,11 +310,12 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
     say = progress or (lambda _m: None)
     notes: list[str] = []
     if workload == "http_download":
-        name = server_name(params.file_size)
-        if target.root is not None:
-            write_fixture(target.root / name, params.file_size, progress)
-        else:
-            notes.append(f"fixture {name}: expected in place on the server (no local root)")
+        try:
+            _name, note = await place_http_fixture(target, params.file_size, progress)
+        except (OSError, FTPError) as e:
+            raise LoadError(f"{workload}: download fixture not placed on the server: {e}") from e
+        if note:
+            notes.append(note)
     raise_nofile_limit()
     n = params.clients
     say(f"{workload}: {n} clients for {params.duration:g} s against {target.host}:{target.http_port}")

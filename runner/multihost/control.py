@@ -19,6 +19,7 @@ from runner.drivers.result import PhaseResult
 from runner.multihost import MultiHostError
 from runner.multihost.combine import client_shares, combine, contribution_samples, host_params
 from runner.multihost.inventory import Inventory, RemoteHost, inventory_for
+from runner.pairing import pair_skip_reason
 from runner.workloads import WORKLOADS, WorkloadParams
 
 if TYPE_CHECKING:
@@ -234,6 +235,9 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
         return failed("run_remote_cell: the spec has no hosts block")
     srv = ServerSpec.model_validate(cell.server_spec)
     params = WorkloadParams.model_validate(cell.params)
+    why = pair_skip_reason(srv.name, cell.workload, params)
+    if why is not None:  # runner.pairing: e.g. an FTP workload on an HTTP-only server
+        return skipped(why)
     server = None
     stopped = None
     try:

@@ -136,6 +136,20 @@ def test_launch_yaml_upload(client):
     assert r.status_code == 422 and "no file" in r.text
 
 
+def test_launch_preset(client):
+    csrf = login_form_token(client)
+    page = client.get("/launch").text
+    assert 'action="/launch/preset"' in page and "<option>seed002</option>" in page
+    r = client.post("/launch/preset", data={"csrf_token": csrf, "preset": "seed002", "repeats": "1",
+                                            "backend": "local"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/campaigns/")
+    r = client.post("/launch/preset", data={"csrf_token": csrf, "preset": "nope"}, follow_redirects=False)
+    assert r.status_code == 422 and "unknown preset" in r.text and "seed002" in r.text
+    r = client.post("/launch/preset", data={"csrf_token": csrf, "preset": "seed002", "repeats": "zero"},
+                    follow_redirects=False)
+    assert r.status_code == 422 and "repeats" in r.text
+
+
 def test_login_cookie(client):
     r = client.post("/login", data={"token": "bad", "next": "/"}, follow_redirects=False)
     assert r.status_code == 401

@@ -11,7 +11,7 @@ import psutil
 
 from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
 
-from ..base import Target, check_subdir, list_stored_files
+from ..base import Target, check_subdir, list_stored_files, remove_stored_files
 from .spec import FTP_HOME
 
 
@@ -149,6 +149,33 @@ class DockerServerHandle:
             raise OSError(f"container {self.container_id[:12]}: find {folder} exited {code}: {text[-300:]}")
         rows = [line.rpartition("\t") for line in text.splitlines() if "\t" in line]
         return sorted((name, int(size)) for name, _, size in rows)
+
+    def remove_stored(self, subdir: str, names: list[str]) -> None:
+        """Delete ``names`` from the container's ``/srv/ftp/<subdir>``
+        (base.ServerHandle.remove_stored): through ``/proc/<pid>/root`` when this process
+        may, else ``rm -f`` run in the container, 1,000 names a call.
+
+        Raises:
+            OSError: the container is gone or rm failed.
+            ValueError: a bad ``subdir`` or a name with ``/``.
+        """
+        sub = check_subdir(subdir)
+        home = home_path(self.pid) if self.pid else None
+        if home is not None:
+            remove_stored_files(home / sub, names)
+            return
+        if any("/" in n or n in ("", ".", "..") for n in names):
+            raise ValueError("not plain file names")
+        folder = f"{FTP_HOME}/{sub}".rstrip("/")
+        for i in range(0, len(names), 1000):
+            argv = ["rm", "-f", "--", *(f"{folder}/{n}" for n in names[i:i + 1000])]
+            try:
+                code, out = self._container.exec_run(argv)
+            except docker.errors.APIError as e:
+                raise OSError(f"container {self.container_id[:12]}: cannot delete in {folder}: {e}") from e
+            if code != 0:
+                raise OSError(f"container {self.container_id[:12]}: rm in {folder} exited {code}: "
+                              f"{out.decode('utf-8', 'replace')[-300:]}")
 
     def log_tail(self, lines: int = 40) -> str:
         """Last ``lines`` lines of the container's stdout+stderr ("" when gone)."""

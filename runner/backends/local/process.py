@@ -14,7 +14,7 @@ import psutil
 
 from runner.metrics.tree import tree
 
-from ..base import ServerFailed, ServerRequest, Target, check_subdir, list_stored_files
+from ..base import ServerFailed, ServerRequest, Target, check_subdir, list_stored_files, remove_stored_files
 from ..probe import ProbeError, wait_http_ready, wait_ready
 from ..system import nofile_target
 from .recipes.base import Launch, sha256
@@ -107,6 +107,11 @@ class LocalServerHandle:
         bytes), ...]`` sorted by name (base.ServerHandle.stored_files). Raises OSError
         (FileNotFoundError when the folder is missing), ValueError for a bad ``subdir``."""
         return list_stored_files(self._run.home / check_subdir(subdir))
+
+    def remove_stored(self, subdir: str, names: list[str]) -> None:
+        """Delete ``names`` from ``<run home>/<subdir>`` (base.ServerHandle.remove_stored;
+        base.remove_stored_files). Raises OSError, ValueError."""
+        remove_stored_files(self._run.home / check_subdir(subdir), names)
 
     def log_tail(self) -> str:
         """Tail of the server's log files (for error messages)."""

@@ -802,6 +802,14 @@ void http_accept(int fd, const struct sockaddr_storage *peer)
         return;
     }
     memset(c, 0, offsetof(struct http_conn, in));
+    /* A response is a head written with write() and a body sent with sendfile():
+     * with Nagle on, the body's last partial segment waits for the ACK of the head,
+     * which a keep-alive client delays (~40 ms on Linux) as it has nothing to send
+     * until the response is complete: 22 GETs/s on one connection.  Every response
+     * is built whole before it is written, so Nagle has nothing to coalesce here
+     * (as on the FTP control connection); the cost is the head's own segment. */
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->base.kind = C_HTTP;
     c->h = (struct handler){ H_HTTP, fd, 0, &c->base };
     c->file_fd = -1;
