@@ -153,10 +153,12 @@ def loadgen_args(workload: str, target: dict[str, Any], params: WorkloadParams, 
     return args
 
 
-def collect_loadgens(procs: list[tuple[str, subprocess.Popen]], limit: float, *, what: str = "client host"
+def collect_loadgens(procs: list[tuple[str, subprocess.Popen]], limit: float, *, what: str = "client host",
+                     stdout_files: dict[str, Any] | None = None
                      ) -> tuple[list[dict[str, Any]], list[tuple[str, PhaseResult]]]:
     """Wait (at most ``limit`` s in all) for running ``xferlab loadgen`` processes
-    ``[(name, Popen)]`` and read their JSON documents. Returns ``(documents,
+    ``[(name, Popen)]`` and read their JSON documents (from their stdout pipe, or from
+    ``stdout_files[name]``, a text file their stdout went to). Returns ``(documents,
     [(name, PhaseResult), ...])`` of those that measured something; the others are
     logged and noted on the first result (``errors["host_failed"]``). Raises
     MultiHostError when none measured anything (the message has each one's cause)."""
@@ -172,6 +174,9 @@ def collect_loadgens(procs: list[tuple[str, subprocess.Popen]], limit: float, *,
             out, err = p.communicate(timeout=30)
             problems.append(f"{name}: xferlab loadgen did not finish within {limit:g} s")
             continue
+        if stdout_files and name in stdout_files:
+            stdout_files[name].seek(0)
+            out = stdout_files[name].read()
         doc = None
         for line in reversed(out.strip().splitlines()):
             if line.startswith("{"):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -83,6 +84,7 @@ def run_client_processes(workload: str, target: Target, params: WorkloadParams, 
                            "password": target.password, "netns": target.netns, "http_port": target.http_port}
     start_at = time.time() + start_delay
     procs = []
+    files: list[Any] = []
     try:
         for i, share in enumerate(shares):
             if share == 0:
@@ -90,14 +92,20 @@ def run_client_processes(workload: str, target: Target, params: WorkloadParams, 
             args = loadgen_args(workload, tgt, host_params(workload, params, share), start_at=start_at,
                                 name=f"process {i + 1}", cpu=[cpus[i % len(cpus)]] if cpus else None,
                                 driver=driver)
+            # the JSON document goes to a file, not a pipe: through a pipe, documents over its
+            # 64 KiB (an HTTP phase's latencies) from a uvloop child arrived cut at 65,536 bytes
+            out = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed below, after collect
+            files.append(out)
             procs.append((f"process {i + 1}", subprocess.Popen(
-                [sys.executable, "-m", "runner.cli", *args, "--no-environment"], stdout=subprocess.PIPE,
+                [sys.executable, "-m", "runner.cli", *args, "--no-environment"], stdout=out,
                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)))
         docs, results = collect_loadgens(procs, start_delay + params.phase_timeout + 120.0,
-                                         what="client process")
+                                         what="client process", stdout_files=dict(zip([n for n, _ in procs], files)))
     finally:
         for _, p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=30)
+        for f in files:
+            f.close()
     return combine(results, kind="process"), contribution_samples(docs, results)

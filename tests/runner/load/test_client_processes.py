@@ -92,3 +92,4 @@ def test_http_phase_split_over_two_processes(tmp_path, driver):
     assert result.successful > 0 and result.network_failed == 0 and not result.non_2xx
     assert result.requests == result.successful and result.bytes == result.successful * 10_000
     assert [r.stat for r in rows] == ["process 1", "process 2"]
+
