@@ -6,20 +6,21 @@ to wrk's (issue 14: the compiled drivers exist so that the client is never what 
 measured; if ours is slower, by how much).
 
 The server (``--server``) is Debian's nginx (one worker, PUT through its DAV module;
-the default: a fast, well-known reference) or tpd's HTTP listener (servers/tpd, built
-with ``make`` when missing), its home on tmpfs (/dev/shm) unless ``--home`` says
+the default: a fast, well-known reference), tpd's HTTP listener (servers/tpd, built
+with ``make`` when missing) or go-http (servers/go-http, Go's net/http, built with
+``go build`` into the run's folder), its home on tmpfs (/dev/shm) unless ``--home`` says
 otherwise, pinned to CPU 0; the drivers
 run pinned to CPU 1 (on a machine with two CPUs). Workloads: ``upload`` (http_upload,
 ``PUT /uploads/<unique name>``, ``--body`` bytes) and ``download`` (http_download of a
-``--file-size`` fixture). h2load cannot upload to tpd (it can only POST, tpd has PUT
-only, as nginx) and is listed with that reason. xferlab-http runs in a child process (this script
+``--file-size`` fixture). Uploads are PUTs; h2load can only POST, so its upload row
+is listed as skipped with that reason. xferlab-http runs in a child process (this script
 with ``--role``) so its peak RSS is its own (VmHWM, as for wrk and h2load:
 runner.drivers.child); its CPU is the phase's ``os.times()`` delta, wrk's and h2load's
 their wait4 rusage. Usage:
 
     .venv/bin/python benchmarks/http_drivers.py [--clients 500] [--duration 5]
         [--workloads upload,download] [--drivers xferlab-http,wrk,h2load] [--body 8192]
-        [--file-size 8192] [--server nginx|tpd] [--rounds 3] [--home DIR]
+        [--file-size 8192] [--server nginx|tpd|go-http] [--rounds 3] [--home DIR]
 """
 from __future__ import annotations
 
@@ -89,9 +90,16 @@ http {{
 
 
 def start_server(kind: str, tmp: Path, home: Path, port: int) -> subprocess.Popen:
-    """Start ``tpd`` (built with make when missing) or ``nginx`` (Debian's, one worker, PUT
-    through its DAV module) on ``127.0.0.1:port`` serving ``home``, pinned to CPU 0."""
-    if kind == "nginx":
+    """Start ``tpd`` (built with make when missing), ``go-http`` (built with ``go build``)
+    or ``nginx`` (Debian's, one worker, PUT through its DAV module) on ``127.0.0.1:port``
+    serving ``home``, pinned to CPU 0. Raises CalledProcessError when a build fails."""
+    if kind == "go-http":
+        src = REPO / "servers" / "go-http"
+        env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false", "GOTOOLCHAIN": "local",
+               "GOCACHE": str(tmp / "go-build"), "GOPATH": str(tmp / "gopath")}
+        subprocess.run(["go", "build", "-trimpath", "-o", str(tmp / "go-http"), "."], cwd=src, env=env, check=True)
+        argv = [str(tmp / "go-http"), "--listen", f"127.0.0.1:{port}", "--home", str(home)]
+    elif kind == "nginx":
         exe = shutil.which("nginx") or "/usr/sbin/nginx"
         (tmp / "body").mkdir()
         conf = tmp / "nginx.conf"
@@ -154,8 +162,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="runs of each driver, interleaved (median printed)")
     ap.add_argument("--body", type=int, default=8192, help="upload body bytes (seed 002: about 8 KiB)")
     ap.add_argument("--file-size", type=int, default=8192, help="download fixture bytes")
-    ap.add_argument("--server", choices=("nginx", "tpd"), default="nginx",
-                    help="server under load: Debian's nginx (default) or tpd's HTTP listener")
+    ap.add_argument("--server", choices=("nginx", "tpd", "go-http"), default="nginx",
+                    help="server under load: Debian's nginx (default), tpd's HTTP listener or go-http")
     ap.add_argument("--home", default=None, help="server home (default: a folder on /dev/shm, else /tmp)")
     ap.add_argument("--role", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--workload", default="http_upload", help=argparse.SUPPRESS)
@@ -189,7 +197,7 @@ def main() -> int:
                 workload = WORKLOADS[wl]
                 for drv in drivers if rnd % 2 == 0 else drivers[::-1]:
                     if drv == "h2load" and workload == "http_upload":
-                        skipped[(wl, drv)] = f"h2load only POSTs; {args.server} takes PUT only"
+                        skipped[(wl, drv)] = "h2load only POSTs; the uploads here are PUTs"
                         continue
                     if drv != "xferlab-http" and shutil.which(drv) is None:
                         skipped[(wl, drv)] = f"{drv} not installed"
