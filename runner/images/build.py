@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -152,6 +153,11 @@ def build_image(client, *, context: Path, dockerfile: str, tag: str, buildargs: 
     ``Step i/n: INSTRUCTION`` line per step of the engine's build log stream (the
     instruction cut to 70 characters), and ``built TAG (ID) in S s``.
 
+    ``labels`` are one ``LABEL`` instruction appended to a copy of the Dockerfile
+    (:func:`_with_labels`), not the build's ``labels`` parameter: the classic builder
+    turns that into one step per label, each a layer commit of 2-5 s on this engine's
+    fuse-overlayfs (four labels were about 18 s of every server image's cold build).
+
     Returns the image ID; raises ImageError naming the tag, with the last 25 lines of
     the build log (missing Dockerfile, missing base image, a failed step, ``timeout``
     seconds exceeded, an engine error)."""
@@ -166,10 +172,11 @@ def build_image(client, *, context: Path, dockerfile: str, tag: str, buildargs: 
     t0 = time.monotonic()
     tail: list[str] = []
     image_id = None
+    scratch = Path(tempfile.mkdtemp(prefix="xferlab-dockerfile-"))
     try:
-        for chunk in client.api.build(path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs,
-                                      labels=labels, network_mode="host", rm=True, forcerm=True, decode=True,
-                                      timeout=timeout):
+        df = str(_with_labels(context / dockerfile, labels, scratch)) if labels else dockerfile
+        for chunk in client.api.build(path=str(context), dockerfile=df, tag=tag, buildargs=buildargs,
+                                      network_mode="host", rm=True, forcerm=True, decode=True, timeout=timeout):
             if "stream" in chunk:
                 for line in chunk["stream"].splitlines():
                     if line.strip():
@@ -186,9 +193,29 @@ def build_image(client, *, context: Path, dockerfile: str, tag: str, buildargs: 
                 raise ImageError(f"building {tag}: gave up after {timeout:.0f} s\n" + "\n".join(tail))
     except docker.errors.APIError as e:
         raise ImageError(f"building {tag} failed: {e}\n" + "\n".join(tail)) from e
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     img = client.images.get(tag)
     progress(f"{prefix}built {tag} ({img.short_id}) in {time.monotonic() - t0:.0f} s")
     return image_id or img.id
+
+
+def _with_labels(dockerfile: Path, labels: dict[str, str], folder: Path) -> Path:
+    """A copy of ``dockerfile`` in ``folder`` ending in one ``LABEL`` instruction with
+    every label, for the engine to read from outside the build context (the Docker SDK
+    sends such a Dockerfile inside the context archive). In a multi-stage Dockerfile the
+    labels go on the last stage, the image tagged. Values are double-quoted with ``\\``,
+    ``"`` and ``$`` escaped (the Dockerfile's own quoting: no variable is expanded in
+    them). Raises ValueError for a key or value with a line break."""
+    def quote(v: str) -> str:
+        if "\n" in v or "\r" in v:
+            raise ValueError(f"image label {v!r}: line breaks cannot go in a LABEL line")
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+    out = folder / "Dockerfile"
+    line = "LABEL " + " ".join(f"{quote(k)}={quote(v)}" for k, v in labels.items())
+    out.write_text(dockerfile.read_text().rstrip("\n") + "\n" + line + "\n")
+    return out
 
 
 @dataclass(frozen=True)

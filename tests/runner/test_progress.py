@@ -125,8 +125,12 @@ def test_build_image_reports_each_step_in_order(client, tmp_path: Path):
     msgs: list[str] = []
     try:
         iid = images.build_image(client, context=tmp_path, dockerfile="Dockerfile", tag=tag, buildargs={},
-                                 labels={"xferlab.test": SESSION_LABEL}, progress=msgs.append, prefix="image t 1/1: ")
-        assert client.images.get(tag).id == iid
+                                 labels={"xferlab.test": SESSION_LABEL, "xferlab.extra": 'a "quoted" $HOME value'},
+                                 progress=msgs.append, prefix="image t 1/1: ")
+        img = client.images.get(tag)
+        assert img.id == iid
+        assert img.labels.get("xferlab.test") == SESSION_LABEL
+        assert img.labels.get("xferlab.extra") == 'a "quoted" $HOME value'  # no variable expanded
     finally:
         try:
             client.images.remove(tag, force=True)
@@ -135,7 +139,8 @@ def test_build_image_reports_each_step_in_order(client, tmp_path: Path):
     assert msgs[0].startswith(f"image t 1/1: building {tag} from "), msgs
     steps = [re.fullmatch(r"image t 1/1: Step (\d+)/(\d+): (.*)", m) for m in msgs if "Step " in m]
     assert all(steps), msgs
-    n = int(steps[0].group(2))  # the Dockerfile's five, then the engine's LABEL step for `labels=`
+    n = int(steps[0].group(2))  # the Dockerfile's five, then the one LABEL line build_image appends for `labels=`
+    assert n == 6, msgs
     assert [(int(m.group(1)), int(m.group(2))) for m in steps] == [(i, n) for i in range(1, n + 1)], msgs
     assert [m.group(3) for m in steps][:5] == [f"FROM {images.BASE_TAG}", "RUN true", "COPY hello /hello",
                                                "RUN cat /hello", f"LABEL xferlab.test={SESSION_LABEL}"], msgs
