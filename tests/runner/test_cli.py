@@ -41,7 +41,7 @@ def test_classic_preset_adaptive_reused_and_windowed_setup():
     from runner.cli.campaign import _build_spec
 
     spec = _build_spec(parse_args(["run", "--preset", "classic"]))
-    assert (spec.repeats, spec.max_repeats, spec.server_reuse) == (3, 6, "repeats")
+    assert (spec.repeats, spec.max_repeats, spec.server_reuse) == (3, 5, "repeats")
     modes = {n: w.params.login_mode for w in spec.workloads for n in w.names()}
     assert list(modes) == ["stor", "retr", "login", "stor_idle", "retr_idle", "retr_concurrent",
                            "stor_concurrent", "quit"]
@@ -50,4 +50,4 @@ def test_classic_preset_adaptive_reused_and_windowed_setup():
     assert all(w.params.clients == 300 and w.params.file_size == 10 << 20 for w in spec.workloads)
     fixed = _build_spec(parse_args(["run", "--preset", "classic", "--repeats", "2"]))
     assert (fixed.repeats, fixed.max_repeats) == (2, None)
-    assert _build_spec(parse_args(["run", "--preset", "classic", "--repeats", "auto"])).max_repeats == 6
+    assert _build_spec(parse_args(["run", "--preset", "classic", "--repeats", "auto"])).max_repeats == 5
