@@ -47,6 +47,8 @@ def test_ids_are_validated(client, fair_campaign):
         assert client.get(f"/api/campaigns/{bad}/fairness").status_code == 422, bad
     assert client.get(f"/api/campaigns/{cid}/fairness", params={"server": ""}).status_code == 422
     assert client.get(f"/api/campaigns/{cid}/fairness", params={"workload": "x" * 41}).status_code == 422
+    r = client.get(f"/api/campaigns/{cid}/fairness?server=%00")  # PostgreSQL refuses NUL in text: 422, not 500
+    assert r.status_code == 422 and r.json()["detail"]
 
 
 def test_curve_is_thinned_but_figures_use_every_client():
