@@ -363,22 +363,22 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                      Cell(str(errors) if errors is not None else fmt.NA),
                      Cell(str(failed)),
                      _client_cpu_cell(busy))
-            record_cost: dict = {}
+            record_extra: dict = {}
             if cost:
                 c = next((x for x in (_find(data.series, server, key, m) for m in COST_METRICS) if x), None)
                 med = summarize(c.samples).median if c else None
                 cells += (Cell(fmt.value(med, c.unit) if c and med is not None else fmt.NA),)
-                record_cost = {"server_cpu": med, "server_cpu_unit": c.unit if c else None}
+                record_extra = {"server_cpu": med, "server_cpu_unit": c.unit if c else None}
             if fair:
                 jain, cv = (_find(data.series, server, key, m) for m in (FAIRNESS_METRIC, "fairness_cv"))
                 j = summarize(jain.samples).median if jain else None
                 cells += (Cell(fairness_text(j)),)
-                record_cost |= {"fairness_jain": j, "fairness_cv": summarize(cv.samples).median if cv else None}
+                record_extra |= {"fairness_jain": j, "fairness_cv": summarize(cv.samples).median if cv else None}
             rows.append(Row(f"{server}:{_row_key(key)}", cells, None, unit))
             records.append({"server": server, "workload": key[0], "params_key": key[1],
                             "title": cells[1].text, "metric": m, "unit": unit,
                             **_summary_record("", summ), "errors": errors, "failed": failed,
-                            "client_cpu_utilization": busy, **record_cost})
+                            "client_cpu_utilization": busy, **record_extra})
     return Table("campaign", title or f"Campaign {data.name}", columns, rows, "", records)
 
 
