@@ -6,25 +6,14 @@ from typing import Any
 import numpy as np
 
 from runner.drivers.result import LATE_SESSION_S, PhaseResult
+from runner.fairness import STATS as FAIRNESS_STATS
+from runner.fairness import figures_from_raw
 from runner.store.models import Sample
 from runner.workloads import WORKLOADS
 
 #: A phase whose load generator used at least this share of one CPU is flagged client-bound.
 CLIENT_BOUND_UTILIZATION = 0.90
 MAX_RAW_LATENCIES = 200_000
-
-
-def jain_index(values: list[float]) -> float:
-    """Jain's fairness index ``(sum x)^2 / (n * sum x^2)`` over per-client throughputs,
-    in (0, 1]; 1 means every client got the same share. Source: R. Jain, D. Chiu,
-    W. Hawe, "A Quantitative Measure of Fairness and Discrimination for Resource
-    Allocation in Shared Computer Systems", DEC-TR-301, 1984. Raises ValueError on
-    an empty list; all-zero input gives 1.0 (equally starved)."""
-    if not values:
-        raise ValueError("jain_index of no values")
-    s = sum(values)
-    sq = sum(v * v for v in values)
-    return 1.0 if sq == 0 else (s * s) / (len(values) * sq)
 
 
 def latency_stats(latencies_ms: list[float], *, p95: bool = False) -> dict[str, float]:
@@ -61,6 +50,31 @@ def http_samples(result: PhaseResult) -> list[Sample]:
     out.append(Sample(metric="reconnects", stat="value", value=float(result.reconnects), unit="count"))
     if result.driver_max_rss:
         out.append(Sample(metric="client_max_rss", stat="value", value=float(result.driver_max_rss), unit="bytes"))
+    return out
+
+
+def fairness_samples(result: PhaseResult, *, http: bool) -> list[Sample]:
+    """Sample rows of metric ``fairness`` for a phase of at least two clients (none
+    otherwise), computed by runner.fairness from the per-client list stored as the
+    ``raw`` of stat ``jain``: ``[[bytes, seconds, ok], ...]`` (FTP) or ``[[requests,
+    seconds, ok], ...]`` (HTTP). Stats: ``jain`` and ``cv`` (ratio), ``min_rate``,
+    ``p50_rate``, ``p95_rate``, ``max_rate`` (MiB/s FTP, req/s HTTP), ``min_time``,
+    ``p50_time``, ``p95_time``, ``max_time`` (s); HTTP phases also ``min_requests`` /
+    ``max_requests`` (count). Definitions: docs/methodology.md, "Fairness"."""
+    if len(result.clients) < 2:
+        return []
+    raw = [[c.requests if http else c.bytes, round(c.seconds, 6), c.ok] for c in result.clients]
+    figs = figures_from_raw(raw, http=http)
+    if figs is None:
+        return []
+    values = figs.as_dict()
+    out = [Sample(metric="fairness", stat=stat, value=float(values[stat]),
+                  unit=figs.rate_unit if unit == "rate" else unit, raw=raw if stat == "jain" else None)
+           for stat, unit in FAIRNESS_STATS]
+    if http:
+        counts = [float(c.requests) for c in result.clients]
+        out.append(Sample(metric="fairness", stat="min_requests", value=min(counts), unit="count"))
+        out.append(Sample(metric="fairness", stat="max_requests", value=max(counts), unit="count"))
     return out
 
 
@@ -109,19 +123,7 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="errors", stat=kind[:20], value=float(n), unit="count"))
     if http:
         out += http_samples(result)
-    if len(result.clients) >= 2 and http:
-        counts = [float(c.requests) for c in result.clients]
-        raw = [[c.requests, round(c.seconds, 6), c.ok] for c in result.clients]
-        out.append(Sample(metric="fairness", stat="jain", value=jain_index(counts), unit="ratio", raw=raw))
-        out.append(Sample(metric="fairness", stat="min_requests", value=min(counts), unit="count"))
-        out.append(Sample(metric="fairness", stat="max_requests", value=max(counts), unit="count"))
-    elif len(result.clients) >= 2:
-        rates = [c.bytes / c.seconds if c.seconds > 0 else 0.0 for c in result.clients]
-        times = [c.seconds for c in result.clients]
-        raw = [[c.bytes, round(c.seconds, 6), c.ok] for c in result.clients]
-        out.append(Sample(metric="fairness", stat="jain", value=jain_index(rates), unit="ratio", raw=raw))
-        out.append(Sample(metric="fairness", stat="min_time", value=min(times), unit="s"))
-        out.append(Sample(metric="fairness", stat="max_time", value=max(times), unit="s"))
+    out += fairness_samples(result, http=http)
     if result.greeted_sessions:
         out.append(Sample(metric="late_sessions", stat="value", value=float(result.late_sessions), unit="count",
                           raw={"greeted": result.greeted_sessions, "threshold_s": LATE_SESSION_S}))

@@ -132,10 +132,11 @@ def compare_report(session: Session, a: str, b: str, *, campaign: int | None = N
                    speedup: bool = False) -> str:
     """The comparison table of ``a`` (reference) and ``b`` in ``fmt``, then (except in
     CSV, one table per file) the same comparison of their server CPU per unit of work
-    (s/GiB or us/op, when both have it), the two servers' setups and, for servers of two
+    (s/GiB or us/op, when both have it), their fairness over the clients of N-client
+    cells (Jain's index, when both have it), the two servers' setups and, for servers of two
     campaigns, every difference between the campaigns' environments. Raises CompareError."""
     from runner.report.context import environment_diff_table, setup_table
-    from runner.report.tables import COST_METRICS, comparison_table
+    from runner.report.tables import COST_METRICS, comparison_table, fairness_comparison
 
     data, la, lb, warnings = comparison_data(session, a, b, campaign=campaign)
     tables = [comparison_table(data, la, lb, ci=True, speedup=speedup)]
@@ -143,6 +144,9 @@ def compare_report(session: Session, a: str, b: str, *, campaign: int | None = N
         # what each server spent for the work (valid when the client was the bottleneck)
         tables.append(comparison_table(data, la, lb, ci=True, speedup=speedup, metric=COST_METRICS,
                                        title=f"Server CPU per unit of work: {la} vs. {lb}"))
+    fair = fairness_comparison(data, la, lb, speedup=speedup) if fmt != "csv" else None
+    if fair is not None:  # how evenly each shared itself between its clients
+        tables.append(fair)
     diff = (environment_diff_table(data.environments[la], data.environments[lb], la, lb)
             if data.environments else None)
     if fmt != "csv":  # one table per CSV file: the comparison alone

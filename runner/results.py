@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from runner.fairness import cv_from_jain
 from runner.report.data import CampaignData, Series, WorkloadFacts
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
 from runner.workloads import WORKLOADS, WorkloadParams
@@ -23,6 +24,7 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("latency", "p50"): ("ms", False),
     ("latency", "p99"): ("ms", False),
     ("fairness", "jain"): ("ratio", True),
+    ("fairness", "cv"): ("ratio", False),  # derived from `jain` for cells stored without it
     ("client_cpu", "utilization"): ("ratio", False),
     ("errors", "total"): ("count", False),
     ("late_sessions", "value"): ("count", False),
@@ -44,7 +46,9 @@ MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
 def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     """All series of a campaign, servers in spec order, with the catalogue's facts of
     its workloads (row titles, row metric, order: ``CampaignData.workloads``), so the
-    report layer needs nothing but this. Raises LookupError for an unknown id."""
+    report layer needs nothing but this. A cell stored with a ``fairness``/``jain``
+    sample but no ``cv`` (before the CV was stored) gets its CV derived from the index,
+    ``sqrt(1/J - 1)`` (runner.fairness.cv_from_jain). Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
     if camp is None:
         raise LookupError(f"no campaign {campaign_id}")
@@ -59,9 +63,22 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         rows = session.execute(select(Sample.cell_id, Sample.metric, Sample.stat, Sample.value)
                                .where(Sample.cell_id.in_(list(done)))
                                .order_by(Sample.cell_id)).all()
+        fair: dict[int, dict[str, float]] = defaultdict(dict)  # cell id -> its jain and cv
         for cell_id, metric, stat, value in rows:
             c = done[cell_id]
+            if metric == "fairness" and stat in ("jain", "cv"):
+                fair[cell_id][stat] = value
+                if stat == "cv":
+                    continue
             values[(c.server_label, c.workload, c.params_key, metric, stat)].append(value)
+        for cell_id in sorted(fair):  # cell order, as every series
+            cv = fair[cell_id].get("cv")
+            jain = fair[cell_id].get("jain")
+            if cv is None and jain is not None and 0 < jain <= 1 + 1e-9:
+                cv = cv_from_jain(jain)  # cells stored before the CV was: J = 1 / (1 + CV^2)
+            if cv is not None:
+                c = done[cell_id]
+                values[(c.server_label, c.workload, c.params_key, "fairness", "cv")].append(cv)
     titles = {}
     facts: dict[str, WorkloadFacts] = {}
     for c in cells:

@@ -26,11 +26,12 @@ def comparison(session: Session, *, a: str, b: str, campaign: int | None = None)
     """The comparison of operands ``a`` (reference) and ``b``.
 
     Returns ``{"a", "b": server labels, "warnings": [str], "table": Table, "cost": Table | None
-    (server CPU per unit of work, when both servers have it), "memory": Table | None,
+    (server CPU per unit of work, when both servers have it), "fairness": Table | None (Jain's
+    index over the clients of N-client cells, when both have it), "memory": Table | None,
     "rows": [chart rows], "a_ref", "b_ref": (campaign id, label)}``;
     chart rows are ``{title, unit, a, b: medians, a_lo, a_hi, b_lo, b_hi: CI bounds, ratio, significant}``.
     Raises runner.reporting.CompareError (a LookupError) when an operand does not resolve."""
-    from runner.report.tables import COST_METRICS, MEMORY_METRICS, comparison_table, memory_table
+    from runner.report.tables import COST_METRICS, MEMORY_METRICS, comparison_table, fairness_comparison, memory_table
     from runner.reporting import comparison_data, resolve_operand
 
     data, la, lb, warnings = comparison_data(session, a, b, campaign=campaign)
@@ -39,6 +40,7 @@ def comparison(session: Session, *, a: str, b: str, campaign: int | None = None)
     if all(any(s.server == x and s.metric in COST_METRICS for s in data.series) for x in (la, lb)):
         cost = comparison_table(data, la, lb, ci=True, metric=COST_METRICS,
                                 title=f"Server CPU per unit of work: {la} vs. {lb}")
+    fairness = fairness_comparison(data, la, lb)
     memory = None
     metrics = {s.metric for s in data.series}
     for m in MEMORY_METRICS:
@@ -53,7 +55,8 @@ def comparison(session: Session, *, a: str, b: str, campaign: int | None = None)
         rows.append({"title": rec["title"], "unit": rec["unit"], "a": c.a.median, "b": c.b.median,
                      "a_lo": c.a.ci_low, "a_hi": c.a.ci_high, "b_lo": c.b.ci_low, "b_hi": c.b.ci_high,
                      "ratio": row.cells[3].text, "significant": c.significant, "p_value": c.p_value})
-    return {"a": la, "b": lb, "warnings": warnings, "table": table, "cost": cost, "memory": memory, "rows": rows,
+    return {"a": la, "b": lb, "warnings": warnings, "table": table, "cost": cost, "fairness": fairness,
+            "memory": memory, "rows": rows,
             "a_ref": resolve_operand(session, a, campaign=campaign),
             "b_ref": resolve_operand(session, b, campaign=campaign)}
 
@@ -103,11 +106,13 @@ def api_compare(a: str = _operand(), b: str = _operand(), campaign: OptionalCamp
                 session: Session = Depends(get_session)) -> dict[str, Any]:
     """Comparison of ``a`` (reference) and ``b``: the table's rows (text as in the
     exports) and raw records (medians, CI, ratio, Mann-Whitney p, significance),
-    the server CPU cost table (``cost``, null when not stored), the memory table, and warnings (e.g.
-    different environment classes). 404 when an operand does not resolve."""
+    the server CPU cost table (``cost``, null when not stored), the fairness table (``fairness``:
+    Jain's index over the clients of N-client cells, null unless both have it), the memory
+    table, and warnings (e.g. different environment classes). 404 when an operand does not resolve."""
     c = comparison(session, a=a, b=b, campaign=campaign)
     return {"a": c["a"], "b": c["b"], "warnings": c["warnings"], "comparison": _table_json(c["table"]),
-            "cost": _table_json(c["cost"]), "memory": _table_json(c["memory"]), "chart_rows": c["rows"]}
+            "cost": _table_json(c["cost"]), "fairness": _table_json(c["fairness"]),
+            "memory": _table_json(c["memory"]), "chart_rows": c["rows"]}
 
 
 @router.get("/api/memory-timeline", tags=["compare"], dependencies=[Depends(require_read)])

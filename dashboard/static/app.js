@@ -88,6 +88,7 @@ function watchCampaign(el) {
     } else {
       const f = document.getElementById("cancel-form");
       if (f) f.remove();
+      fairnessChart();  // the cells measured while the page was open
     }
   }
   if (["queued", "running", "interrupted"].includes(el.dataset.status)) setTimeout(tick, 1000);
@@ -156,6 +157,74 @@ async function memoryCharts() {
   }
 }
 
+function fmtNum(v) {
+  if (v === null || v === undefined) return "";
+  const a = Math.abs(v);
+  return a === 0 ? "0" : a >= 100 ? v.toFixed(1) : a >= 1 ? v.toFixed(2) : v.toPrecision(3);
+}
+
+function drawFairness(g) {
+  const canvas = document.getElementById("fairness-chart");
+  const old = Chart.getChart(canvas);
+  if (old) old.destroy();
+  new Chart(canvas, {
+    type: "line",
+    data: { datasets: g.repeats.map((rp, i) => ({
+      label: `repeat ${rp.repeat + 1} (Jain ${rp.figures.jain.toFixed(2)})`,
+      data: rp.curve.map(p => ({ x: p[0], y: p[1] })),
+      borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length],
+      pointRadius: rp.curve.length > 60 ? 0 : 2.5, borderWidth: 1.5, tension: 0 })) },
+    options: { maintainAspectRatio: false, animation: false, parsing: false,
+      plugins: { title: { display: true, text: [`${g.server} · ${g.title}`, "per-client rate, fastest client first"] },
+        legend: { labels: { boxWidth: 10 } } },
+      scales: { x: { type: "linear", min: 1, title: { display: true, text: "client (rank by rate)" }, ticks: { precision: 0 } },
+        y: { beginAtZero: true, title: { display: true, text: g.rate_unit } } } },
+  });
+  const body = document.querySelector("#fairness-figures tbody");
+  body.replaceChildren(...g.repeats.map(rp => {
+    const f = rp.figures, tr = document.createElement("tr");
+    [rp.repeat + 1, f.clients, f.jain.toFixed(2), f.cv.toFixed(2), fmtNum(f.min_rate), fmtNum(f.p50_rate), fmtNum(f.p95_rate),
+      `${fmtNum(f.max_rate)} ${g.rate_unit}`, fmtNum(f.min_time), fmtNum(f.p50_time), fmtNum(f.p95_time), `${fmtNum(f.max_time)} s`]
+      .forEach(v => { const td = document.createElement("td"); td.className = "num"; td.textContent = String(v); tr.appendChild(td); });
+    return tr;
+  }));
+}
+
+async function fairnessChart() {
+  const el = document.getElementById("fairness");
+  if (!el || typeof Chart === "undefined") return;
+  let d;
+  try {
+    const r = await fetch(`/api/campaigns/${encodeURIComponent(el.dataset.campaign)}/fairness`, { headers: { Accept: "application/json" } });
+    if (!r.ok) return;
+    d = await r.json();
+  } catch (e) {
+    return;
+  }
+  const groups = d.groups;
+  document.getElementById("fairness-empty").hidden = groups.length > 0;
+  document.getElementById("fairness-body").hidden = groups.length === 0;
+  el.dataset.groups = groups.length;
+  if (!groups.length) return;
+  // open on the least fair cell group (lowest median Jain's index over its repeats)
+  const median = g => {  // as the campaign table's Jain column: the middle value, or the mean of the two
+    const v = g.repeats.map(r => r.figures.jain).sort((a, b) => a - b), h = Math.floor(v.length / 2);
+    return v.length % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+  };
+  let pick = 0;
+  groups.forEach((g, i) => { if (median(g) < median(groups[pick])) pick = i; });
+  const sel = document.getElementById("fairness-group");
+  sel.replaceChildren(...groups.map((g, i) => {
+    const o = document.createElement("option");
+    o.value = String(i);
+    o.textContent = `${g.server} · ${g.title} (Jain ${median(g).toFixed(2)})`;
+    return o;
+  }));
+  sel.value = String(pick);
+  sel.onchange = () => drawFairness(groups[parseInt(sel.value, 10)]);
+  drawFairness(groups[pick]);
+}
+
 function timelineChart() {
   const d = jsonData("timeline-data");
   const canvas = document.getElementById("timeline");
@@ -184,4 +253,5 @@ document.addEventListener("DOMContentLoaded", () => {
   compareCharts();
   memoryCharts();
   timelineChart();
+  fairnessChart();
 });

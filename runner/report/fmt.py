@@ -46,12 +46,17 @@ def bytes2human(n: float) -> str:
     return f"{float(n):.1f}B"
 
 
+#: Units printed without a suffix: a dimensionless ratio such as Jain's index (``0.980``).
+UNITLESS = ("ratio",)
+
+
 def value(v: float, unit: str, *, min_decimals: int = 2) -> str:
-    """A value with its unit: ``"1652.72 MiB/s"``, ``"0.190 s"``; bytes via :func:`bytes2human`."""
+    """A value with its unit: ``"1652.72 MiB/s"``, ``"0.190 s"``; bytes via :func:`bytes2human`;
+    a ratio (:data:`UNITLESS`) bare: ``"0.980"``."""
     if unit == "bytes":
         return bytes2human(v)
     text = number(v, min_decimals)
-    return f"{text} {unit}" if unit else text
+    return f"{text} {unit}" if unit and unit not in UNITLESS else text
 
 
 def rel_ci(rel: float | None) -> str:
@@ -76,26 +81,33 @@ def ci_bounds(s: Summary, unit: str) -> str:
         return NA
     if unit == "bytes":
         return f"[{bytes2human(s.ci_low)}, {bytes2human(s.ci_high)}]"
-    return f"[{number(s.ci_low)}, {number(s.ci_high)}] {unit}".rstrip()
+    return f"[{number(s.ci_low)}, {number(s.ci_high)}] {'' if unit in UNITLESS else unit}".rstrip()
 
 
-def normalized(slowdown: float) -> str:
-    """pyperf ``format_normalized_mean`` of a time-like ratio (> 1 = slower)."""
+#: The words of :func:`normalized`: (better, worse). Figures that are not speeds (Jain's
+#: index) use ``("higher", "lower")`` or ``("lower", "higher")`` instead.
+SPEED_WORDS = ("faster", "slower")
+
+
+def normalized(slowdown: float, words: tuple[str, str] = SPEED_WORDS) -> str:
+    """pyperf ``format_normalized_mean`` of a time-like ratio (> 1 = slower; ``words``:
+    what to call better and worse)."""
     if slowdown == 1.0:
         return "no change"
     if slowdown < 1.0:
-        return f"{1.0 / slowdown:.2f}x faster"
-    return f"{slowdown:.2f}x slower"
+        return f"{1.0 / slowdown:.2f}x {words[0]}"
+    return f"{slowdown:.2f}x {words[1]}"
 
 
-def ratio(c: Comparison, *, check_significant: bool = True) -> str:
+def ratio(c: Comparison, *, check_significant: bool = True, words: tuple[str, str] = SPEED_WORDS) -> str:
     """Ratio column text: ``"1.08x slower"``, ``"1.08x faster"``, ``"no change"``,
-    ``"not significant"`` (when ``check_significant``), or ``"n/a"`` (zero median)."""
+    ``"not significant"`` (when ``check_significant``), or ``"n/a"`` (zero median);
+    ``words`` as :func:`normalized`."""
     if c.slowdown is None:
         return NA
     if check_significant and not c.significant and c.direction != "same":
         return "not significant"
-    return normalized(c.slowdown)
+    return normalized(c.slowdown, words)
 
 
 def speedup(c: Comparison) -> str:
@@ -112,12 +124,13 @@ def speedup_value(v: float) -> str:
     return ("0.00" if text in ("+0.00", "-0.00") else text) + "x"
 
 
-def oneliner(c: Comparison, unit: str) -> str:
+def oneliner(c: Comparison, unit: str, verdict: str | None = None) -> str:
     """pyperf-style one-line comparison (DESIGN.md):
     ``"1652.7 MiB/s +- 2% -> 1524.1 MiB/s +- 3%: 1.08x slower"``.
 
     Values use one decimal (at least three significant digits); the verdict is
-    ``not significant`` when the test does not reject, as pyperf prints it."""
+    ``not significant`` when the test does not reject, as pyperf prints it
+    (``verdict``: the text to print instead of :func:`ratio`'s, e.g. a table's ratio cell)."""
     a = summary(c.a, unit, ci=True, min_decimals=1)
     b = summary(c.b, unit, ci=True, min_decimals=1)
-    return f"{a} -> {b}: {ratio(c)}"
+    return f"{a} -> {b}: {ratio(c) if verdict is None else verdict}"

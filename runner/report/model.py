@@ -77,5 +77,5 @@ class Table:
     def oneliners(self) -> list[str]:
         """pyperf-style lines of a comparison table, one per compared row:
         ``"RETR (server -> client): 1652.7 MiB/s +- 2% -> 1524.1 MiB/s +- 3%: 1.08x slower"``."""
-        return [f"{r.cells[0].text}: {fmt.oneliner(r.comparison, r.unit)}"
+        return [f"{r.cells[0].text}: {fmt.oneliner(r.comparison, r.unit, r.cells[3].text)}"
                 for r in self.rows if r.comparison is not None]

@@ -9,7 +9,10 @@ unrounded ``records`` for the CSV and JSON exports. Three tables:
   geometric-mean row (pyperf ``compare_to``).
 * :func:`memory_table` -- seed 000's "Memory usage" table: "Starting with", then
   one row per workload, one column per server, binary units, lowest bold.
-* :func:`campaign_table` -- every workload of every server: median, CI, n, errors.
+* :func:`campaign_table` -- every workload of every server: median, CI, n, errors
+  (fairness too, when the campaign has N-client cells).
+
+:func:`fairness_comparison` is :func:`comparison_table` on Jain's index.
 
 Rows of the same workload with different parameters (e.g. 300 and 1000 clients)
 are separate rows (keyed by ``params_key``); their titles differ.
@@ -29,6 +32,10 @@ from runner.report.stats import ALPHA, Comparison, Summary, compare, geometric_m
 
 #: Memory metrics (bytes, recorded at checkpoints), see DESIGN.md "Metrics".
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
+
+#: The fairness series of N-client cells: Jain's index over the clients (runner.fairness).
+FAIRNESS_METRIC = "fairness_jain"
+
 
 MEMORY_CAPTIONS = {
     "server_mem_rss_minus_shared": "Values on UNIX are calculated as (rss - shared)",
@@ -98,7 +105,7 @@ def _summary_record(prefix: str, s: Summary | None) -> dict:
 def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
                      ci: bool = False, speedup: bool = False, alpha: float = ALPHA,
                      metric: str | tuple[str, ...] | None = None, geomean: bool = True,
-                     title: str | None = None) -> Table:
+                     title: str | None = None, words: tuple[str, str] = fmt.SPEED_WORDS) -> Table:
     """Seed 000's comparison table of ``server_a`` (reference, "old") vs ``server_b``
     ("new"), pyperf-style.
 
@@ -113,8 +120,10 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
 
     Rows: one per (workload, params_key) in catalogue order (``CampaignData.workloads``), using the
     workload's primary metric (``metric`` overrides it; a tuple: the first of its metrics
-    either server has for that row, e.g. :data:`COST_METRICS`); a row missing on either
-    side shows ``"n/a"``. Last, a ``"Geometric mean"`` row of the time-like ratios
+    either server has for that row, e.g. :data:`COST_METRICS`; ``words``: the ratio's
+    words for better and worse, ``("faster", "slower")`` unless the metric is not a speed,
+    e.g. :func:`fairness_comparison`); a row missing on either side shows ``"n/a"``.
+    Last, a ``"Geometric mean"`` row of the time-like ratios
     of all rows with a defined ratio (pyperf), when ``geomean`` and at least one.
 
     Records (CSV/JSON): per row ``server_a, server_b, workload, params_key, title,
@@ -161,7 +170,7 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
         ]
         verdicts: dict[str, Mark] = {"b": "win", "a": "loss", "": ""}
         verdict = verdicts[win]
-        cells.append(Cell(fmt.ratio(c) if c else fmt.NA, verdict))
+        cells.append(Cell(fmt.ratio(c, words=words) if c else fmt.NA, verdict))
         if speedup:
             cells.append(Cell(fmt.speedup(c) if c else fmt.NA, verdict))
         rows.append(Row(_row_key(key), tuple(cells), c, unit))
@@ -185,6 +194,20 @@ def comparison_table(data: CampaignData, server_a: str, server_b: str, *,
                         "slowdown": geo, "speedup": 1.0 / geo - 1.0})
     return Table("comparison", title or f"{server_a} vs. {server_b}", tuple(columns), rows,
                  "", records)
+
+
+def fairness_comparison(data: CampaignData, server_a: str, server_b: str, *, ci: bool = True,
+                        speedup: bool = False, alpha: float = ALPHA) -> Table | None:
+    """A vs. B on fairness: :func:`comparison_table` of the ``fairness_jain`` series
+    (Jain's index over the clients of each N-client cell, higher is fairer; the same
+    Mann-Whitney test), rows only where either server has it, ratio words ``higher`` /
+    ``lower``, no geometric mean. None unless both servers have the series.
+    Raises ValueError as :func:`comparison_table`."""
+    if not all(any(s.server == x and s.metric == FAIRNESS_METRIC for s in data.series) for x in (server_a, server_b)):
+        return None
+    return comparison_table(data, server_a, server_b, ci=ci, speedup=speedup, alpha=alpha, metric=FAIRNESS_METRIC,
+                            geomean=False, words=("higher", "lower"),
+                            title=f"Fairness (Jain's index over the clients): {server_a} vs. {server_b}")
 
 
 # -- memory -----------------------------------------------------------------
@@ -263,6 +286,12 @@ CLIENT_BOUND = 0.90
 COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
 
 
+def fairness_text(jain: float | None) -> str:
+    """The fairness column's text: Jain's index with two decimals, ``"0.98"``; ``"n/a"``
+    for a row without one (single-session workloads)."""
+    return fmt.NA if jain is None else f"{jain:.2f}"
+
+
 def _client_cpu_cell(busy: float | None) -> Cell:
     if busy is None:
         return Cell(fmt.NA)
@@ -282,12 +311,17 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     second, from the ``client_cpu_utilization`` series; at 90% or more marked
     ``client-bound``, a loss) and, when the campaign stored them, ``server_cpu``: the
     server's CPU cost of the work, median of ``server_cpu_per_op`` (``"41.20 us/op"``,
-    logins and QUITs) or ``server_cpu_per_gib`` (``"0.210 s/GiB"``, transfers). A workload
-    whose every cell failed still gets a row (median ``n/a``), so a skipped server is
-    never silently missing.
+    logins and QUITs) or ``server_cpu_per_gib`` (``"0.210 s/GiB"``, transfers) and, when
+    the campaign has N-client cells, ``fairness`` (header ``Jain``): the median of Jain's
+    index over the clients (``"0.98"``; ``n/a`` for single-session rows; docs/methodology.md,
+    "Fairness").
+    A workload whose every cell failed still gets a row (median ``n/a``), so a skipped
+    server is never silently missing.
 
     Records: per row ``server, workload, params_key, title, metric, unit``, the
-    summary fields, ``errors``, ``failed``.
+    summary fields, ``errors``, ``failed``, ``client_cpu_utilization``; with the optional
+    columns ``server_cpu``, ``server_cpu_unit``, ``fairness_jain`` and ``fairness_cv``
+    (medians of the ``fairness_jain`` and ``fairness_cv`` series, None without them).
     """
     columns: tuple[Column, ...] = (
         Column("server", "server"), Column("title", "benchmark type"),
@@ -297,6 +331,9 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     cost = any(s.metric in COST_METRICS for s in data.series)
     if cost:
         columns += (Column("server_cpu", "server CPU", True),)
+    fair = any(s.metric == FAIRNESS_METRIC for s in data.series)
+    if fair:
+        columns += (Column("fairness", "Jain", True),)  # narrow: the header is the index's name
     rows: list[Row] = []
     records: list[dict] = []
     keys = _ordered_keys(data, data.series)
@@ -326,17 +363,22 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                      Cell(str(errors) if errors is not None else fmt.NA),
                      Cell(str(failed)),
                      _client_cpu_cell(busy))
-            record_cost: dict = {}
+            record_extra: dict = {}
             if cost:
                 c = next((x for x in (_find(data.series, server, key, m) for m in COST_METRICS) if x), None)
                 med = summarize(c.samples).median if c else None
                 cells += (Cell(fmt.value(med, c.unit) if c and med is not None else fmt.NA),)
-                record_cost = {"server_cpu": med, "server_cpu_unit": c.unit if c else None}
+                record_extra = {"server_cpu": med, "server_cpu_unit": c.unit if c else None}
+            if fair:
+                jain, cv = (_find(data.series, server, key, m) for m in (FAIRNESS_METRIC, "fairness_cv"))
+                j = summarize(jain.samples).median if jain else None
+                cells += (Cell(fairness_text(j)),)
+                record_extra |= {"fairness_jain": j, "fairness_cv": summarize(cv.samples).median if cv else None}
             rows.append(Row(f"{server}:{_row_key(key)}", cells, None, unit))
             records.append({"server": server, "workload": key[0], "params_key": key[1],
                             "title": cells[1].text, "metric": m, "unit": unit,
                             **_summary_record("", summ), "errors": errors, "failed": failed,
-                            "client_cpu_utilization": busy, **record_cost})
+                            "client_cpu_utilization": busy, **record_extra})
     return Table("campaign", title or f"Campaign {data.name}", columns, rows, "", records)
 
 

@@ -10,6 +10,10 @@ import pytest
 
 TOKEN = "test-token-123"
 
+MIB = 1 << 20
+#: A server label that would be markup if a page or script inserted it as HTML.
+EVIL = '<img src=x onerror="document.title=1">'
+
 SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 0.2, "op_timeout": 20,
          "phase_timeout": 60}
 
@@ -86,6 +90,45 @@ def store_campaign(engine) -> Callable[..., int]:
                                        value=cost * (1 + rnd.random() / 100), unit=unit),
                                 Sample(metric=f"client_cpu_per_{per}", stat="value", value=cost * 2, unit=unit)]
                 crud.finish_cell(s, cell=c, status="done", samples=samples, environment=env)
+            return camp.id
+
+    return make
+
+
+@pytest.fixture
+def fair_campaign(engine) -> Callable[..., int]:
+    """``fair_campaign(label=None)`` stores a campaign of one server, ``retr_concurrent`` with
+    4 clients and 2 repeats, and ``login`` (1 repeat each, no per-client list): repeat 0 was
+    stored as cells were before issue 15 (only ``jain``, carrying the list), repeat 1 with
+    every fairness sample of runner.measure. Repeat 0's clients ran at 4, 2, 1, 1 MiB/s, repeat
+    1's all at 2 MiB/s. Returns the campaign id."""
+    from sqlalchemy.orm import Session
+
+    from runner.drivers.result import ClientFigures, PhaseResult
+    from runner.measure import fairness_samples
+    from runner.spec import parse_spec
+    from runner.store import campaigns as crud
+    from runner.store.models import Cell, Sample
+
+    def make(label: str | None = None) -> int:
+        server = {"name": "pyftpdlib", "version": "2.2.0", **({"label": label} if label else {})}
+        spec = parse_spec({"name": "fairness", "repeats": 2, "backend": "local", "servers": [server],
+                           "workloads": [{"name": "retr_concurrent", "params": {"clients": 4, "file_size": "4M"}},
+                                         {"name": "login", "params": {"clients": 4}}]})
+        with Session(engine, expire_on_commit=False) as s:
+            camp = crud.create_campaign(s, spec=spec, backend="local")
+            s.commit()
+            for c in s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq):
+                c.status, c.started_at = "running", crud.now()
+                samples = [Sample(metric="elapsed", stat="value", value=8.0, unit="s")]
+                if c.workload == "retr_concurrent" and c.repeat == 0:
+                    raw = [[4 * MIB, 1.0, True], [4 * MIB, 2.0, True], [4 * MIB, 4.0, True], [8 * MIB, 8.0, True]]
+                    samples.append(Sample(metric="fairness", stat="jain", value=64 / 88, unit="ratio", raw=raw))
+                elif c.workload == "retr_concurrent":
+                    r = PhaseResult(workload="retr_concurrent", elapsed_s=2.0, bytes=16 * MIB, ops=4,
+                                    clients=[ClientFigures(4 * MIB, 2.0)] * 4)
+                    samples += fairness_samples(r, http=False)
+                crud.finish_cell(s, cell=c, status="done", samples=samples)
             return camp.id
 
     return make

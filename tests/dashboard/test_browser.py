@@ -207,3 +207,31 @@ def test_regression_shows(server, worker, browser):
     page.wait_for_selector("#timeline")
     page.wait_for_function("Chart.getChart(document.getElementById('timeline')) !== undefined")
     _shots(page, "series")
+
+
+def test_fairness_chart_renders(server, browser, fair_campaign):
+    """The campaign page draws the per-client curve of its N-client cells from
+    /api/campaigns/ID/fairness: one line per repeat, one point per client, fastest first;
+    a label holding markup is shown as text, never inserted as HTML."""
+    from .conftest import EVIL
+
+    cid = fair_campaign(label=EVIL)
+    page = browser.new_page(viewport=WIDE)
+    page.set_default_timeout(30_000)
+    page.goto(f"{server}/campaigns/{cid}")
+    page.wait_for_function("Chart.getChart(document.getElementById('fairness-chart')) !== undefined")
+    points = page.evaluate("Chart.getChart(document.getElementById('fairness-chart')).data.datasets"
+                           ".map(d => d.data.map(p => [p.x, p.y]))")
+    assert points == [[[1, 4.0], [2, 2.0], [3, 1.0], [4, 1.0]], [[1, 2.0], [2, 2.0], [3, 2.0], [4, 2.0]]]
+    assert page.locator("#fairness-figures tbody tr").count() == 2
+    first = page.locator("#fairness-figures tbody tr").first.inner_text()
+    assert "0.73" in first and "4.00 MiB/s" in first  # Jain 64/88; the fastest client
+    option = page.locator("#fairness-group option").first.inner_text()
+    assert option.startswith(EVIL) and "(Jain 0.86)" in option  # median of 0.727 and 1.0, as text
+    assert page.locator("#fairness img").count() == 0 and page.title() != "1"
+    # the canvas has been drawn on: some pixel is not transparent
+    drawn = page.evaluate("(() => { const c = document.getElementById('fairness-chart');"
+                          " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+                          " for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; })()")
+    assert drawn
+    _shots(page, "campaign-fairness")

@@ -163,6 +163,12 @@ def test_concurrent_transfers(target, workload, passive):
     assert len(r.clients) == 20 and all(c.ok and c.bytes == p.file_size for c in r.clients)
     assert max(c.seconds for c in r.clients) <= r.elapsed_s + 1e-6
     assert cps == ["loaded"]
+    # the fairness rows of a real phase: every figure, ordered, from the stored per-client list
+    fair = {s.stat: s for s in phase_samples(r) if s.metric == "fairness"}
+    assert len(fair["jain"].raw) == 20 and 1 / 20 <= fair["jain"].value <= 1
+    assert fair["min_rate"].value <= fair["p50_rate"].value <= fair["p95_rate"].value <= fair["max_rate"].value
+    assert 0 < fair["min_time"].value <= fair["p50_time"].value <= fair["p95_time"].value <= fair["max_time"].value
+    assert fair["jain"].value == pytest.approx(1 / (1 + fair["cv"].value ** 2))
 
 
 def test_stor_concurrent_same_file(target, ftp_home):

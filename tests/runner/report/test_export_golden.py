@@ -3,7 +3,9 @@ the store helpers, as a run stores it), read back with ``runner.results.load_cam
 and exported in every format; each export must equal, byte for byte, the golden file.
 The goldens were made before the issue-11 refactor, which left them unchanged; they were
 regenerated on 2026-11-23 for one intended change, the report context of issue 12
-("Conducted on" and "Setup" tables; ``setups`` in the JSON campaign document).
+("Conducted on" and "Setup" tables; ``setups`` in the JSON campaign document), and on
+2026-11-25 for issue 15's fairness figures (the campaign table's ``Jain`` column, the
+``fairness_cv`` series derived from the stored index, the comparison's fairness table).
 
 Regenerate only for an intended change of the export bytes:
 ``XFERLAB_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/runner/report/test_export_golden.py``
