@@ -88,7 +88,8 @@ def test_compare_seed_speedup_formula():
 def test_compare_not_significant_and_small_n():
     a, b = [0.19, 0.21, 0.18, 0.20, 0.22], [0.20, 0.18, 0.23, 0.21, 0.22]
     c = compare(a, b, higher_is_better=False)
-    assert c.p_value == pytest.approx(sp.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    assert c.p_value == pytest.approx(sp.mannwhitneyu(a, b, alternative="two-sided",
+                                                      method=sp.PermutationMethod(n_resamples=50_000)).pvalue)
     assert not c.significant and c.winner == ""
     assert fmt.ratio(c) == "not significant"
     assert fmt.ratio(c, check_significant=False) == "1.05x slower"
@@ -152,3 +153,15 @@ def test_summarize_computes_the_ci_rank_once_per_n():
     info = median_ci_rank.cache_info()
     assert (info.misses, info.hits) == (2, 199)
     assert summarize([1.0, 2.0, 3.0, 4.0, 5.0]).ci_coverage == 0.9375  # cached value, same result
+
+
+def test_mann_whitney_small_samples_with_ties_are_exact():
+    """Tied values at small n: the exact permutation p, not the normal approximation
+    (which gave 0.047 for 3 vs 3 wholly separated samples: methodology says no 3 vs 3
+    comparison reaches p < 0.05)."""
+    from runner.report.stats import mann_whitney_p
+
+    assert mann_whitney_p([1.0, 1.0, 1.0], [2.0, 2.0, 2.0]) == pytest.approx(0.1)
+    assert mann_whitney_p([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)  # no ties: scipy's exact
+    assert mann_whitney_p([1.0] * 5 + [2.0], [3.0] * 6) == pytest.approx(2 / 924)  # C(12, 6) = 924 splits
+    assert mann_whitney_p([1.0, 1.0, 2.0], [1.0, 1.0, 2.0]) == pytest.approx(1.0)
