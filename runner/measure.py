@@ -134,7 +134,7 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="fairness", stat="jain", value=jain_index(counts), unit="ratio", raw=raw))
         out.append(Sample(metric="fairness", stat="min_requests", value=min(counts), unit="count"))
         out.append(Sample(metric="fairness", stat="max_requests", value=max(counts), unit="count"))
-    elif len(result.clients) >= 2:
+    elif len(result.clients) >= 2 and not (info and info.single_stream):  # not one process per repeat
         rates = [c.bytes / c.seconds if c.seconds > 0 else 0.0 for c in result.clients]
         times = [c.seconds for c in result.clients]
         raw = [[c.bytes, round(c.seconds, 6), c.ok] for c in result.clients]

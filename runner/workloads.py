@@ -170,10 +170,11 @@ WORKLOADS: dict[str, WorkloadInfo] = {
     w.name: w
     for w in (
         WorkloadInfo("stor", "STOR (client -> server)", "throughput", "MiB/s", True,
-                     ("transfer_size", "duration") + _T, single_stream=True, client_split="per_host"),
-        WorkloadInfo("retr", "RETR (server -> client)", "throughput", "MiB/s", True,
-                     ("transfer_size", "duration") + _T, single_stream=True, fixture_param="transfer_size",
+                     ("transfer_size", "duration", "client_options") + _T, single_stream=True,
                      client_split="per_host"),
+        WorkloadInfo("retr", "RETR (server -> client)", "throughput", "MiB/s", True,
+                     ("transfer_size", "duration", "client_options") + _T, single_stream=True,
+                     fixture_param="transfer_size", client_split="per_host"),
         WorkloadInfo("login", "{clients} concurrent clients (connect, login)", "elapsed", "s", False,
                      ("clients", "login_mode", "op_timeout")),
         WorkloadInfo("stor_idle", "STOR (1 file with {clients} idle clients)", "throughput", "MiB/s",

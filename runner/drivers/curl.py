@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.drivers.clients import ClientRun
-from runner.drivers.ftpclient import FtpClientDriver, count_from, flag_argv, flag_options
+from runner.drivers.ftpclient import UPLOADS, FtpClientDriver, count_from, flag_argv, flag_options
 from runner.drivers.wget import ftp_url
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class CurlDriver(FtpClientDriver):
         if params.passive == "pasv":
             out.append("--disable-epsv")
         out += flag_argv(params.client_options, OPTIONS, joined=False)
-        if workload == "stor_concurrent":
+        if workload in UPLOADS:
             out += ["-T", local, "-w", "%{size_upload}\\n"]
         else:
             out += ["-o", local, "-w", "%{size_download}\\n"]

@@ -3,7 +3,10 @@
 downloading a 1 MB file; lftp's ``xfer:buffer-size``).
 
 Workloads: ``retr_concurrent`` and ``stor_concurrent`` (N = ``clients`` processes, each
-transferring a ``file_size`` file). Each client is one process doing the whole job
+transferring a ``file_size`` file), and the single-stream ``retr`` and ``stor`` (one
+process per transfer of the ``transfer_size`` fixture, one after another for ``duration``
+s; ``elapsed_s`` is the sum of their times, each a whole client run: start-up and login
+included, a few ms against a 256 MiB transfer). Each client is one process doing the whole job
 (connect, login with the target's user and password, the transfer, quit); the N are
 started together by runner.drivers.clients (released by one pipe) and each is timed from
 its release to its exit, so a client's time includes its start-up, connect and login,
@@ -30,6 +33,7 @@ import ftplib
 import re
 import secrets
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +46,12 @@ if TYPE_CHECKING:
     from runner.backends.base import Target
     from runner.workloads import WorkloadParams
 
-WORKLOADS: tuple[str, ...] = ("retr_concurrent", "stor_concurrent")
+WORKLOADS: tuple[str, ...] = ("stor", "retr", "retr_concurrent", "stor_concurrent")
+#: The workloads that upload; the single-stream ones (one process per transfer, in a row).
+UPLOADS: tuple[str, ...] = ("stor", "stor_concurrent")
+SINGLE: tuple[str, ...] = ("stor", "retr")
+#: Most transfers of one single-stream phase (each a process of its own).
+MAX_TRANSFERS = 100_000
 #: Seconds any one untimed server-side check (SIZE, DELE over ftplib) may take.
 CHECK_TIMEOUT_S = 60.0
 
@@ -101,8 +110,8 @@ class FtpClientDriver:
         """Why this client cannot run ``workload`` with ``params`` (an upload by a client
         that cannot upload, a passive mode it does not choose, an unknown or reserved
         client option, named), else None."""
-        if workload == "stor_concurrent" and not self.uploads:
-            return f"{self.name} cannot upload (stor_concurrent); use lftp or curl"
+        if workload in UPLOADS and not self.uploads:
+            return f"{self.name} cannot upload ({workload}); use lftp or curl"
         if why := self.passive_error(params.passive):
             return why
         for key, value in params.client_options.items():
@@ -127,11 +136,13 @@ class FtpClientDriver:
             raise ValueError(f"driver {self.name}: {why}")
         exe = require(self.binary, self.package)
         spawner = build_spawner()
+        notes = [f"{self.name} options: " + ", ".join(f"{k}={v}" for k, v in params.client_options.items())] \
+            if params.client_options else []
+        if workload in SINGLE:
+            return self._single(workload, target, params, exe, spawner, notes, progress)
         n, size = params.clients, params.file_size
-        notes = [f"{self.name}: {n} client processes released together"]
-        if params.client_options:
-            notes.append(f"{self.name} options: " + ", ".join(f"{k}={v}" for k, v in params.client_options.items()))
-        upload = workload == "stor_concurrent"
+        notes.insert(0, f"{self.name}: {n} client processes released together")
+        upload = workload in UPLOADS
         with tempfile.TemporaryDirectory(prefix=f"xferlab-{self.name}-") as tmp:
             folder = Path(tmp)
             if upload:
@@ -150,28 +161,79 @@ class FtpClientDriver:
                 progress(f"{self.name}: {n} processes {'upload' if upload else 'download'} {size} bytes each")
             run = run_clients(jobs, folder=folder, bound_s=params.phase_timeout, netns=target.netns,
                               spawner=spawner)
-            own = [self.client_bytes(workload, c, folder / f"c{i}") for i, c in enumerate(run.clients)]
             if upload:
                 exited = [i for i, c in enumerate(run.clients) if c.returncode == 0]
                 stored = _server_sizes(target, remotes, exited, notes)
                 got = [stored.get(i) for i in range(n)]
             else:
-                got = own
-            result = _result(self.name, workload, size, run, got, notes)
+                got = [self.client_bytes(workload, c, folder / f"c{i}") for i, c in enumerate(run.clients)]
+            result = _result(self.name, workload, size, [run], got, notes)
         if progress is not None:
             progress(f"{self.name}: {result.ops}/{n} clients ok in {result.elapsed_s:.3f} s")
         return result
 
+    def _single(self, workload: str, target: Target, params: WorkloadParams, exe: str, spawner: Path,
+                notes: list[str], progress: Progress | None) -> PhaseResult:
+        """``stor`` / ``retr``: one client process per transfer of the ``transfer_size``
+        fixture, one after another until ``duration`` s have passed (at least one), all
+        within ``phase_timeout``; an upload is checked on the server after each transfer
+        (untimed) and deleted at the end. Stops at the first failed transfer."""
+        size, upload = params.transfer_size, workload in UPLOADS
+        notes.insert(0, f"{self.name}: one client process per transfer, repeated for {params.duration:g} s")
+        runs: list[SpawnRun] = []
+        got: list[int | None] = []
+        with tempfile.TemporaryDirectory(prefix=f"xferlab-{self.name}-") as tmp:
+            folder = Path(tmp)
+            if upload:
+                local, remote = str(_client_source(size)), f"xferlab-stor-{secrets.token_hex(4)}.bin"
+            else:
+                local, remote = "/dev/null", _place_fixture(target, size)
+            if progress is not None:
+                progress(f"{self.name}: {workload.upper()} {size} bytes repeated for {params.duration:g} s")
+            now = time.monotonic()
+            stop_at, deadline = now + params.duration, now + params.phase_timeout
+            argv = self.argv(exe, workload, target, params, remote, local)
+            try:
+                for k in range(MAX_TRANSFERS):  # bounded, and by the deadline
+                    if (bound := deadline - time.monotonic()) <= 0:
+                        notes.append(f"phase timeout: {params.phase_timeout:g} s passed after {k} transfers")
+                        break
+                    sub = folder / f"t{k}"
+                    (sub / "c0").mkdir(parents=True)
+                    run = run_clients([Job(argv, str(sub / "c0"))], folder=sub, bound_s=bound, netns=target.netns,
+                                      spawner=spawner)
+                    c = run.clients[0]
+                    if upload:
+                        g = _server_sizes(target, [remote], [0] if c.returncode == 0 else [], notes,
+                                          delete=False).get(0)
+                    else:
+                        g = self.client_bytes(workload, c, sub / "c0")
+                    runs.append(run)
+                    got.append(g)
+                    if c.returncode != 0 or c.killed or g != size or time.monotonic() >= stop_at:
+                        break
+            finally:
+                if upload:
+                    _server_sizes(target, [remote], [], notes)
+            result = _result(self.name, workload, size, runs, got, notes)
+        if progress is not None:
+            progress(f"{self.name}: {result.ops} transfers, {result.throughput_mib_s:.1f} MiB/s")
+        return result
 
-def _result(name: str, workload: str, size: int, run: SpawnRun, got: list[int | None],
+
+def _result(name: str, workload: str, size: int, runs: list[SpawnRun], got: list[int | None],
             notes: list[str]) -> PhaseResult:
-    """The PhaseResult of one run (module docstring): per-client figures, errors by kind
-    with a note naming the first of each kind."""
+    """The PhaseResult of the runs of one phase (module docstring): one ClientFigures per
+    process, errors by kind with a note naming the first of each kind. ``got``: the
+    verified bytes of each process, in order. ``elapsed_s``: first start to last exit of
+    one concurrent run, or the sum of the processes' times of a single-stream phase (the
+    spans of its transfers, as runner.load.run sums them)."""
+    procs = [c for r in runs for c in r.clients]
     figs: list[ClientFigures] = []
     errors: dict[str, int] = {}
     lat: list[float] = []
     total = ok = 0
-    for i, c in enumerate(run.clients):
+    for i, c in enumerate(procs):
         kind = None
         if c.killed or not c.end:
             kind, what = "timeout", "killed at the phase bound"
@@ -193,17 +255,20 @@ def _result(name: str, workload: str, size: int, run: SpawnRun, got: list[int | 
             ok += 1
             total += nbytes
             lat.append(c.seconds * 1000.0)
-    if run.spawner_killed:
+    if any(r.spawner_killed for r in runs):
         notes.append("phase timeout: clientspawn did not end within its bound and was killed")
-    ended = [c for c in run.clients if c.end]
-    first = min(c.start for c in run.clients)
-    last = max((c.end for c in ended), default=first)
-    started_at = run.released_epoch + (first - run.released) if run.released_epoch else None
+    if not procs:
+        return PhaseResult(workload=workload, elapsed_s=0.0, notes=notes)
+    first, last = runs[0], runs[-1]
+    t0 = min(c.start for c in first.clients)
+    t1 = max((c.end for c in last.clients if c.end), default=max(c.start for c in last.clients))
+    elapsed = sum(c.seconds for c in procs) if workload in SINGLE else max(0.0, t1 - t0)
+    started_at = first.released_epoch + (t0 - first.released) if first.released_epoch else None
+    ended_at = last.released_epoch + (t1 - last.released) if last.released_epoch else None
     return PhaseResult(
-        workload=workload, elapsed_s=max(0.0, last - first), bytes=total, ops=ok, latencies_ms=lat, errors=errors,
-        clients=figs, client_cpu_user_s=sum(c.user_s for c in run.clients),
-        client_cpu_system_s=sum(c.system_s for c in run.clients), notes=notes, started_at=started_at,
-        ended_at=None if started_at is None else started_at + max(0.0, last - first))
+        workload=workload, elapsed_s=elapsed, bytes=total, ops=ok, latencies_ms=lat, errors=errors, clients=figs,
+        client_cpu_user_s=sum(c.user_s for c in procs), client_cpu_system_s=sum(c.system_s for c in procs),
+        notes=notes, started_at=started_at, ended_at=ended_at)
 
 
 def _place_fixture(target: Target, size: int) -> str:
@@ -237,9 +302,10 @@ def _client_source(size: int) -> Path:
         raise LoadError(f"upload source of {size} bytes not written: {e}") from e
 
 
-def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: list[str]) -> dict[int, int | None]:
+def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: list[str], *,
+                  delete: bool = True) -> dict[int, int | None]:
     """Untimed: the size on the server of each uploaded ``remotes[i]`` for ``i`` in
-    ``which`` (None: missing), then every upload deleted. From ``target.root`` when known,
+    ``which`` (None: missing), then (``delete``) every upload deleted. From ``target.root`` when known,
     else ``SIZE``/``DELE`` over one ftplib session (inside ``target.netns``); a failed
     check leaves a note and the sizes it could not read as None."""
     if target.root is not None:
@@ -249,7 +315,7 @@ def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: l
                 out[i] = (Path(target.root) / remotes[i]).stat().st_size
             except OSError:
                 out[i] = None
-        for name in set(remotes):
+        for name in set(remotes) if delete else ():
             try:
                 (Path(target.root) / name).unlink()
             except OSError:
@@ -267,7 +333,7 @@ def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: l
                     got[i] = ftp.size(remotes[i])
                 except ftplib.error_perm:
                     got[i] = None
-            for name in set(remotes):
+            for name in set(remotes) if delete else ():
                 try:
                     ftp.delete(name)
                 except ftplib.Error:

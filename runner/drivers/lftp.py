@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.drivers.clients import ClientRun
-from runner.drivers.ftpclient import FtpClientDriver, value_error
+from runner.drivers.ftpclient import UPLOADS, FtpClientDriver, value_error
 
 if TYPE_CHECKING:
     from runner.backends.base import Target
@@ -82,7 +82,7 @@ class LftpDriver(FtpClientDriver):
                 f"set ftp:prefer-epsv {'yes' if params.passive == 'epsv' else 'no'}"]
         cmds += [f"set {k} {v}" for k, v in params.client_options.items()]
         cmds.append(f"open -u {_quote(f'{target.user},{target.password}')} -p {target.port} {target.host}")
-        if workload == "stor_concurrent":
+        if workload in UPLOADS:
             cmds.append(f"put {_quote(local)} -o {_quote(remote)}")
         else:
             cmds.append(f"get {_quote(remote)} -o {_quote(local)}")

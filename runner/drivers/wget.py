@@ -3,7 +3,7 @@
 
 Each client runs ``wget --no-config -nv --tries=1 -O /dev/null --user=USER
 --password=PASSWORD [OPTIONS] ftp://HOST:PORT/NAME``; its byte count is the ``[N] ->
-"/dev/null"`` of its ``-nv`` line. wget cannot upload (``stor_concurrent`` is refused) and
+"/dev/null"`` of its ``-nv`` line. wget cannot upload (it runs ``retr`` and ``retr_concurrent`` only) and
 sends PASV to an IPv4 server whatever it is told (``passive: epsv`` is refused).
 ``client_options``: the options of :data:`OPTIONS` (``{"--read-timeout": "30"}``;
 ``""`` for a flag); wget has no buffer-size option. Shared behaviour:
@@ -42,7 +42,7 @@ class WgetDriver(FtpClientDriver):
     binary = "wget"
     package = "wget"
     uploads = False
-    workloads: tuple[str, ...] = ("retr_concurrent",)
+    workloads: tuple[str, ...] = ("retr", "retr_concurrent")
 
     def passive_error(self, passive: str) -> str | None:
         """wget sends PASV to an IPv4 server (EPSV only over IPv6): ``epsv`` is refused."""

@@ -15,6 +15,10 @@ def test_empty_options_leave_the_cell_key_as_before():
                    "passive=pasv")
     assert WORKLOADS["retr_concurrent"].title_for(WorkloadParams(clients=10)) == \
         "10 concurrent clients (RETR 10M file)"
+    assert params_key("retr", WorkloadParams()) == ("buffer_size=262144,duration=3.0,op_timeout=30.0,passive=pasv,"
+                                                    "transfer_size=268435456")
+    assert "client_options=xfer:buffer-size=0x20000" in params_key(
+        "retr", WorkloadParams(client_options={"xfer:buffer-size": "0x20000"}))
 
 
 def test_options_are_part_of_the_key_and_title():
@@ -52,5 +56,8 @@ def test_spec_validates_options_per_driver():
         _spec("wget", "stor_concurrent")
     with pytest.raises(SpecError, match="wget sends PASV"):
         _spec("wget", "retr_concurrent", passive="epsv")
+    assert _spec("lftp", "retr", client_options={"xfer:buffer-size": "0x20000"}).driver == "lftp"
+    with pytest.raises(SpecError, match="driver 'wget' cannot run stor "):
+        _spec("wget", "stor")
     with pytest.raises(SpecError, match="driver 'curl' cannot run login"):
         _spec("curl", "login")

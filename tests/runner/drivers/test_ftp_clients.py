@@ -72,6 +72,33 @@ def test_pyftpdlib(pyftpd, name, workload):
     assert d.version() not in ("", "unknown")
 
 
+@pytest.mark.parametrize(("name", "workload"), [("wget", "retr"), ("curl", "retr"), ("curl", "stor"),
+                                               ("lftp", "retr"), ("lftp", "stor")])
+def test_single_stream_one_process_per_transfer(pyftpd, name, workload):
+    """``retr`` / ``stor``: one process per transfer of transfer_size, in a row for duration s."""
+    d = _driver(name)
+    port, home = pyftpd
+    r = d.run(workload, Target("127.0.0.1", port, USER, PASSWORD, root=home),
+              WorkloadParams(transfer_size=MIB, duration=0.3))
+    assert r.errors == {}, r.notes
+    assert r.ops >= 2 and r.bytes == r.ops * MIB and len(r.clients) == r.ops == len(r.latencies_ms)
+    assert r.elapsed_s == pytest.approx(sum(c.seconds for c in r.clients))
+    assert r.ended_at - r.started_at >= r.elapsed_s * 0.99  # the processes ran one after another
+    assert all(c.max_rss > 1 << 20 for c in r.clients) and r.client_cpu_user_s + r.client_cpu_system_s > 0
+    assert not [f for f in os.listdir(home) if f.startswith("xferlab-stor-")]
+    from runner.measure import phase_samples
+
+    metrics = {(s.metric, s.stat) for s in phase_samples(r)}
+    assert ("client_max_rss", "max") in metrics and ("fairness", "jain") not in metrics  # one process per repeat
+
+
+def test_single_stream_stops_at_the_first_failure(pyftpd):
+    port, home = pyftpd
+    r = _driver("curl").run("retr", Target("127.0.0.1", port, USER, "wrong", root=home),
+                            WorkloadParams(transfer_size=1000, duration=5))
+    assert r.errors == {"client_exit": 1} and r.ops == 0 and len(r.clients) == 1
+
+
 @pytest.mark.parametrize("name", ["curl", "lftp"])
 def test_without_a_local_root(pyftpd, name):
     """Fixture uploaded by STOR, uploads checked by SIZE and deleted by DELE over FTP."""
@@ -195,7 +222,7 @@ def test_refusals():
     assert curl.refuses("stor_concurrent", WorkloadParams(client_options={"--tcp-nodelay": ""})) is None
     with pytest.raises(ValueError, match="not 'login'"):
         curl.run("login", Target("127.0.0.1", 1, USER, PASSWORD), WorkloadParams())
-    with pytest.raises(ValueError, match="driver wget runs retr_concurrent, not 'stor_concurrent'"):
+    with pytest.raises(ValueError, match="driver wget runs retr, retr_concurrent, not 'stor_concurrent'"):
         wget.run("stor_concurrent", Target("127.0.0.1", 1, USER, PASSWORD), WorkloadParams())
 
 

@@ -37,3 +37,13 @@ def test_tpd(tpd, name, workload):
     check_result(r, workload, 4, MIB)
     if workload == "stor_concurrent" and tpd.target.root is not None:
         assert not [p for p in tpd.target.root.iterdir() if p.name.startswith("xferlab-stor-")]
+
+
+@pytest.mark.parametrize("options", [{}, {"xfer:buffer-size": "0x20000"}])
+def test_tpd_lftp_single_stream(tpd, options):
+    """Seed 004's shape: one lftp download after another, with and without a larger
+    xfer:buffer-size (figures not compared: a test, not a benchmark)."""
+    d = _driver("lftp")
+    r = d.run("retr", tpd.target, WorkloadParams(transfer_size=4 * MIB, duration=0.3, client_options=options))
+    assert r.errors == {} and r.ops >= 1 and r.bytes == r.ops * 4 * MIB, r.notes
+    assert all(c.max_rss > 1 << 20 for c in r.clients)
