@@ -12,20 +12,21 @@ started together by runner.drivers.clients (released by one pipe) and each is ti
 its release to its exit, so a client's time includes its start-up, connect and login,
 as seed 003's ``time wget`` did. Downloads go to ``/dev/null``; each client's bytes are
 its own count (wget's ``[N] -> "/dev/null"`` line, curl's ``%{size_download}``, lftp's
-transfer log) and must equal ``file_size``. Uploads send the client-side source file
+transfer log) and must equal the file's size. Uploads send the client-side source file
 (runner.load.fixtures.client_source) as ``xferlab-stor-<token>-<i>.bin``; each is then
 checked on the server (the file's size in ``target.root``, else ``SIZE`` over one ftplib
-session, untimed) and deleted.
+session, untimed) and deleted. Single stream: the first failed transfer ends the phase.
 
 A client is an error when it is killed at the bound (``timeout``: ``phase_timeout`` s
 after the release), exits non-zero (``client_exit``) or moves another number of bytes
 (``short_transfer``); the phase's first error of each kind gets a note with the client,
 its exit status and the last lines of its stderr. Figures: ``elapsed_s`` from the first
-start to the last exit; ``bytes`` the verified bytes; one ClientFigures per process
-(bytes, seconds, its ``ru_maxrss`` and page faults); ``client_cpu_*`` the processes'
-summed user/system CPU (wait4). No ``loaded`` checkpoint is taken (the server sampler's
-timeline gives the peak). ``client_options`` (a workload parameter) pass options to the
-client; each driver names those it takes (:meth:`FtpClientDriver.option_error`).
+start to the last exit (single stream: the sum of the processes' times); ``bytes`` the
+verified bytes; one ClientFigures per process (bytes, seconds, its ``ru_maxrss`` and
+page faults); ``client_cpu_*`` the processes' summed user/system CPU (wait4). No
+``loaded`` checkpoint is taken (the server sampler's timeline gives the peak).
+``client_options`` (a workload parameter) pass options to the client; each driver names
+those it takes (:meth:`FtpClientDriver.option_error`).
 """
 from __future__ import annotations
 
