@@ -66,8 +66,8 @@ class WorkloadParams(BaseModel):
         keepalive: HTTP clients reuse one connection for all their requests (seed 002's
             ``gobench -k=true``); False: one connection per request.
         client_options: options of a real-client driver (lftp, wget, curl:
-            runner.drivers.ftpclient), ``{name: value}`` as strings (numbers are written
-            as given, ``true``/``false`` as ``yes``/``no``), e.g. lftp's
+            runner.drivers.ftpclient), ``{name: value}`` as strings (a number becomes its decimal
+            text: quote a hex value; ``true``/``false`` become ``yes``/``no``), e.g. lftp's
             ``{"xfer:buffer-size": "0x20000"}`` or curl's ``{"--tcp-nodelay": ""}``; each
             driver names those it takes (the spec refuses the others, and refuses any for a
             driver that takes none). At most 32 items; names and values up to 100 characters.
