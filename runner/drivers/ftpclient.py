@@ -109,10 +109,13 @@ class FtpClientDriver:
 
     def refuses(self, workload: str, params: WorkloadParams) -> str | None:
         """Why this client cannot run ``workload`` with ``params`` (an upload by a client
-        that cannot upload, a passive mode it does not choose, an unknown or reserved
-        client option, named), else None."""
+        that cannot upload, ``same_file``, a passive mode it does not choose, an unknown or
+        reserved client option, named), else None. ``login_mode`` does not apply: each
+        process logs in by itself, all released at once."""
         if workload in UPLOADS and not self.uploads:
             return f"{self.name} cannot upload ({workload}); use lftp or curl"
+        if workload == "stor_concurrent" and params.same_file:
+            return "same_file: true is not run by the real-client drivers (each process uploads a file of its own)"
         if why := self.passive_error(params.passive):
             return why
         for key, value in params.client_options.items():

@@ -206,6 +206,8 @@ def test_refusals():
     assert "cannot upload" in wget.refuses("stor_concurrent", WorkloadParams())
     assert "epsv" in wget.refuses("retr_concurrent", WorkloadParams(passive="epsv"))
     assert curl.refuses("retr_concurrent", WorkloadParams(passive="epsv")) is None
+    assert "same_file" in curl.refuses("stor_concurrent", WorkloadParams(same_file=True))
+    assert curl.refuses("retr_concurrent", WorkloadParams(login_mode="window")) is None
     assert "unknown lftp option 'xfer:no-such-thing'" in lftp.refuses(
         "retr_concurrent", WorkloadParams(client_options={"xfer:no-such-thing": "1"}))
     assert "set by the lftp driver" in lftp.refuses("retr_concurrent",
