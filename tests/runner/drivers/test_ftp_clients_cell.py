@@ -85,3 +85,37 @@ def test_curl_cell_with_a_wrong_password_fails_naming_the_client(tmp_path):
     assert out.status == "failed"
     assert out.error.startswith("2 failed operations (client_exit=2): first client_exit: curl client 0 (pid ")
     assert "exit status 67; stderr: curl: (67) Access denied: 530" in out.error
+
+
+def test_stored_and_read_back_as_series(tmp_path, engine):
+    """The cell's rows stored in PostgreSQL and read back by the report layer: the
+    per-process series, and the options in the row title."""
+    from sqlalchemy.orm import Session
+
+    from runner.results import load_campaign
+    from runner.store import campaigns as crud
+
+    _driver("lftp")
+    spec = parse_spec({"name": "c", "repeats": 1, "warmup": False, "driver": "lftp", "pinning": {},
+                       "servers": [{"name": "pyftpdlib"}],
+                       "workloads": [{"name": "retr_concurrent", "params": {
+                           "clients": 2, "file_size": 4096, "client_options": {"xfer:buffer-size": "0x20000"}}}]})
+    proc, port = start_pyftpd(tmp_path)
+    try:
+        with Session(engine) as s:
+            camp = crud.create_campaign(s, spec=spec, backend="local")
+            s.commit()
+            cell = crud.claim_next_cell(s, campaign_id=camp.id)
+            assert "client_options=xfer:buffer-size=0x20000" in cell.params_key
+            out = run_local_cell(cell, spec, _Backend(_Handle(Target("127.0.0.1", port, USER, PASSWORD,
+                                                                     root=tmp_path))))
+            assert out.status == "done", out.error
+            crud.finish_cell(s, cell=cell, status=out.status, samples=out.samples)
+            data = load_campaign(s, campaign_id=camp.id)
+    finally:
+        stop(proc)
+    metrics = {x.metric: x for x in data.series}
+    assert {"client_max_rss_max", "client_max_rss_median", "client_page_faults_minor"} <= set(metrics), metrics
+    assert metrics["client_max_rss_max"].unit == "bytes" and metrics["client_max_rss_max"].samples[0] > 1 << 20
+    assert all(x.title == "2 concurrent clients (RETR 4K file) [xfer:buffer-size=0x20000]"
+               for x in data.series if x.workload == "retr_concurrent")
