@@ -115,24 +115,19 @@ int main(int argc, char **argv) {
     }
     FILE *f = fopen(argv[2], "r");
     if (!f) return die(argv[2]);
-    struct job *jobs = calloc(MAX_CLIENTS, sizeof *jobs);
-    if (!jobs) return die("calloc");
+    /* first pass: count and check the lines; nothing of them is kept, so the memory each
+     * client inherits at fork (and reports in ru_maxrss) stays small whatever N is */
     int n = 0;
     char *line = NULL;
     size_t cap = 0;
+    static struct job j;
     while (getline(&line, &cap, f) > 0) {
-        if (n == MAX_CLIENTS) {
-            fprintf(stderr, "clientspawn: more than %d clients\n", MAX_CLIENTS);
-            return 2;
-        }
-        char *copy = strdup(line);
-        if (!copy || parse(copy, &jobs[n]) != 0) {
-            fprintf(stderr, "clientspawn: bad job line %d\n", n + 1);
+        if (n == MAX_CLIENTS || parse(line, &j) != 0) {
+            fprintf(stderr, "clientspawn: bad job line %d (or more than %d clients)\n", n + 1, MAX_CLIENTS);
             return 2;
         }
         n++;
     }
-    fclose(f);
     if (n == 0) {
         fprintf(stderr, "clientspawn: no clients in %s\n", argv[2]);
         return 2;
@@ -140,13 +135,18 @@ int main(int argc, char **argv) {
     volatile int64_t *start = mmap(NULL, sizeof(int64_t) * n, PROT_READ | PROT_WRITE,
                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     pid_t *pids = calloc(n, sizeof *pids);
-    char *done = calloc(n, 1), *killed = calloc(n, 1);
-    if (start == MAP_FAILED || !pids || !done || !killed) return die("memory");
+    if (start == MAP_FAILED || !pids) return die("memory");
     int barrier[2];
     if (pipe2(barrier, O_CLOEXEC) != 0) return die("pipe");
     signal(SIGPIPE, SIG_IGN);
     pid_t self = getpid();
+    rewind(f);
     for (int i = 0; i < n; i++) {
+        if (getline(&line, &cap, f) <= 0 || parse(line, &j) != 0) {
+            fprintf(stderr, "clientspawn: %s changed while read\n", argv[2]);
+            for (int k = 0; k < i; k++) kill(pids[k], SIGKILL);
+            return 2;
+        }
         pid_t pid = fork();
         if (pid < 0) {
             int e = errno;
@@ -154,8 +154,15 @@ int main(int argc, char **argv) {
             errno = e;
             return die("fork");
         }
-        if (pid == 0) child(&jobs[i], barrier[0], barrier[1], self, &start[i]);
+        if (pid == 0) child(&j, barrier[0], barrier[1], self, &start[i]);
         pids[i] = pid;
+    }
+    fclose(f);
+    free(line);
+    char *done = calloc(n, 1), *killed = calloc(n, 1);
+    if (!done || !killed) {
+        for (int k = 0; k < n; k++) kill(pids[k], SIGKILL);
+        return die("memory");
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -71,6 +71,15 @@ def test_max_rss_and_faults_are_the_clients_own(tmp_path, spawner):
     del ballast
 
 
+def test_rss_floor_does_not_grow_with_the_job_list(tmp_path, spawner):
+    """clientspawn keeps no job list when it forks: 300 clients with 20 KB command lines
+    (6 MB of jobs) each still report about clientspawn's own 1 MiB."""
+    args = ["x" * 100] * 200
+    run = run_clients(_jobs(tmp_path, [["true", *args]] * 300), folder=tmp_path, bound_s=60, spawner=spawner)
+    assert all(c.returncode == 0 for c in run.clients)
+    assert max(c.max_rss for c in run.clients) < 4 << 20
+
+
 def test_released_together_and_timed_from_release(tmp_path, spawner):
     run = run_clients(_jobs(tmp_path, [["sleep", "0.3"]] * 4), folder=tmp_path, bound_s=30, spawner=spawner)
     starts = [c.start for c in run.clients]
