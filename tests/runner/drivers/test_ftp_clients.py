@@ -288,3 +288,14 @@ def test_loadgen_carries_the_process_figures(pyftpd, capsys):
     assert rc == 0 and doc["driver"] == "curl", doc
     r = result_from_json(doc["result"])
     assert r.bytes == 2 * 4096 and all(c.max_rss > 1 << 20 and c.minor_faults > 0 for c in r.clients)
+
+
+def test_versions_recorded_like_wrk():
+    from runner.drivers import driver_record
+
+    prefixes = {"lftp": "LFTP | Version ", "wget": "GNU Wget ", "curl": "curl "}
+    for name, prefix in prefixes.items():
+        _driver(name)
+        rec = driver_record(name)
+        assert rec["name"] == name and rec["version"].startswith(prefix), rec
+        assert "Copyright" not in rec["version"]
