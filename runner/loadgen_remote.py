@@ -9,7 +9,7 @@ Output (stdout, one JSON object; format ``xferlab-loadgen/1``)::
      "start_at": 1700000000.0, "late_s": 0.002,
      "result": {"workload": ..., "elapsed_s": ..., "bytes": ..., "ops": ...,
                 "latencies_ms": [...], "errors": {...},
-                "clients": [[bytes, seconds, ok], ...],
+                "clients": [[bytes, seconds, ok, requests, max_rss, minor_faults, major_faults], ...],
                 "client_cpu_user_s": ..., "client_cpu_system_s": ...,
                 "notes": [...], "started_at": ..., "ended_at": ...},
      "environment": {... runner.metrics.environment.snapshot() of this host ...}}
@@ -61,9 +61,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def result_to_json(result: PhaseResult) -> dict[str, Any]:
-    """A PhaseResult as a JSON-friendly dict (clients as ``[bytes, seconds, ok, requests]`` lists)."""
+    """A PhaseResult as a JSON-friendly dict (clients as ``[bytes, seconds, ok, requests,
+    max_rss, minor_faults, major_faults]`` lists; a reader takes the first three or four
+    of an older document's shorter lists)."""
     d = asdict(result)
-    d["clients"] = [[c.bytes, c.seconds, c.ok, c.requests] for c in result.clients]
+    d["clients"] = [[c.bytes, c.seconds, c.ok, c.requests, c.max_rss, c.minor_faults, c.major_faults]
+                    for c in result.clients]
     return d
 
 
@@ -71,7 +74,8 @@ def result_from_json(d: dict[str, Any]) -> PhaseResult:
     """Inverse of :func:`result_to_json`: a PhaseResult. Raises KeyError/TypeError on a
     malformed dict."""
     d = dict(d)
-    d["clients"] = [ClientFigures(int(c[0]), float(c[1]), bool(c[2]), int(c[3]) if len(c) > 3 else 0)
+    d["clients"] = [ClientFigures(int(c[0]), float(c[1]), bool(c[2]), int(c[3]) if len(c) > 3 else 0,
+                                  *(int(x) for x in c[4:7]))
                     for c in d.get("clients", [])]
     return PhaseResult(**d)
 

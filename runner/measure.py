@@ -78,6 +78,25 @@ def fairness_samples(result: PhaseResult, *, http: bool) -> list[Sample]:
     return out
 
 
+def process_samples(result: PhaseResult) -> list[Sample]:
+    """Sample rows of a phase whose clients are processes of their own (the real-client
+    drivers lftp, wget, curl: ClientFigures with ``max_rss`` > 0), from each process's
+    wait4 rusage (seed 003's ``time`` line): ``client_max_rss`` stats ``max`` and
+    ``median`` over the processes (bytes; ``raw`` of ``max``: every process's, in client
+    order), ``client_page_faults`` stats ``minor`` and ``major`` summed over them (count).
+    Nothing for a phase without such clients. Returns unsaved Sample objects."""
+    procs = [c for c in result.clients if c.max_rss > 0]
+    if not procs:
+        return []
+    rss = [float(c.max_rss) for c in procs]
+    return [Sample(metric="client_max_rss", stat="max", value=max(rss), unit="bytes", raw=[c.max_rss for c in procs]),
+            Sample(metric="client_max_rss", stat="median", value=float(np.median(rss)), unit="bytes"),
+            Sample(metric="client_page_faults", stat="minor", value=float(sum(c.minor_faults for c in procs)),
+                   unit="count"),
+            Sample(metric="client_page_faults", stat="major", value=float(sum(c.major_faults for c in procs)),
+                   unit="count")]
+
+
 def client_utilization(result: PhaseResult) -> float:
     """Load-generator CPU seconds / phase wall seconds (1.0 = one core fully busy), of
     the busiest load host when the result combines several (each host is one
@@ -123,7 +142,9 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="errors", stat=kind[:20], value=float(n), unit="count"))
     if http:
         out += http_samples(result)
-    out += fairness_samples(result, http=http)
+    if http or not (info and info.single_stream):  # single-stream FTP: one process per transfer, no sharing
+        out += fairness_samples(result, http=http)
+    out += process_samples(result)
     if result.greeted_sessions:
         out.append(Sample(metric="late_sessions", stat="value", value=float(result.late_sessions), unit="count",
                           raw={"greeted": result.greeted_sessions, "threshold_s": LATE_SESSION_S}))

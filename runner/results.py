@@ -35,6 +35,10 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("read_throughput", "value"): ("MiB/s", True),
     ("write_throughput", "value"): ("MiB/s", True),
     ("latency", "p95"): ("ms", False),
+    # real-client processes (runner.measure.process_samples): their memory and page faults
+    ("client_max_rss", "max"): ("bytes", False),
+    ("client_max_rss", "median"): ("bytes", False),
+    ("client_page_faults", "minor"): ("count", False),
     # CPU cost of the work (runner.measure.efficiency_samples): lower is better
     **{(f"{who}_per_{per}", "value"): (unit, False)
        for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},

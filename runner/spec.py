@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.backends.base import ServerRequest
 from runner.backends.variants import STORAGE_KINDS, check_variant
-from runner.drivers import DEFAULT_DRIVER, driver_names, get_driver
+from runner.drivers import DEFAULT_DRIVER, driver_names, driver_refuses, get_driver
 from runner.pairing import no_valid_pair
 from runner.spec_placement import HostsSpec, Pinning
 from runner.spec_yaml import MAX_YAML_NODES, load_yaml
@@ -272,7 +272,6 @@ class CampaignSpec(BaseModel):
     @model_validator(mode="after")
     def _driver_runs_workloads(self) -> CampaignSpec:
         driver = get_driver(self.driver)
-        refuses = getattr(driver, "refuses", None)  # optional: parameters a driver cannot honour
         for i, w in enumerate(self.workloads):
             bad = [n for n in w.names() if n not in driver.workloads]
             if bad:
@@ -280,7 +279,7 @@ class CampaignSpec(BaseModel):
                 raise ValueError(f"workloads.{i}: driver {self.driver!r} cannot run {', '.join(bad)} "
                                  f"(it runs: {', '.join(driver.workloads)}); drivers that can: "
                                  f"{', '.join(others) or 'none'}")
-            for why in filter(None, (refuses(n, w.params) for n in w.names()) if refuses else ()):
+            for why in filter(None, (driver_refuses(driver, n, w.params) for n in w.names())):
                 raise ValueError(f"workloads.{i}: driver {self.driver!r}: {why}")
         return self
 

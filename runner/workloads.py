@@ -65,6 +65,13 @@ class WorkloadParams(BaseModel):
             picks the name; optional per server).
         keepalive: HTTP clients reuse one connection for all their requests (seed 002's
             ``gobench -k=true``); False: one connection per request.
+        client_options: options of a real-client driver (lftp, wget, curl:
+            runner.drivers.ftpclient), ``{name: value}`` as strings (a number becomes its decimal
+            text: quote a hex value; ``true``/``false`` become ``yes``/``no``), e.g. lftp's
+            ``{"xfer:buffer-size": "0x20000"}`` or curl's ``{"--tcp-nodelay": ""}``; each
+            driver names those it takes (the spec refuses the others, and refuses any for a
+            driver that takes none). At most 32 items; names and values up to 100 characters.
+            Part of the cell key (and the row title) only when not empty.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -83,6 +90,20 @@ class WorkloadParams(BaseModel):
     body_size: int = Field(8 * KIB, ge=1, le=1 << 30)
     method: Literal["put", "post"] = "put"
     keepalive: bool = True
+    client_options: dict[str, str] = Field(default_factory=dict, max_length=32)
+
+    @field_validator("client_options", mode="before")
+    @classmethod
+    def _option_text(cls, v: object) -> object:
+        if not isinstance(v, dict):
+            return v
+        out = {}
+        for k, x in v.items():
+            x = ("yes" if x else "no") if isinstance(x, bool) else "" if x is None else x
+            out[k] = str(x) if isinstance(x, (int, float)) else x
+            if (isinstance(k, str) and not 0 < len(k) <= 100) or (isinstance(out[k], str) and len(out[k]) > 100):
+                raise ValueError(f"client option {k!r}: names and values are 1..100 and 0..100 characters")
+        return out
 
     @field_validator("file_size", "transfer_size", "buffer_size", "body_size", mode="before")
     @classmethod
@@ -137,8 +158,11 @@ class WorkloadInfo:
 
     def title_for(self, params: WorkloadParams) -> str:
         """Row title with parameters filled in, e.g. ``300 concurrent clients (RETR 10M file)``."""
-        return self.title.format(clients=params.clients, size=human_size(params.file_size),
-                                 body=human_size(params.body_size))
+        title = self.title.format(clients=params.clients, size=human_size(params.file_size),
+                                  body=human_size(params.body_size))
+        if params.client_options and "client_options" in self.uses:
+            title += " [" + ", ".join(f"{k}={v}" if v else k for k, v in params.client_options.items()) + "]"
+        return title
 
 
 _T = ("passive", "op_timeout", "buffer_size")
@@ -146,10 +170,11 @@ WORKLOADS: dict[str, WorkloadInfo] = {
     w.name: w
     for w in (
         WorkloadInfo("stor", "STOR (client -> server)", "throughput", "MiB/s", True,
-                     ("transfer_size", "duration") + _T, single_stream=True, client_split="per_host"),
-        WorkloadInfo("retr", "RETR (server -> client)", "throughput", "MiB/s", True,
-                     ("transfer_size", "duration") + _T, single_stream=True, fixture_param="transfer_size",
+                     ("transfer_size", "duration", "client_options") + _T, single_stream=True,
                      client_split="per_host"),
+        WorkloadInfo("retr", "RETR (server -> client)", "throughput", "MiB/s", True,
+                     ("transfer_size", "duration", "client_options") + _T, single_stream=True,
+                     fixture_param="transfer_size", client_split="per_host"),
         WorkloadInfo("login", "{clients} concurrent clients (connect, login)", "elapsed", "s", False,
                      ("clients", "login_mode", "op_timeout")),
         WorkloadInfo("stor_idle", "STOR (1 file with {clients} idle clients)", "throughput", "MiB/s",
@@ -158,9 +183,10 @@ WORKLOADS: dict[str, WorkloadInfo] = {
                      True, ("clients", "transfer_size", "duration", "login_mode") + _T, single_stream=True,
                      fixture_param="transfer_size"),
         WorkloadInfo("retr_concurrent", "{clients} concurrent clients (RETR {size} file)", "elapsed",
-                     "s", False, ("clients", "file_size", "login_mode") + _T, fixture_param="file_size"),
+                     "s", False, ("clients", "file_size", "login_mode", "client_options") + _T,
+                     fixture_param="file_size"),
         WorkloadInfo("stor_concurrent", "{clients} concurrent clients (STOR {size} file)", "elapsed",
-                     "s", False, ("clients", "file_size", "login_mode", "same_file") + _T),
+                     "s", False, ("clients", "file_size", "login_mode", "same_file", "client_options") + _T),
         WorkloadInfo("quit", "{clients} concurrent clients (QUIT)", "elapsed", "s", False,
                      ("clients", "login_mode", "op_timeout")),
         # HTTP (seed 002): N keep-alive clients, each one request after another for ``duration`` s
@@ -200,7 +226,16 @@ def human_size(n: int) -> str:
 
 def params_key(workload: str, params: WorkloadParams) -> str:
     """Canonical string of the parameters that matter for ``workload``: cells with the
-    same key are comparable. E.g. ``clients=300,file_size=10485760,login_mode=concurrent``."""
+    same key are comparable. E.g. ``clients=300,file_size=10485760,login_mode=concurrent``.
+    ``client_options`` counts only when not empty (so the keys of cells stored before it
+    existed are unchanged), sorted, as ``client_options=k1=v1;k2=v2``."""
     info = WORKLOADS[workload]
     d = params.model_dump()
-    return ",".join(f"{k}={d[k]}" for k in sorted(info.uses))
+    parts = []
+    for k in sorted(info.uses):
+        if k == "client_options":
+            if d[k]:
+                parts.append(f"{k}=" + ";".join(f"{a}={b}" for a, b in sorted(d[k].items())))
+        else:
+            parts.append(f"{k}={d[k]}")
+    return ",".join(parts)

@@ -39,6 +39,8 @@ def _build_spec(args: argparse.Namespace):
             data["max_repeats"] = None
     if args.backend:
         data["backend"] = args.backend
+    if getattr(args, "driver", None):
+        data["driver"] = args.driver
     if args.name:
         data["name"] = args.name
     if args.servers:

@@ -7,8 +7,12 @@ one new module here and one line in :data:`DRIVER_MODULES`.
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from runner.drivers.base import Driver, DriverUnavailable, LoadError
+
+if TYPE_CHECKING:
+    from runner.workloads import WorkloadParams
 
 #: The driver used when a spec names none: xferlab's own asyncio FTP client.
 DEFAULT_DRIVER = "xferlab-ftp"
@@ -18,6 +22,9 @@ DRIVER_MODULES: dict[str, str] = {
     "xferlab-http": "runner.drivers.xferlab_http",
     "wrk": "runner.drivers.wrk",
     "h2load": "runner.drivers.h2load",
+    "lftp": "runner.drivers.lftp",
+    "wget": "runner.drivers.wget",
+    "curl": "runner.drivers.curl",
 }
 
 
@@ -35,6 +42,17 @@ def get_driver(name: str) -> Driver:
     return driver
 
 
+def driver_refuses(driver: Driver, workload: str, params: WorkloadParams) -> str | None:
+    """Why ``driver`` cannot run ``workload`` with ``params``, None when it can: non-empty
+    ``client_options`` for a driver without ``takes_client_options`` (naming the drivers
+    that take them), else the driver's optional ``refuses(workload, params)``."""
+    if params.client_options and not getattr(driver, "takes_client_options", False):
+        takers = [n for n in DRIVER_MODULES if getattr(get_driver(n), "takes_client_options", False)]
+        return f"takes no client_options (drivers that do: {', '.join(takers)})"
+    refuses = getattr(driver, "refuses", None)  # optional: parameters a driver cannot honour
+    return refuses(workload, params) if refuses else None
+
+
 def driver_record(name: str) -> dict[str, str]:
     """What made a cell's load, as stored in the cell's environment snapshot (key
     ``driver``): ``{"name": "xferlab-ftp", "version": "0.4.0"}``, plus the items of the
@@ -46,4 +64,4 @@ def driver_record(name: str) -> dict[str, str]:
 
 
 __all__ = ["DEFAULT_DRIVER", "DRIVER_MODULES", "Driver", "DriverUnavailable", "LoadError", "driver_names",
-           "driver_record", "get_driver"]
+           "driver_record", "driver_refuses", "get_driver"]

@@ -30,12 +30,21 @@ class ClientFigures:
         ok: True when every operation of this client succeeded.
         requests: HTTP requests this client completed with a 2xx response (0 for FTP);
             the fairness figures of HTTP phases are computed over these counts.
+        max_rss: for a client that is a process of its own (the real-client drivers lftp,
+            wget, curl: runner.drivers.clients), its peak resident set from wait4's
+            ``ru_maxrss`` (bytes); 0 when the client is not a process (a session of the
+            asyncio client).
+        minor_faults / major_faults: that process's page faults (``ru_minflt`` /
+            ``ru_majflt``, count); 0 when not a process.
     """
 
     bytes: int
     seconds: float
     ok: bool = True
     requests: int = 0
+    max_rss: int = 0
+    minor_faults: int = 0
+    major_faults: int = 0
 
 
 @dataclass

@@ -92,23 +92,26 @@ def find_compiler() -> str:
                         "first use; install one (Debian: build-essential)")
 
 
-def build(source: Path = SOURCE, build_dir: Path | None = None, compiler: str | None = None) -> Path:
+def build(source: Path = SOURCE, build_dir: Path | None = None, compiler: str | None = None,
+          name: str = "netlimit") -> Path:
     """The netlimit binary for ``source``, compiled once per source/compiler/flags hash.
 
-    ``build_dir`` defaults to ``<cache_dir>/netlimit``; ``compiler`` to :func:`find_compiler`.
+    ``build_dir`` defaults to ``<cache_dir>/<name>``; ``compiler`` to :func:`find_compiler`;
+    ``name`` names the binary (``<name>-<hash>``; runner.drivers.clients builds its
+    ``clientspawn`` with it).
     Concurrent builds are safe (compiled to a temporary name, then renamed). Raises
     NetlimitError when there is no compiler, the source is missing or it does not compile
     (with the compiler's output)."""
     if not source.is_file():
-        raise NetlimitError(f"netlimit source not found: {source}")
+        raise NetlimitError(f"{name} source not found: {source}")
     cc = compiler or find_compiler()
     digest = hashlib.sha256(source.read_bytes() + "\0".join((cc, *CFLAGS)).encode()).hexdigest()[:16]
-    out_dir = build_dir if build_dir is not None else get_settings().cache_dir / "netlimit"
-    binary = out_dir / f"netlimit-{digest}"
+    out_dir = build_dir if build_dir is not None else get_settings().cache_dir / name
+    binary = out_dir / f"{name}-{digest}"
     if binary.is_file() and os.access(binary, os.X_OK):
         return binary
     out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".netlimit-", dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=out_dir)
     os.close(fd)
     try:
         r = subprocess.run([cc, *CFLAGS, "-o", tmp, str(source)], capture_output=True, text=True, timeout=120)

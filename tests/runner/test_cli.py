@@ -51,3 +51,18 @@ def test_classic_preset_adaptive_reused_and_windowed_setup():
     fixed = _build_spec(parse_args(["run", "--preset", "classic", "--repeats", "2"]))
     assert (fixed.repeats, fixed.max_repeats) == (2, None)
     assert _build_spec(parse_args(["run", "--preset", "classic", "--repeats", "auto"])).max_repeats == 5
+
+
+def test_run_driver_option():
+    """``xferlab run --driver wget --workloads retr_concurrent``: the spec's driver; a
+    workload the driver cannot run is the spec's error."""
+    from runner.cli.campaign import _build_spec
+    from runner.spec import SpecError
+
+    spec = _build_spec(parse_args(["run", "--preset", "classic", "--driver", "wget", "--workloads",
+                                   "retr_concurrent", "--clients", "512", "--file-size", "1M"]))
+    assert spec.driver == "wget" and [w.name for w in spec.workloads] == ["retr_concurrent"]
+    assert spec.workloads[0].params.clients == 512 and spec.workloads[0].params.file_size == 1 << 20
+    assert _build_spec(parse_args(["run", "--preset", "classic"])).driver == "xferlab-ftp"
+    with pytest.raises(SpecError, match="driver 'wget' cannot run stor_concurrent"):
+        _build_spec(parse_args(["run", "--preset", "classic", "--driver", "wget", "--workloads", "stor_concurrent"]))

@@ -153,8 +153,9 @@ def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
     base = {"servers": [{"name": "pyftpdlib"}], "workloads": [{"name": "login"}, {"preset": "classic"}]}
     assert parse_spec(base).driver == "xferlab-ftp"
     with pytest.raises(SpecError) as e:
-        parse_spec({**base, "driver": "wget"})
-    assert "driver: unknown driver 'wget'; known: xferlab-ftp, xferlab-http, wrk, h2load" in str(e.value)
+        parse_spec({**base, "driver": "ab"})
+    assert "driver: unknown driver 'ab'; known: xferlab-ftp, xferlab-http, wrk, h2load, lftp, wget, curl" \
+        in str(e.value)
     monkeypatch.setitem(drivers.DRIVER_MODULES, "login-only", "tests.runner.drivers.login_only")
     assert parse_spec({**base, "workloads": [{"name": "login"}], "driver": "login-only"}).driver == "login-only"
     with pytest.raises(SpecError) as e:

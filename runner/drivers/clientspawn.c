@@ -1,0 +1,218 @@
+/* clientspawn: start N client programs together and report each one's rusage.
+ *
+ * Part of xferlab (runner/drivers/clients.py builds and runs it; docs/methodology.md,
+ * "Real clients"). Usage:
+ *
+ *     clientspawn BOUND_MS JOBFILE
+ *
+ * JOBFILE holds one line per client: fields separated by TAB, no field empty except
+ * the last arguments: CWD, STDOUT path, STDERR path, then argv (argv[0] looked up in
+ * PATH). Every client is forked from this small process (so its ru_maxrss starts from
+ * this process's few hundred KiB, not from the Python runner's resident set: exec(2)
+ * keeps the high-water mark of the address space it replaces), with stdin on /dev/null,
+ * stdout and stderr on its files, and blocks reading a pipe; when all are forked the
+ * pipe is closed, which releases them together. Each child writes its start time
+ * (CLOCK_MONOTONIC, after the release) into a shared page before exec. The parent reaps
+ * every child with wait4(2); past BOUND_MS after the release every child still running
+ * gets SIGKILL. Children get SIGKILL when this process dies (PR_SET_PDEATHSIG).
+ *
+ * Output on stdout, after the last child is reaped:
+ *     released MONO_NS REAL_NS
+ *     client I PID START_NS END_NS WAITSTATUS UTIME_US STIME_US MAXRSS_KIB MINFLT MAJFLT KILLED
+ * (START_NS/END_NS on CLOCK_MONOTONIC; END_NS when wait4 returned). Exit status 0, or 2
+ * for bad arguments or a failure before any child ran (message on stderr).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CLIENTS 100000
+#define MAX_ARGS 256
+
+struct job {
+    char *cwd, *out, *err;
+    char *argv[MAX_ARGS + 1];
+};
+
+static volatile sig_atomic_t expired = 0;
+
+static void on_alarm(int sig) { (void)sig; expired = 1; }
+
+static int64_t now_ns(clockid_t clk) {
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int die(const char *what) {
+    fprintf(stderr, "clientspawn: %s: %s\n", what, strerror(errno));
+    return 2;
+}
+
+static int parse(char *line, struct job *j) {
+    size_t n = strlen(line);
+    if (n && line[n - 1] == '\n') line[n - 1] = 0;
+    char *fields[MAX_ARGS + 3];
+    int k = 0;
+    for (char *p = line, *tab; k < MAX_ARGS + 3; p = tab + 1) {
+        fields[k++] = p;
+        tab = strchr(p, '\t');
+        if (!tab) break;
+        *tab = 0;
+    }
+    if (k < 4 || k >= MAX_ARGS + 3 || !fields[3][0]) return -1;
+    j->cwd = fields[0];
+    j->out = fields[1];
+    j->err = fields[2];
+    for (int i = 3; i < k; i++) j->argv[i - 3] = fields[i];
+    j->argv[k - 3] = NULL;
+    return 0;
+}
+
+static void child(struct job *j, int rd, int wr, pid_t parent, volatile int64_t *start) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    close(wr);
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int out = open(j->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int err = open(j->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+    if (chdir(j->cwd) != 0) {
+        dprintf(2, "clientspawn: chdir %s: %s\n", j->cwd, strerror(errno));
+        _exit(126);
+    }
+    char c;
+    while (read(rd, &c, 1) < 0 && errno == EINTR) {}
+    close(rd);
+    *start = now_ns(CLOCK_MONOTONIC);
+    signal(SIGPIPE, SIG_DFL);
+    execvp(j->argv[0], j->argv);
+    dprintf(2, "clientspawn: cannot start %s: %s\n", j->argv[0], strerror(errno));
+    _exit(127);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: clientspawn BOUND_MS JOBFILE\n");
+        return 2;
+    }
+    long bound_ms = strtol(argv[1], NULL, 10);
+    if (bound_ms <= 0) {
+        fprintf(stderr, "clientspawn: bad BOUND_MS %s\n", argv[1]);
+        return 2;
+    }
+    FILE *f = fopen(argv[2], "r");
+    if (!f) return die(argv[2]);
+    /* first pass: count and check the lines; nothing of them is kept, so the memory each
+     * client inherits at fork (and reports in ru_maxrss) stays small whatever N is */
+    int n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    static struct job j;
+    while (getline(&line, &cap, f) > 0) {
+        if (n == MAX_CLIENTS || parse(line, &j) != 0) {
+            fprintf(stderr, "clientspawn: bad job line %d (or more than %d clients)\n", n + 1, MAX_CLIENTS);
+            return 2;
+        }
+        n++;
+    }
+    if (n == 0) {
+        fprintf(stderr, "clientspawn: no clients in %s\n", argv[2]);
+        return 2;
+    }
+    volatile int64_t *start = mmap(NULL, sizeof(int64_t) * n, PROT_READ | PROT_WRITE,
+                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pid_t *pids = calloc(n, sizeof *pids);
+    if (start == MAP_FAILED || !pids) return die("memory");
+    int barrier[2];
+    if (pipe2(barrier, O_CLOEXEC) != 0) return die("pipe");
+    signal(SIGPIPE, SIG_IGN);
+    pid_t self = getpid();
+    rewind(f);
+    for (int i = 0; i < n; i++) {
+        if (getline(&line, &cap, f) <= 0 || parse(line, &j) != 0) {
+            fprintf(stderr, "clientspawn: %s changed while read\n", argv[2]);
+            for (int k = 0; k < i; k++) kill(pids[k], SIGKILL);
+            return 2;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            int e = errno;
+            for (int k = 0; k < i; k++) kill(pids[k], SIGKILL);
+            errno = e;
+            return die("fork");
+        }
+        if (pid == 0) child(&j, barrier[0], barrier[1], self, &start[i]);
+        pids[i] = pid;
+    }
+    fclose(f);
+    free(line);
+    char *done = calloc(n, 1), *killed = calloc(n, 1);
+    if (!done || !killed) {
+        for (int k = 0; k < n; k++) kill(pids[k], SIGKILL);
+        return die("memory");
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;  /* no SA_RESTART: wait4 returns EINTR */
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 0}, {bound_ms / 1000, (bound_ms % 1000) * 1000}};
+    int64_t released = now_ns(CLOCK_MONOTONIC), released_real = now_ns(CLOCK_REALTIME);
+    close(barrier[1]);
+    close(barrier[0]);
+    setitimer(ITIMER_REAL, &it, NULL);
+    int64_t *end = calloc(n, sizeof *end);
+    int *status = calloc(n, sizeof *status);
+    struct rusage *ru = calloc(n, sizeof *ru);
+    if (!end || !status || !ru) return die("memory");
+    int left = n, swept = 0;
+    while (left > 0) {
+        if (expired && !swept) {
+            for (int i = 0; i < n; i++)
+                if (!done[i]) {
+                    killed[i] = 1;
+                    kill(pids[i], SIGKILL);
+                }
+            swept = 1;
+        }
+        int st;
+        struct rusage r;
+        pid_t pid = wait4(-1, &st, 0, &r);
+        int64_t t = now_ns(CLOCK_MONOTONIC);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            if (errno == ECHILD) break;
+            return die("wait4");
+        }
+        for (int i = 0; i < n; i++)
+            if (pids[i] == pid && !done[i]) {
+                done[i] = 1;
+                end[i] = t;
+                status[i] = st;
+                ru[i] = r;
+                left--;
+                break;
+            }
+    }
+    printf("released %lld %lld\n", (long long)released, (long long)released_real);
+    for (int i = 0; i < n; i++) {
+        printf("client %d %d %lld %lld %d %lld %lld %ld %ld %ld %d\n", i, (int)pids[i],
+               (long long)(start[i] ? start[i] : released), (long long)(done[i] ? end[i] : 0), status[i],
+               (long long)ru[i].ru_utime.tv_sec * 1000000 + ru[i].ru_utime.tv_usec,
+               (long long)ru[i].ru_stime.tv_sec * 1000000 + ru[i].ru_stime.tv_usec,
+               ru[i].ru_maxrss, ru[i].ru_minflt, ru[i].ru_majflt, killed[i]);
+    }
+    return fflush(stdout) == 0 ? 0 : 2;
+}

@@ -1,0 +1,67 @@
+"""Driver ``wget``: FTP downloads made by wget processes (Debian package ``wget``), seed
+003's client (512 concurrent ``wget`` processes downloading a 1 MB file).
+
+Each client runs ``wget --no-config -nv --tries=1 -O /dev/null --user=USER
+--password=PASSWORD [OPTIONS] ftp://HOST:PORT/NAME``; its byte count is the ``[N] ->
+"/dev/null"`` of its ``-nv`` line. wget cannot upload (it runs ``retr`` and ``retr_concurrent`` only) and
+sends PASV to an IPv4 server whatever it is told (``passive: epsv`` is refused).
+``client_options``: the options of :data:`OPTIONS` (``{"--read-timeout": "30"}``;
+``""`` for a flag); wget has no buffer-size option. Shared behaviour:
+runner.drivers.ftpclient.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runner.drivers.clients import ClientRun
+from runner.drivers.ftpclient import FtpClientDriver, count_from, flag_argv, flag_options
+
+if TYPE_CHECKING:
+    from runner.backends.base import Target
+    from runner.workloads import WorkloadParams
+
+#: wget options ``client_options`` may give: option -> takes a value.
+OPTIONS: dict[str, bool] = {"--read-timeout": True, "--connect-timeout": True, "--dns-timeout": True,
+                            "--timeout": True, "--tries": True, "--bind-address": True, "--prefer-family": True,
+                            "--no-dns-cache": False, "--no-glob": False}
+_SAVED = re.compile(r"\[(\d+)\] -> ")
+
+
+def ftp_url(target: Target, name: str) -> str:
+    """``ftp://HOST:PORT/NAME`` (an IPv6 host in brackets)."""
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    return f"ftp://{host}:{target.port}/{name}"
+
+
+class WgetDriver(FtpClientDriver):
+    """wget as a driver (module docstring)."""
+
+    name = "wget"
+    binary = "wget"
+    package = "wget"
+    uploads = False
+    workloads: tuple[str, ...] = ("retr", "retr_concurrent")
+
+    def passive_error(self, passive: str) -> str | None:
+        """wget sends PASV to an IPv4 server (EPSV only over IPv6): ``epsv`` is refused."""
+        return None if passive == "pasv" else "wget sends PASV to an IPv4 server; passive: epsv cannot be honoured"
+
+    def option_error(self, key: str, value: str) -> str | None:
+        """One of :data:`OPTIONS`."""
+        return flag_options(key, value, OPTIONS, "wget")
+
+    def argv(self, exe: str, workload: str, target: Target, params: WorkloadParams, remote: str,
+             local: str) -> list[str]:
+        """``wget ... -O /dev/null URL`` (module docstring)."""
+        return [exe, "--no-config", "-nv", "--tries=1", "-O", local, f"--user={target.user}",
+                f"--password={target.password}", *flag_argv(params.client_options, OPTIONS, joined=True),
+                ftp_url(target, remote)]
+
+    def client_bytes(self, workload: str, client: ClientRun, cwd: Path) -> int | None:
+        """The ``[N]`` of wget's ``-nv`` line on its stderr."""
+        return count_from(_SAVED, client.stderr)
+
+
+DRIVER = WgetDriver()

@@ -1,0 +1,148 @@
+"""runner.drivers.clients: N processes released together, each one's rusage, the bound,
+and no process left behind (clientspawn compiled with the system C compiler)."""
+from __future__ import annotations
+
+import signal
+import sys
+import time
+
+import psutil
+import pytest
+
+from runner.drivers import clients
+from runner.drivers.base import DriverUnavailable
+from runner.drivers.clients import Job, run_clients
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def spawner():
+    try:
+        return clients.build_spawner()
+    except DriverUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _gone(pids: list[int]) -> None:
+    """No pid of ``pids`` is a live (non-zombie) process, within 3 s (SIGKILL is delivered
+    asynchronously)."""
+    left = pids
+    for _ in range(30):
+        left = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    left.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not left:
+            return
+        time.sleep(0.1)
+    assert not left, f"processes left behind: {[(p, psutil.Process(p).cmdline()) for p in left]}"
+
+
+def _jobs(tmp_path, argvs):
+    out = []
+    for i, argv in enumerate(argvs):
+        d = tmp_path / f"c{i}"
+        d.mkdir()
+        out.append(Job(argv, str(d)))
+    return out
+
+
+def test_max_rss_and_faults_are_the_clients_own(tmp_path, spawner):
+    # this process holds 300 MiB: a client forked from it would report at least that
+    ballast = bytearray(300 << 20)
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    alloc = "b = bytearray(50 << 20); b[::4096] = b'x' * len(b[::4096])"
+    run = run_clients(_jobs(tmp_path, [["true"], [sys.executable, "-c", alloc]]), folder=tmp_path, bound_s=30,
+                      spawner=spawner)
+    small, big = run.clients
+    assert small.returncode == 0 and big.returncode == 0 and not small.killed
+    assert small.max_rss < 20 << 20, small.max_rss  # not the parent's 300 MiB
+    assert big.max_rss >= 50 << 20
+    assert big.minor_faults >= (50 << 20) // 4096 // 2  # every page touched (THP may merge some)
+    assert big.user_s + big.system_s > 0 and big.seconds > 0
+    assert run.released_epoch == pytest.approx(time.time(), abs=60)
+    del ballast
+
+
+def test_rss_floor_does_not_grow_with_the_job_list(tmp_path, spawner):
+    """clientspawn keeps no job list when it forks: 300 clients with 20 KB command lines
+    (6 MB of jobs) each still report about clientspawn's own 1 MiB."""
+    args = ["x" * 100] * 200
+    run = run_clients(_jobs(tmp_path, [["true", *args]] * 300), folder=tmp_path, bound_s=60, spawner=spawner)
+    assert all(c.returncode == 0 for c in run.clients)
+    assert max(c.max_rss for c in run.clients) < 4 << 20
+
+
+def test_released_together_and_timed_from_release(tmp_path, spawner):
+    run = run_clients(_jobs(tmp_path, [["sleep", "0.3"]] * 4), folder=tmp_path, bound_s=30, spawner=spawner)
+    starts = [c.start for c in run.clients]
+    assert max(starts) - min(starts) < 0.25  # one release, not one after another with 0.3 s sleeps
+    assert all(c.start >= run.released for c in run.clients)
+    assert all(0.28 < c.seconds < 5 for c in run.clients)
+
+
+def test_failure_exit_status_and_stderr(tmp_path, spawner):
+    run = run_clients(_jobs(tmp_path, [["sh", "-c", "echo first >&2; echo boom >&2; exit 3"],
+                                       ["no-such-program-xferlab"]]), folder=tmp_path, bound_s=30, spawner=spawner)
+    bad, missing = run.clients
+    assert bad.returncode == 3 and bad.stderr_tail() == "first | boom"
+    assert missing.returncode == 127 and "cannot start no-such-program-xferlab" in missing.stderr_tail()
+
+
+def test_hang_past_the_bound_is_killed_with_its_children(tmp_path, spawner):
+    # the second client leaves a grandchild in the group: the group kill takes it too
+    t0 = time.monotonic()
+    run = run_clients(_jobs(tmp_path, [["sleep", "60"], ["sh", "-c", "sleep 60 & echo $! > kid; wait"], ["true"]]),
+                      folder=tmp_path, bound_s=0.5, spawner=spawner)
+    assert time.monotonic() - t0 < 10
+    hung, parent, quick = run.clients
+    assert hung.killed and hung.returncode == -signal.SIGKILL and 0.4 < hung.seconds < 5
+    assert parent.killed and not quick.killed and quick.returncode == 0
+    kid = int((tmp_path / "c1" / "kid").read_text())
+    _gone([hung.pid, parent.pid, kid])
+
+
+def test_interrupted_wait_leaves_no_process(tmp_path, spawner, monkeypatch):
+    def interrupted(pid, bound):
+        time.sleep(0.3)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(clients, "_wait_unreaped", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_clients(_jobs(tmp_path, [["sh", "-c", "echo $$ > pid; exec sleep 60"]] * 3), folder=tmp_path,
+                    bound_s=60, spawner=spawner)
+    pids = [int((tmp_path / f"c{i}" / "pid").read_text()) for i in range(3)]
+    time.sleep(0.1)
+    _gone(pids)
+
+
+def test_spawner_past_its_own_bound_is_killed(tmp_path, spawner, monkeypatch):
+    monkeypatch.setattr(clients, "GRACE_S", 0.2)
+    # clientspawn reaps only its own children: a client that ignores nothing but is
+    # stopped cannot stop the spawner, so stop the spawner itself instead
+    jobs = _jobs(tmp_path, [["sh", "-c", "kill -STOP $PPID; echo $$ > pid; exec sleep 60"]])
+    t0 = time.monotonic()
+    run = run_clients(jobs, folder=tmp_path, bound_s=0.3, spawner=spawner)
+    assert time.monotonic() - t0 < 10
+    assert run.spawner_killed and run.clients[0].killed and run.clients[0].end == 0.0
+    _gone([int((tmp_path / "c0" / "pid").read_text())])
+
+
+def test_bad_arguments(tmp_path, spawner):
+    with pytest.raises(ValueError, match="no jobs"):
+        run_clients([], folder=tmp_path, bound_s=1, spawner=spawner)
+    with pytest.raises(ValueError, match="tab or a newline"):
+        run_clients(_jobs(tmp_path, [["echo", "a\tb"]]), folder=tmp_path, bound_s=1, spawner=spawner)
+
+
+def test_no_compiler_is_a_clear_skip_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(DriverUnavailable, match="build-essential"):
+        clients.build_spawner()

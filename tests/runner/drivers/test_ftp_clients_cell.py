@@ -1,0 +1,121 @@
+"""A whole cell (runner.local_cell.run_local_cell: warm-up, measured phase, sample rows,
+outcome) with a real-client driver against the tests' pyftpdlib on loopback."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.backends.base import Target
+from runner.local_cell import run_local_cell
+from runner.spec import parse_spec
+from runner.store.models import Cell
+from tests.runner.drivers.test_ftp_clients import _driver
+from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+class _Handle:
+    """The running test server as a ServerHandle (no process to sample)."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.pid = None
+        self.build_info: dict = {"name": "pyftpdlib"}
+
+    def stop(self) -> None:
+        pass
+
+    def alive(self) -> bool:
+        return True
+
+    def exit_reason(self) -> None:
+        return None
+
+    def cgroup_memory(self) -> None:
+        return None
+
+
+class _Backend:
+    name = "stub"
+
+    def __init__(self, handle: _Handle) -> None:
+        self.handle = handle
+
+    def check(self, req) -> None:  # noqa: ANN001
+        pass
+
+    def start(self, req, *, cpu=None) -> _Handle:  # noqa: ANN001
+        return self.handle
+
+
+def _cell(tmp_path: Path, driver: str, workload: str, password: str, **params):
+    _driver(driver)
+    spec = parse_spec({"name": "c", "repeats": 1, "warmup": True, "driver": driver, "pinning": {},
+                       "servers": [{"name": "pyftpdlib"}], "workloads": [{"name": workload, "params": params}]})
+    p = spec.workloads[0].params
+    cell = Cell(id=1, seq=0, server="pyftpdlib", server_label="pyftpdlib",
+                server_spec=spec.servers[0].model_dump(mode="json"), workload=workload,
+                params=p.model_dump(mode="json"), params_key="", repeat=0)
+    proc, port = start_pyftpd(tmp_path)
+    try:
+        return run_local_cell(cell, spec, _Backend(_Handle(Target("127.0.0.1", port, USER, password, root=tmp_path))))
+    finally:
+        stop(proc)
+
+
+def test_lftp_cell_done_with_process_rows(tmp_path):
+    out = _cell(tmp_path, "lftp", "retr_concurrent", PASSWORD, clients=3, file_size=65536,
+                client_options={"xfer:buffer-size": "0x20000"})
+    assert out.status == "done", out.error
+    rows = {(s.metric, s.stat): s for s in out.samples}
+    assert rows[("bytes", "value")].value == 3 * 65536 and rows[("errors", "total")].value == 0
+    assert rows[("client_max_rss", "max")].value >= rows[("client_max_rss", "median")].value > 1 << 20
+    assert len(rows[("client_max_rss", "max")].raw) == 3
+    assert rows[("client_page_faults", "minor")].value > 0
+    assert ("fairness", "jain") in rows and ("client_cpu", "user") in rows
+
+
+def test_curl_cell_with_a_wrong_password_fails_naming_the_client(tmp_path):
+    out = _cell(tmp_path, "curl", "stor_concurrent", "wrong", clients=2, file_size=1000)
+    assert out.status == "failed"
+    assert out.error.startswith("2 failed operations (client_exit=2): first client_exit: curl client 0 (pid ")
+    assert "exit status 67; stderr: curl: (67) Access denied: 530" in out.error
+
+
+def test_stored_and_read_back_as_series(tmp_path, engine):
+    """The cell's rows stored in PostgreSQL and read back by the report layer: the
+    per-process series, and the options in the row title."""
+    from sqlalchemy.orm import Session
+
+    from runner.results import load_campaign
+    from runner.store import campaigns as crud
+
+    _driver("lftp")
+    spec = parse_spec({"name": "c", "repeats": 1, "warmup": False, "driver": "lftp", "pinning": {},
+                       "servers": [{"name": "pyftpdlib"}],
+                       "workloads": [{"name": "retr_concurrent", "params": {
+                           "clients": 2, "file_size": 4096, "client_options": {"xfer:buffer-size": "0x20000"}}}]})
+    proc, port = start_pyftpd(tmp_path)
+    try:
+        with Session(engine) as s:
+            camp = crud.create_campaign(s, spec=spec, backend="local")
+            s.commit()
+            cell = crud.claim_next_cell(s, campaign_id=camp.id)
+            assert "client_options=xfer:buffer-size=0x20000" in cell.params_key
+            out = run_local_cell(cell, spec, _Backend(_Handle(Target("127.0.0.1", port, USER, PASSWORD,
+                                                                     root=tmp_path))))
+            assert out.status == "done", out.error
+            crud.finish_cell(s, cell=cell, status=out.status, samples=out.samples)
+            data = load_campaign(s, campaign_id=camp.id)
+    finally:
+        stop(proc)
+    metrics = {x.metric: x for x in data.series}
+    assert {"client_max_rss_max", "client_max_rss_median", "client_page_faults_minor"} <= set(metrics), metrics
+    assert metrics["client_max_rss_max"].unit == "bytes" and metrics["client_max_rss_max"].samples[0] > 1 << 20
+    assert all(x.title == "2 concurrent clients (RETR 4K file) [xfer:buffer-size=0x20000]"
+               for x in data.series if x.workload == "retr_concurrent")
