@@ -1,5 +1,5 @@
 """Real FTP clients as drivers: the shared part of ``lftp``, ``wget`` and ``curl``
-(runner.drivers.lftp, .wget, .curl), seeds 003 and 004 (512 concurrent wget processes
+(runner.drivers.lftp, .wget, .curl), seeds 004 and 003 (512 concurrent wget processes
 downloading a 1 MB file; lftp's ``xfer:buffer-size``).
 
 Workloads: ``retr_concurrent`` and ``stor_concurrent`` (N = ``clients`` processes, each
@@ -10,7 +10,7 @@ included, a few ms against a 256 MiB transfer). Each client is one process doing
 (connect, login with the target's user and password, the transfer, quit); the N are
 started together by runner.drivers.clients (released by one pipe) and each is timed from
 its release to its exit, so a client's time includes its start-up, connect and login,
-as seed 003's ``time wget`` did. Downloads go to ``/dev/null``; each client's bytes are
+as seed 004's timed wget runs and seed 003's ``time lftp``. Downloads go to ``/dev/null``; each client's bytes are
 its own count (wget's ``[N] -> "/dev/null"`` line, curl's ``%{size_download}``, lftp's
 transfer log) and must equal the file's size. Uploads send the client-side source file
 (runner.load.fixtures.client_source) as ``xferlab-stor-<token>-<i>.bin``; each is then

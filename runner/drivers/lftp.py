@@ -1,5 +1,5 @@
 """Driver ``lftp``: the FTP workloads made by lftp processes (Debian package ``lftp``),
-seed 004's client (lftp at 100% CPU gaining 33% with a larger ``xfer:buffer-size``).
+seed 003's client (lftp at 100% CPU gaining 33% with a larger ``xfer:buffer-size``).
 
 Each client runs ``lftp --norc -c "SETTINGS; open -u USER,PASSWORD -p PORT HOST; get
 NAME -o /dev/null"`` (upload: ``put SOURCE -o NAME``), where SETTINGS are the driver's

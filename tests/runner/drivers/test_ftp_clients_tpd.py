@@ -41,7 +41,7 @@ def test_tpd(tpd, name, workload):
 
 @pytest.mark.parametrize("options", [{}, {"xfer:buffer-size": "0x20000"}])
 def test_tpd_lftp_single_stream(tpd, options):
-    """Seed 004's shape: one lftp download after another, with and without a larger
+    """Seed 003's shape: one lftp download after another, with and without a larger
     xfer:buffer-size (figures not compared: a test, not a benchmark)."""
     d = _driver("lftp")
     r = d.run("retr", tpd.target, WorkloadParams(transfer_size=4 * MIB, duration=0.3, client_options=options))
