@@ -65,11 +65,14 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             assert ("tcp", "ListenOverflows") in metrics and ("tcp", "RetransSegs") in metrics, metrics
             backlog = next(x for x in cell.samples if x.metric == "listen_backlog")
             assert backlog.value == 1024 and backlog.raw, backlog.raw  # the lab's backlog for pyftpdlib
-            # the server's CPU cost of the work: per GiB moved, or per operation (20 logins or
-            # QUITs can cost less than the 10 ms clock tick of the CPU figures: 0 is a value)
+            # the server's CPU cost of the work: per GiB moved, or per operation. 20 logins or
+            # QUITs, and 20 concurrent 256 KiB transfers (5 MiB, sendfile), can cost less than
+            # the 10 ms clock tick of the CPU figures (/proc/PID/stat): 0 is a value there; the
+            # single-stream rows move 8 MiB transfers for 0.3 s and must show a cost
             per_op = cell.workload in ("login", "quit")
+            tiny = per_op or cell.workload.endswith("_concurrent")
             cost = "server_cpu_per_op" if per_op else "server_cpu_per_gib"
-            assert any(x.metric == cost and (x.value >= 0 if per_op else x.value > 0) for x in cell.samples), \
+            assert any(x.metric == cost and (x.value >= 0 if tiny else x.value > 0) for x in cell.samples), \
                 (cell.workload, metrics)
             # where the cell's time went (runner.local_cell.STAGES), the database write included
             stages = {x.stat: x.value for x in cell.samples if x.metric == "cell_time"}
