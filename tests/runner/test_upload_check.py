@@ -13,47 +13,21 @@ from runner.store.models import Cell
 from runner.upload_check import UploadCheck, slack
 from runner.workloads import WorkloadParams
 from tests.runner.load.httpserver import HttpTestServer
+from tests.runner.support import FixedBackend, RunningHandle
 
 
-class _Handle:
-    """A running tests/runner/load/httpserver.py as a ServerHandle (no process to sample)."""
+class _Handle(RunningHandle):
+    """A running tests/runner/load/httpserver.py as a ServerHandle, with its stored files."""
 
     def __init__(self, home: Path, port: int) -> None:
+        super().__init__(Target("127.0.0.1", 0, "xferlab", "", home, http_port=port), "go-http")
         self.home = home
-        self.target = Target("127.0.0.1", 0, "xferlab", "", home, http_port=port)
-        self.pid = None
-        self.build_info: dict = {"name": "go-http"}
-
-    def stop(self) -> None:
-        pass
-
-    def alive(self) -> bool:
-        return True
-
-    def exit_reason(self) -> None:
-        return None
-
-    def cgroup_memory(self) -> None:
-        return None
 
     def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
         return list_stored_files(self.home / subdir)
 
     def remove_stored(self, subdir: str, names: list[str]) -> None:
         remove_stored_files(self.home / subdir, names)
-
-
-class _Backend:
-    name = "stub"
-
-    def __init__(self, handle: _Handle) -> None:
-        self.handle = handle
-
-    def check(self, req) -> None:  # noqa: ANN001
-        pass
-
-    def start(self, req, *, cpu=None) -> _Handle:  # noqa: ANN001
-        return self.handle
 
 
 def _run(tmp_path: Path, mode: str, warmup: bool = False):
@@ -68,7 +42,7 @@ def _run(tmp_path: Path, mode: str, warmup: bool = False):
     (tmp_path / "uploads").mkdir(exist_ok=True)
     (tmp_path / "uploads" / "earlier.bin").write_bytes(b"x" * 7)  # a reused server's earlier upload
     with HttpTestServer(tmp_path, mode=mode) as srv:
-        return run_local_cell(cell, spec, _Backend(_Handle(tmp_path, srv.port)))
+        return run_local_cell(cell, spec, FixedBackend(_Handle(tmp_path, srv.port)))
 
 
 def _rows(outcome) -> dict[str, float]:  # noqa: ANN001

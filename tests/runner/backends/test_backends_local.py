@@ -12,6 +12,7 @@ import pytest
 from runner.backends import BACKENDS, get_backend, local, paths
 from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
+from tests.runner.support import assert_gone
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -39,19 +40,6 @@ def tree_pids(pid: int) -> list[int]:
     """pid and its descendants now."""
     p = psutil.Process(pid)
     return [pid, *(c.pid for c in p.children(recursive=True))]
-
-
-def assert_gone(pids: list[int]) -> None:
-    """No pid of ``pids`` is still a live (non-zombie) process."""
-    left = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                left.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    assert not left, f"processes left behind: {left}"
-
 
 
 INFO_KEYS = {"name", "version", "variant", "binary", "interpreter", "config_hash", "obtained"}

@@ -6,12 +6,12 @@ import signal
 import sys
 import time
 
-import psutil
 import pytest
 
 from runner.drivers import clients
 from runner.drivers.base import DriverUnavailable
 from runner.drivers.clients import Job, run_clients
+from tests.runner.support import assert_gone
 
 
 @pytest.fixture(autouse=True)
@@ -26,23 +26,6 @@ def spawner():
     except DriverUnavailable as e:
         pytest.skip(str(e))
 
-
-def _gone(pids: list[int]) -> None:
-    """No pid of ``pids`` is a live (non-zombie) process, within 3 s (SIGKILL is delivered
-    asynchronously)."""
-    left = pids
-    for _ in range(30):
-        left = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    left.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        if not left:
-            return
-        time.sleep(0.1)
-    assert not left, f"processes left behind: {[(p, psutil.Process(p).cmdline()) for p in left]}"
 
 
 def _jobs(tmp_path, argvs):
@@ -106,7 +89,7 @@ def test_hang_past_the_bound_is_killed_with_its_children(tmp_path, spawner):
     assert hung.killed and hung.returncode == -signal.SIGKILL and 0.4 < hung.seconds < 5
     assert parent.killed and not quick.killed and quick.returncode == 0
     kid = int((tmp_path / "c1" / "kid").read_text())
-    _gone([hung.pid, parent.pid, kid])
+    assert_gone([hung.pid, parent.pid, kid], within_s=3.0)
 
 
 def test_interrupted_wait_leaves_no_process(tmp_path, spawner, monkeypatch):
@@ -120,7 +103,7 @@ def test_interrupted_wait_leaves_no_process(tmp_path, spawner, monkeypatch):
                     bound_s=60, spawner=spawner)
     pids = [int((tmp_path / f"c{i}" / "pid").read_text()) for i in range(3)]
     time.sleep(0.1)
-    _gone(pids)
+    assert_gone(pids, within_s=3.0)
 
 
 def test_spawner_past_its_own_bound_is_killed(tmp_path, spawner, monkeypatch):
@@ -132,7 +115,7 @@ def test_spawner_past_its_own_bound_is_killed(tmp_path, spawner, monkeypatch):
     run = run_clients(jobs, folder=tmp_path, bound_s=0.3, spawner=spawner)
     assert time.monotonic() - t0 < 10
     assert run.spawner_killed and run.clients[0].killed and run.clients[0].end == 0.0
-    _gone([int((tmp_path / "c0" / "pid").read_text())])
+    assert_gone([int((tmp_path / "c0" / "pid").read_text())], within_s=3.0)
 
 
 def test_bad_arguments(tmp_path, spawner):

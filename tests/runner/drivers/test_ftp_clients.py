@@ -18,6 +18,7 @@ from runner.backends.base import Target
 from runner.drivers import DriverUnavailable, get_driver
 from runner.workloads import WorkloadParams
 from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
+from tests.runner.support import driver_or_skip
 
 MIB = 1 << 20
 SERVER = Path(__file__).parents[1] / "load" / "pyftpd_server.py"
@@ -40,15 +41,6 @@ def pyftpd(tmp_path_factory):
         stop(proc)
 
 
-def _driver(name: str):
-    d = get_driver(name)
-    try:
-        d.check()
-    except DriverUnavailable as e:
-        pytest.skip(str(e))
-    return d
-
-
 def check_result(r, workload: str, n: int, size: int) -> None:
     """Shared checks of a clean run of ``n`` clients of ``size`` bytes."""
     assert r.errors == {}, r.notes
@@ -63,7 +55,7 @@ def check_result(r, workload: str, n: int, size: int) -> None:
 
 @pytest.mark.parametrize(("name", "workload"), RUNS)
 def test_pyftpdlib(pyftpd, name, workload):
-    d = _driver(name)
+    d = driver_or_skip(name)
     port, home = pyftpd
     before = set(os.listdir(home))
     r = d.run(workload, Target("127.0.0.1", port, USER, PASSWORD, root=home), WorkloadParams(clients=4, file_size=MIB))
@@ -76,7 +68,7 @@ def test_pyftpdlib(pyftpd, name, workload):
                                                ("lftp", "retr"), ("lftp", "stor")])
 def test_single_stream_one_process_per_transfer(pyftpd, name, workload):
     """``retr`` / ``stor``: one process per transfer of transfer_size, in a row for duration s."""
-    d = _driver(name)
+    d = driver_or_skip(name)
     port, home = pyftpd
     r = d.run(workload, Target("127.0.0.1", port, USER, PASSWORD, root=home),
               WorkloadParams(transfer_size=MIB, duration=0.3))
@@ -94,7 +86,7 @@ def test_single_stream_one_process_per_transfer(pyftpd, name, workload):
 
 def test_single_stream_stops_at_the_first_failure(pyftpd):
     port, home = pyftpd
-    r = _driver("curl").run("retr", Target("127.0.0.1", port, USER, "wrong", root=home),
+    r = driver_or_skip("curl").run("retr", Target("127.0.0.1", port, USER, "wrong", root=home),
                             WorkloadParams(transfer_size=1000, duration=5))
     assert r.errors == {"client_exit": 1} and r.ops == 0 and len(r.clients) == 1
 
@@ -102,7 +94,7 @@ def test_single_stream_stops_at_the_first_failure(pyftpd):
 @pytest.mark.parametrize("name", ["curl", "lftp"])
 def test_without_a_local_root(pyftpd, name):
     """Fixture uploaded by STOR, uploads checked by SIZE and deleted by DELE over FTP."""
-    d = _driver(name)
+    d = driver_or_skip(name)
     port, home = pyftpd
     t = Target("127.0.0.1", port, USER, PASSWORD, root=None)
     check_result(d.run("retr_concurrent", t, WorkloadParams(clients=2, file_size=5000)), "retr_concurrent", 2, 5000)
@@ -111,7 +103,7 @@ def test_without_a_local_root(pyftpd, name):
 
 
 def test_lftp_options_reach_lftp(pyftpd):
-    d = _driver("lftp")
+    d = driver_or_skip("lftp")
     port, home = pyftpd
     p = WorkloadParams(clients=2, file_size=MIB, client_options={"xfer:buffer-size": "0x20000", "net:socket-buffer": 0})
     argv = d.argv("lftp", "retr_concurrent", Target("127.0.0.1", port, USER, PASSWORD), p, "x.bin", "/dev/null")
@@ -124,7 +116,7 @@ def test_lftp_options_reach_lftp(pyftpd):
 def test_wrong_password_is_client_exit_with_stderr(pyftpd):
     port, home = pyftpd
     for name in ("wget", "curl", "lftp"):
-        d = _driver(name)
+        d = driver_or_skip(name)
         r = d.run("retr_concurrent", Target("127.0.0.1", port, USER, "wrong", root=home),
                   WorkloadParams(clients=2, file_size=1000))
         assert r.errors == {"client_exit": 2} and r.ops == 0 and r.bytes == 0, (name, r.notes)
@@ -138,7 +130,7 @@ def test_wrong_password_is_client_exit_with_stderr(pyftpd):
 def test_refused_connection_fails_fast(free_port_ftp, tmp_path, name):
     """Nothing listens: every client exits non-zero at once (lftp does not retry), and
     the note says why."""
-    r = _driver(name).run("retr_concurrent", Target("127.0.0.1", free_port_ftp, USER, PASSWORD, root=tmp_path),
+    r = driver_or_skip(name).run("retr_concurrent", Target("127.0.0.1", free_port_ftp, USER, PASSWORD, root=tmp_path),
                           WorkloadParams(clients=2, file_size=10))
     assert r.errors == {"client_exit": 2} and r.elapsed_s < 20, r.notes
     note = next(n for n in r.notes if n.startswith("first client_exit")).lower()
@@ -156,7 +148,7 @@ def free_port_ftp() -> int:
 def test_silent_server_clients_killed_at_the_bound(tmp_path, name):
     """A server that accepts and never greets: every client hangs, is killed at
     phase_timeout and counted as a timeout; no client process is left."""
-    d = _driver(name)
+    d = driver_or_skip(name)
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(16)
@@ -249,7 +241,7 @@ def test_wget_options_are_known_to_this_wget():
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None,
                     reason="needs root, unshare and ip (util-linux, iproute2)")
 def test_in_a_network_namespace(tmp_path):
-    d = _driver("curl")
+    d = driver_or_skip("curl")
     proc = subprocess.Popen(["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
                              sys.executable, str(SERVER), str(tmp_path), USER, PASSWORD],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -277,7 +269,7 @@ def test_loadgen_carries_the_process_figures(pyftpd, capsys):
 
     from runner.loadgen_remote import add_arguments, main, result_from_json
 
-    _driver("curl")
+    driver_or_skip("curl")
     port, _ = pyftpd
     p = argparse.ArgumentParser()
     add_arguments(p)
@@ -295,7 +287,7 @@ def test_versions_recorded_like_wrk():
 
     prefixes = {"lftp": "LFTP | Version ", "wget": "GNU Wget ", "curl": "curl "}
     for name, prefix in prefixes.items():
-        _driver(name)
+        driver_or_skip(name)
         rec = driver_record(name)
         assert rec["name"] == name and rec["version"].startswith(prefix), rec
         assert "Copyright" not in rec["version"]

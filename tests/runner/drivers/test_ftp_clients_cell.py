@@ -10,8 +10,8 @@ from runner.backends.base import Target
 from runner.local_cell import run_local_cell
 from runner.spec import parse_spec
 from runner.store.models import Cell
-from tests.runner.drivers.test_ftp_clients import _driver
 from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
+from tests.runner.support import FixedBackend, RunningHandle, driver_or_skip
 
 
 @pytest.fixture(autouse=True)
@@ -19,42 +19,13 @@ def _cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
-class _Handle:
-    """The running test server as a ServerHandle (no process to sample)."""
-
-    def __init__(self, target: Target) -> None:
-        self.target = target
-        self.pid = None
-        self.build_info: dict = {"name": "pyftpdlib"}
-
-    def stop(self) -> None:
-        pass
-
-    def alive(self) -> bool:
-        return True
-
-    def exit_reason(self) -> None:
-        return None
-
-    def cgroup_memory(self) -> None:
-        return None
-
-
-class _Backend:
-    name = "stub"
-
-    def __init__(self, handle: _Handle) -> None:
-        self.handle = handle
-
-    def check(self, req) -> None:  # noqa: ANN001
-        pass
-
-    def start(self, req, *, cpu=None) -> _Handle:  # noqa: ANN001
-        return self.handle
+def _backend(home: Path, port: int, password: str) -> FixedBackend:
+    """The tests' pyftpdlib on ``port`` (already running) as the cell's backend."""
+    return FixedBackend(RunningHandle(Target("127.0.0.1", port, USER, password, root=home), "pyftpdlib"))
 
 
 def _cell(tmp_path: Path, driver: str, workload: str, password: str, **params):
-    _driver(driver)
+    driver_or_skip(driver)
     spec = parse_spec({"name": "c", "repeats": 1, "warmup": True, "driver": driver, "pinning": {},
                        "servers": [{"name": "pyftpdlib"}], "workloads": [{"name": workload, "params": params}]})
     p = spec.workloads[0].params
@@ -63,7 +34,7 @@ def _cell(tmp_path: Path, driver: str, workload: str, password: str, **params):
                 params=p.model_dump(mode="json"), params_key="", repeat=0)
     proc, port = start_pyftpd(tmp_path)
     try:
-        return run_local_cell(cell, spec, _Backend(_Handle(Target("127.0.0.1", port, USER, password, root=tmp_path))))
+        return run_local_cell(cell, spec, _backend(tmp_path, port, password))
     finally:
         stop(proc)
 
@@ -95,7 +66,7 @@ def test_stored_and_read_back_as_series(tmp_path, engine):
     from runner.results import load_campaign
     from runner.store import campaigns as crud
 
-    _driver("lftp")
+    driver_or_skip("lftp")
     spec = parse_spec({"name": "c", "repeats": 1, "warmup": False, "driver": "lftp", "pinning": {},
                        "servers": [{"name": "pyftpdlib"}],
                        "workloads": [{"name": "retr_concurrent", "params": {
@@ -107,8 +78,7 @@ def test_stored_and_read_back_as_series(tmp_path, engine):
             s.commit()
             cell = crud.claim_next_cell(s, campaign_id=camp.id)
             assert "client_options=xfer:buffer-size=0x20000" in cell.params_key
-            out = run_local_cell(cell, spec, _Backend(_Handle(Target("127.0.0.1", port, USER, PASSWORD,
-                                                                     root=tmp_path))))
+            out = run_local_cell(cell, spec, _backend(tmp_path, port, PASSWORD))
             assert out.status == "done", out.error
             crud.finish_cell(s, cell=cell, status=out.status, samples=out.samples)
             data = load_campaign(s, campaign_id=camp.id)

@@ -8,7 +8,8 @@ from runner.backends import paths
 from runner.backends.base import ServerRequest, ServerSkipped
 from runner.backends.local import LocalBackend
 from runner.workloads import WorkloadParams
-from tests.runner.drivers.test_ftp_clients import MIB, RUNS, _driver, check_result
+from tests.runner.drivers.test_ftp_clients import MIB, RUNS, check_result
+from tests.runner.support import driver_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -32,7 +33,7 @@ def tpd():
 
 @pytest.mark.parametrize(("name", "workload"), RUNS)
 def test_tpd(tpd, name, workload):
-    d = _driver(name)
+    d = driver_or_skip(name)
     r = d.run(workload, tpd.target, WorkloadParams(clients=4, file_size=MIB))
     check_result(r, workload, 4, MIB)
     if workload == "stor_concurrent" and tpd.target.root is not None:
@@ -43,7 +44,7 @@ def test_tpd(tpd, name, workload):
 def test_tpd_lftp_single_stream(tpd, options):
     """Seed 003's shape: one lftp download after another, with and without a larger
     xfer:buffer-size (figures not compared: a test, not a benchmark)."""
-    d = _driver("lftp")
+    d = driver_or_skip("lftp")
     r = d.run("retr", tpd.target, WorkloadParams(transfer_size=4 * MIB, duration=0.3, client_options=options))
     assert r.errors == {} and r.ops >= 1 and r.bytes == r.ops * 4 * MIB, r.notes
     assert all(c.max_rss > 1 << 20 for c in r.clients)

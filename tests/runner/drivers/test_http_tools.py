@@ -18,6 +18,7 @@ from runner.drivers.child import require
 from runner.load.fixtures import server_name
 from runner.workloads import WorkloadParams
 from tests.runner.load.httpserver import HttpTestServer
+from tests.runner.support import driver_or_skip
 
 SERVER = Path(__file__).parents[1] / "load" / "httpserver.py"
 
@@ -30,14 +31,6 @@ def _identity(r) -> None:
     assert r.requests == r.successful + sum(r.non_2xx.values()) + r.network_failed
     assert r.ops == r.successful
 
-
-def _tool(name: str):
-    d = get_driver(name)
-    try:
-        d.check()
-    except DriverUnavailable as e:
-        pytest.skip(str(e))
-    return d
 
 
 def test_missing_binary_message(monkeypatch):
@@ -52,7 +45,7 @@ def test_missing_binary_message(monkeypatch):
 
 @pytest.mark.parametrize("method", ["put", "post"])
 def test_wrk_upload(tmp_path, method):
-    d = _tool("wrk")
+    d = driver_or_skip("wrk")
     with HttpTestServer(tmp_path) as srv:
         r = d.run("http_upload", _target(srv.port),
                   WorkloadParams(clients=4, duration=1, body_size=1000, method=method))
@@ -69,7 +62,7 @@ def test_wrk_upload(tmp_path, method):
 
 
 def test_wrk_download_413_refused(tmp_path):
-    d = _tool("wrk")
+    d = driver_or_skip("wrk")
     with HttpTestServer(tmp_path) as srv:
         r = d.run("http_download", _target(srv.port, root=tmp_path), WorkloadParams(clients=2, duration=1,
                                                                                       file_size=50_000))
@@ -86,7 +79,7 @@ def test_wrk_download_413_refused(tmp_path):
 
 
 def test_h2load_post_and_download(tmp_path):
-    d = _tool("h2load")
+    d = driver_or_skip("h2load")
     with HttpTestServer(tmp_path) as srv:
         r = d.run("http_upload", _target(srv.port), WorkloadParams(clients=4, duration=0.5, body_size=1000,
                                                                     method="post"))
@@ -126,7 +119,7 @@ def _free_port() -> int:
                     reason="needs root, unshare and ip (util-linux, iproute2)")
 @pytest.mark.parametrize("driver", ["xferlab-http", "wrk", "h2load"])
 def test_in_a_network_namespace(tmp_path, driver):
-    d = _tool(driver)
+    d = driver_or_skip(driver)
     proc = subprocess.Popen(["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
                              sys.executable, str(SERVER), str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -151,7 +144,7 @@ def test_in_a_network_namespace(tmp_path, driver):
 
 
 def test_wrk_without_keepalive_and_a_closing_server(tmp_path):
-    d = _tool("wrk")
+    d = driver_or_skip("wrk")
     for mode, keep in (("write", False), ("close", True)):
         with HttpTestServer(tmp_path, mode=mode) as srv:
             r = d.run("http_upload", _target(srv.port), WorkloadParams(clients=2, duration=1, body_size=100,

@@ -1,0 +1,84 @@
+"""Helpers shared by the runner tests: a server the test started itself, served to
+run_local_cell as a backend's handle; a driver or a skip; a check that processes are gone."""
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+from runner.backends.base import Target
+from runner.drivers import DriverUnavailable, get_driver
+
+
+class RunningHandle:
+    """A server the test started itself (on ``target``) as a ServerHandle: no process to
+    sample (``pid`` None), always alive, stop() does nothing (the test stops it)."""
+
+    def __init__(self, target: Target, name: str) -> None:
+        self.target = target
+        self.pid = None
+        self.build_info: dict = {"name": name}
+
+    def stop(self) -> None:
+        pass
+
+    def alive(self) -> bool:
+        return True
+
+    def exit_reason(self) -> None:
+        return None
+
+    def cgroup_memory(self) -> None:
+        return None
+
+
+class FixedBackend:
+    """A Backend whose check passes and whose start() returns ``handle``."""
+
+    name = "stub"
+
+    def __init__(self, handle: RunningHandle) -> None:
+        self.handle = handle
+
+    def check(self, req) -> None:  # noqa: ANN001
+        pass
+
+    def start(self, req, *, cpu=None) -> RunningHandle:  # noqa: ANN001
+        return self.handle
+
+
+def driver_or_skip(name: str):
+    """The registered driver ``name``; the test is skipped with its DriverUnavailable
+    reason (a missing binary) when it cannot run here."""
+    d = get_driver(name)
+    try:
+        d.check()
+    except DriverUnavailable as e:
+        pytest.skip(str(e))
+    return d
+
+
+def assert_gone(pids: list[int], *, within_s: float = 0.0) -> None:
+    """No pid of ``pids`` is a live (non-zombie) process, checked now and then every
+    0.1 s for up to ``within_s`` s (SIGKILL is delivered asynchronously)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        left = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    left.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    assert not left, f"processes left behind: {[(p, _cmdline(p)) for p in left]}"
+
+
+def _cmdline(pid: int) -> list[str] | str:
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return "gone"
