@@ -28,6 +28,7 @@ from runner.spec import CampaignSpec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 from runner.store.retry import store_retry
+from runner.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +155,10 @@ def cell_runner(spec: CampaignSpec) -> CellRunner:
     return run_local_cell
 
 
-def _environment(spec: CampaignSpec, backend: Backend) -> tuple[dict[str, Any], str]:
+def _environment(spec: CampaignSpec, backend: Backend, driver: str) -> tuple[dict[str, Any], str]:
     from runner.metrics.environment import environment_class, snapshot
 
-    extra = {"backend": backend.name, "pinning": spec.pinning.model_dump(), "driver": driver_record(spec.driver)}
+    extra = {"backend": backend.name, "pinning": spec.pinning.model_dump(), "driver": driver_record(driver)}
     network = getattr(backend, "network", None)
     if network:  # docker: netns, bridge or host (a variant may override it per server)
         extra["docker_network"] = network
@@ -182,7 +183,7 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
     factory = sessionmaker(engine, expire_on_commit=False)
     ran = 0
     skipped_servers: dict[tuple[int, str], str] = {}
-    env_cache: dict[tuple[int, str], Any] = {}
+    env_cache: dict[tuple[int, str, str], Any] = {}
     specs: dict[int, tuple[CampaignSpec, Backend]] = {}
     orig_affinity = os.sched_getaffinity(0)
     pool = ServerPool("none")
@@ -275,9 +276,10 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
         env = crud.get_or_create_environment(session, data=outcome.environment,
                                              env_class=environment_class(outcome.environment))
     elif outcome.status != "skipped":
-        key = (cell.campaign_id, backend.name)
+        driver = spec.driver_of(WorkloadParams.model_validate(cell.params))  # a workload may name its own
+        key = (cell.campaign_id, backend.name, driver)
         if key not in env_cache:
-            env_cache[key] = _environment(spec, backend)
+            env_cache[key] = _environment(spec, backend, driver)
         data, cls = env_cache[key]
         env = crud.get_or_create_environment(session, data=data, env_class=cls)
     # Re-read the cell in this session (it was claimed and committed in the same session).

@@ -179,7 +179,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     srv = ServerSpec.model_validate(cell.server_spec)
     req = srv.request(spec.max_clients)
     params = WorkloadParams.model_validate(cell.params)
-    driver = get_driver(spec.driver)
+    driver = get_driver(spec.driver_of(params))
     why = pair_skip_reason(srv.name, cell.workload, params)
     if why is not None:  # e.g. an FTP workload on an HTTP-only server, nginx and POST
         return skipped(why)
@@ -249,7 +249,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
                 # no "loaded" checkpoint: the peak comes from the sampler's timeline
                 result, process_rows = run_client_processes(cell.workload, handle.target, params, processes,
-                                                            cpus=spec.pinning.client, driver=spec.driver)
+                                                            cpus=spec.pinning.client, driver=spec.driver_of(params))
             else:
                 result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
                 process_rows = []

@@ -39,6 +39,12 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_max_rss", "max"): ("bytes", False),
     ("client_max_rss", "median"): ("bytes", False),
     ("client_page_faults", "minor"): ("count", False),
+    ("client_cpu", "user"): ("s", False),
+    ("client_cpu", "system"): ("s", False),
+    # per-client spread (runner.fairness): MiB/s, req/s for HTTP workloads (FAIRNESS_RATES)
+    ("fairness", "min_rate"): ("MiB/s", True),
+    ("fairness", "p50_rate"): ("MiB/s", True),
+    ("fairness", "max_rate"): ("MiB/s", True),
     # CPU cost of the work (runner.measure.efficiency_samples): lower is better
     **{(f"{who}_per_{per}", "value"): (unit, False)
        for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},
@@ -96,6 +102,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         title = titles[(workload, pkey)]
         if (metric, stat) in SERIES_METRICS:
             unit, hib = SERIES_METRICS[(metric, stat)]
+            if metric == "fairness" and stat.endswith("_rate") and WORKLOADS[workload].protocol == "http":
+                unit = "req/s"  # runner.fairness.client_rates: requests per second per HTTP client
             name = metric if stat == "value" else f"{metric}_{stat}"
             series.append(Series(server, workload, title, name, unit, hib, tuple(vals), pkey))
         elif metric in MEMORY_METRICS and stat in MEMORY_STATS:
@@ -111,6 +119,14 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         if row is not None:
             env = dict(row.data)
             env["env_class"] = row.env_class
+        drivers: list[Any] = []  # a workload may name its own driver (seed 004): every driver the cells used
+        for other in dict.fromkeys(c.environment_id for c in cells if c.environment_id):
+            erow = session.get(Environment, other)
+            rec = (erow.data or {}).get("driver") if erow is not None else None
+            if rec and rec not in drivers:
+                drivers.append(rec)
+        if len(drivers) > 1:
+            env["drivers"] = drivers
     workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series, environment=env,
                         failures=failures, workloads=workloads, setups=_setups(session, cells))

@@ -271,17 +271,26 @@ class CampaignSpec(BaseModel):
 
     @model_validator(mode="after")
     def _driver_runs_workloads(self) -> CampaignSpec:
-        driver = get_driver(self.driver)
         for i, w in enumerate(self.workloads):
+            name = self.driver_of(w.params)
+            if name not in driver_names():
+                raise ValueError(f"workloads.{i}.params.driver: unknown driver {name!r}; known: "
+                                 f"{', '.join(driver_names())}")
+            driver = get_driver(name)
             bad = [n for n in w.names() if n not in driver.workloads]
             if bad:
                 others = [d for d in driver_names() if all(n in get_driver(d).workloads for n in bad)]
-                raise ValueError(f"workloads.{i}: driver {self.driver!r} cannot run {', '.join(bad)} "
+                raise ValueError(f"workloads.{i}: driver {name!r} cannot run {', '.join(bad)} "
                                  f"(it runs: {', '.join(driver.workloads)}); drivers that can: "
                                  f"{', '.join(others) or 'none'}")
             for why in filter(None, (driver_refuses(driver, n, w.params) for n in w.names())):
-                raise ValueError(f"workloads.{i}: driver {self.driver!r}: {why}")
+                raise ValueError(f"workloads.{i}: driver {name!r}: {why}")
         return self
+
+    def driver_of(self, params: WorkloadParams) -> str:
+        """Name of the driver that makes the load of a cell with ``params``: the workload's
+        own ``driver`` parameter when set, else the campaign's ``driver``."""
+        return params.driver or self.driver
 
     @model_validator(mode="after")
     def _unique_labels(self) -> CampaignSpec:

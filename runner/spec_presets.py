@@ -1,6 +1,7 @@
 """The built-in campaign presets: the YAML specs of ``runner/presets/`` (``classic``:
-seed 000's FTP suite; ``seed002``: seed 002's HTTP upload lab), as ``xferlab run
---preset NAME`` and the dashboard's launch page use them."""
+seed 000's FTP suite; ``seed002``: seed 002's HTTP upload lab; ``seed003``: lftp's buffer
+sizes; ``seed004``: 512 wget downloads and their fairness), as ``xferlab run --preset
+NAME`` and the dashboard's launch page use them."""
 from __future__ import annotations
 
 from pathlib import Path

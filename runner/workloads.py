@@ -72,6 +72,10 @@ class WorkloadParams(BaseModel):
             driver names those it takes (the spec refuses the others, and refuses any for a
             driver that takes none). At most 32 items; names and values up to 100 characters.
             Part of the cell key (and the row title) only when not empty.
+        driver: the driver of this workload's cells (runner.drivers), overriding the
+            campaign's ``driver``, so one campaign can put two drivers side by side (seed
+            004: ``wget`` beside ``xferlab-ftp``). None (default): the campaign's driver.
+            Part of the cell key (and the row title, ``[wget]``) only when set.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -91,6 +95,7 @@ class WorkloadParams(BaseModel):
     method: Literal["put", "post"] = "put"
     keepalive: bool = True
     client_options: dict[str, str] = Field(default_factory=dict, max_length=32)
+    driver: str | None = Field(None, min_length=1, max_length=40)
 
     @field_validator("client_options", mode="before")
     @classmethod
@@ -162,6 +167,8 @@ class WorkloadInfo:
                                   body=human_size(params.body_size))
         if params.client_options and "client_options" in self.uses:
             title += " [" + ", ".join(f"{k}={v}" if v else k for k, v in params.client_options.items()) + "]"
+        if params.driver:
+            title += f" [{params.driver}]"
         return title
 
 
@@ -228,11 +235,12 @@ def params_key(workload: str, params: WorkloadParams) -> str:
     """Canonical string of the parameters that matter for ``workload``: cells with the
     same key are comparable. E.g. ``clients=300,file_size=10485760,login_mode=concurrent``.
     ``client_options`` counts only when not empty (so the keys of cells stored before it
-    existed are unchanged), sorted, as ``client_options=k1=v1;k2=v2``."""
+    existed are unchanged), sorted, as ``client_options=k1=v1;k2=v2``; ``driver`` likewise
+    only when set (``driver=wget``)."""
     info = WORKLOADS[workload]
     d = params.model_dump()
     parts = []
-    for k in sorted(info.uses):
+    for k in sorted(info.uses + (("driver",) if params.driver else ())):
         if k == "client_options":
             if d[k]:
                 parts.append(f"{k}=" + ";".join(f"{a}={b}" for a, b in sorted(d[k].items())))

@@ -2,7 +2,7 @@
 argument builder, handler), handlers imported only when their command runs (pyperf
 ``__main__`` style). ``python -m runner.cli`` works too (``__main__.py``).
 
-    xferlab run [SPEC | --preset classic|seed002] [overrides]   run a campaign, print its tables
+    xferlab run [SPEC | --preset NAME] [overrides]      run a campaign, print its tables (runner/presets/)
     xferlab resume ID                                   finish an interrupted campaign
     xferlab campaigns                                   list campaigns
     xferlab show ID                                     one campaign's figures and failures
@@ -69,8 +69,9 @@ def _repeats_arg(text: str) -> int | str:
 
 def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("spec", nargs="?", help="campaign spec (YAML or JSON)")
-    r.add_argument("--preset", help="built-in spec instead of a file: classic (seed 000, the default) or "
-                                    "seed002 (HTTP uploads, disk vs. tmpfs; runner/presets/)")
+    r.add_argument("--preset", help="built-in spec instead of a file (runner/presets/): classic (seed 000, the "
+                                    "default), seed002 (HTTP uploads, disk vs. tmpfs), seed003 (lftp buffer "
+                                    "sizes), seed004 (512 wget downloads, fairness)")
     r.add_argument("--name", help="campaign name")
     r.add_argument("--servers", help="comma-separated servers: name[:version[:opt=val;opt=val]]")
     r.add_argument("--workloads", help="comma-separated workloads (default: the spec's)")

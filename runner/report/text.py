@@ -20,9 +20,9 @@ STYLES = {"win": "bold green", "loss": "red", "": ""}
 
 def render_rich(table: Table) -> RichTable:
     """A ``rich.table.Table`` of ``table`` (title, caption, marked cells styled)."""
-    rt = RichTable(title=table.title, caption=table.caption or None)
-    for c in table.columns:
-        rt.add_column(c.header, justify="right" if c.numeric else "left")
+    rt = RichTable(title=_esc(table.title), caption=_esc(table.caption) if table.caption else None)
+    for c in table.columns:  # titles hold labels such as "node-http [workers=4]": not rich markup
+        rt.add_column(_esc(c.header), justify="right" if c.numeric else "left")
     for row in table.rows:
         rt.add_row(*(f"[{STYLES[c.mark]}]{_esc(c.text)}[/]" if c.mark else _esc(c.text)
                      for c in row.cells))

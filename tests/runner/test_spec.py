@@ -187,3 +187,44 @@ def test_http_workloads_pair_only_with_http_drivers():
         with pytest.raises(SpecError) as e:
             parse_spec({"servers": srv, "driver": "wrk", "workloads": [{"name": "http_upload", "params": bad}]})
         assert words in str(e.value)
+
+
+def test_workload_driver_overrides_the_campaign_driver():
+    # seed 004: wget beside xferlab's own client in one campaign, told apart by key and title
+    from runner.workloads import WORKLOADS, params_key
+
+    srv = [{"name": "tpd"}]
+    spec = parse_spec({"servers": srv, "workloads": [
+        {"name": "retr_concurrent", "params": {"clients": 8, "file_size": "1M", "driver": "wget"}},
+        {"name": "retr_concurrent", "params": {"clients": 8, "file_size": "1M"}}]})
+    own, wget = spec.workloads[1].params, spec.workloads[0].params
+    assert (spec.driver_of(wget), spec.driver_of(own)) == ("wget", "xferlab-ftp")
+    assert params_key("retr_concurrent", wget) == params_key("retr_concurrent", own).replace(
+        ",file_size=", ",driver=wget,file_size=")
+    assert WORKLOADS["retr_concurrent"].title_for(wget) == "8 concurrent clients (RETR 1M file) [wget]"
+    assert WORKLOADS["retr_concurrent"].title_for(own) == "8 concurrent clients (RETR 1M file)"
+    assert len({c.params_key for c in expand(spec)}) == 2
+    with pytest.raises(SpecError) as e:
+        parse_spec({"servers": srv, "workloads": [{"name": "retr", "params": {"driver": "ab"}}]})
+    assert "workloads.0.params.driver: unknown driver 'ab'" in str(e.value)
+    with pytest.raises(SpecError) as e:  # the workload's driver is checked, not the campaign's
+        parse_spec({"servers": srv, "workloads": [{"name": "login", "params": {"driver": "wget"}}]})
+    assert "workloads.0: driver 'wget' cannot run login" in str(e.value)
+    with pytest.raises(SpecError) as e:  # client_options belong to the workload's driver
+        parse_spec({"servers": srv, "driver": "lftp", "workloads": [
+            {"name": "retr", "params": {"driver": "xferlab-ftp", "client_options": {"xfer:buffer-size": "0x20000"}}}]})
+    assert "driver 'xferlab-ftp': takes no client_options" in str(e.value)
+
+
+def test_seed_presets_003_and_004():
+    from runner.spec_presets import preset_data, preset_names
+
+    assert {"classic", "seed002", "seed003", "seed004"} <= set(preset_names())
+    s3 = parse_spec(preset_data("seed003"), "preset seed003")
+    assert s3.driver == "lftp" and {w.name for w in s3.workloads} == {"retr"}
+    assert [w.params.client_options["xfer:buffer-size"] for w in s3.workloads] == ["0x10000", "0x20000", "0x100000"]
+    assert all(w.params.transfer_size == 1 << 30 for w in s3.workloads)
+    s4 = parse_spec(preset_data("seed004"), "preset seed004")
+    assert [s4.driver_of(w.params) for w in s4.workloads] == ["wget", "xferlab-ftp"]
+    assert all((w.params.clients, w.params.file_size) == (512, 1 << 20) for w in s4.workloads)
+    assert {"tpd", "vsftpd"} <= {s.name for s in s4.servers}

@@ -89,3 +89,48 @@ def test_stored_and_read_back_as_series(tmp_path, engine):
     assert metrics["client_max_rss_max"].unit == "bytes" and metrics["client_max_rss_max"].samples[0] > 1 << 20
     assert all(x.title == "2 concurrent clients (RETR 4K file) [xfer:buffer-size=0x20000]"
                for x in data.series if x.workload == "retr_concurrent")
+
+
+def test_campaign_with_a_workload_naming_its_own_driver(engine):
+    """Seed 004's shape: wget beside xferlab's own client in one campaign (tpd, local
+    backend). Each cell's environment records the driver that made its load; the report
+    has one real-client table per benchmark, rusage only where real clients ran."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from runner.backends import get_backend
+    from runner.backends.base import ServerRequest, ServerSkipped
+    from runner.execute import run_campaign
+    from runner.report.clients import client_tables
+    from runner.results import load_campaign
+    from runner.store import campaigns as crud
+    from runner.store.models import Environment
+
+    driver_or_skip("wget")
+    try:
+        get_backend("local").check(ServerRequest("tpd"))
+    except ServerSkipped as exc:
+        pytest.skip(str(exc))
+    small = {"clients": 4, "file_size": "64K", "op_timeout": 20, "phase_timeout": 60}
+    spec = parse_spec({"name": "two-drivers", "repeats": 1, "backend": "local", "pinning": {},
+                       "servers": [{"name": "tpd"}],
+                       "workloads": [{"name": "retr_concurrent", "params": {**small, "driver": "wget"}},
+                                     {"name": "retr_concurrent", "params": small}]})
+    with Session(engine) as s:
+        cid = crud.create_campaign(s, spec=spec, backend="local").id
+        s.commit()
+    assert run_campaign(engine, cid) == 2
+    with Session(engine) as s:
+        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq)))
+        assert [c.status for c in cells] == ["done", "done"], [c.error for c in cells]
+        drivers = [s.get(Environment, c.environment_id).data["driver"]["name"] for c in cells]
+        assert drivers == ["wget", "xferlab-ftp"]
+        assert "driver=wget" in cells[0].params_key and "driver" not in cells[1].params_key
+        data = load_campaign(s, campaign_id=cid)
+    assert [d["name"] for d in data.environment["drivers"]] == ["wget", "xferlab-ftp"]
+    tables = client_tables(data)
+    assert [t.title for t in tables] == ["Real clients: 4 concurrent clients (RETR 64K file) [wget]",
+                                         "Real clients: 4 concurrent clients (RETR 64K file)"]
+    wget, own = tables[0].records[0], tables[1].records[0]
+    assert wget["max_rss"] > 1 << 20 and wget["minflt"] > 0 and wget["rate_min"] > 0
+    assert own["max_rss"] is None and own["median"] > 0
