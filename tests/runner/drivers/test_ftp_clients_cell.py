@@ -134,3 +134,43 @@ def test_campaign_with_a_workload_naming_its_own_driver(engine):
     wget, own = tables[0].records[0], tables[1].records[0]
     assert wget["max_rss"] > 1 << 20 and wget["minflt"] > 0 and wget["rate_min"] > 0
     assert own["max_rss"] is None and own["median"] > 0
+
+
+def test_campaign_keeps_going_past_missing_and_hung_clients(engine, monkeypatch):
+    """Issue 15's failure cases in one campaign (tpd, local backend): a workload whose
+    client program is missing is skipped with the install hint; lftp held at 1000 B/s
+    (``net:limit-rate``) past a 3 s bound is killed and its cell fails naming the client;
+    the next workload's cell is done; no lftp process is left."""
+    import psutil
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from runner.backends import get_backend
+    from runner.backends.base import ServerRequest, ServerSkipped
+    from runner.drivers import get_driver
+    from runner.execute import run_campaign
+    from runner.store import campaigns as crud
+
+    driver_or_skip("lftp")
+    try:
+        get_backend("local").check(ServerRequest("tpd"))
+    except ServerSkipped as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setattr(get_driver("wget"), "binary", "wget-not-installed-xferlab")
+    small = {"clients": 3, "file_size": "64K", "op_timeout": 20, "phase_timeout": 3}
+    spec = parse_spec({"name": "client-failures", "repeats": 1, "backend": "local", "pinning": {}, "warmup": False,
+                       "servers": [{"name": "tpd"}],
+                       "workloads": [{"name": "retr_concurrent", "params": {**small, "driver": "wget"}},
+                                     {"name": "retr_concurrent", "params": {
+                                         **small, "driver": "lftp", "client_options": {"net:limit-rate": "1000"}}},
+                                     {"name": "retr_concurrent", "params": small}]})
+    with Session(engine) as s:
+        cid = crud.create_campaign(s, spec=spec, backend="local").id
+        s.commit()
+    assert run_campaign(engine, cid) == 3
+    with Session(engine) as s:
+        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq)))
+    assert [c.status for c in cells] == ["skipped", "failed", "done"], [c.error for c in cells]
+    assert "wget-not-installed-xferlab: binary not found in PATH; apt-get install wget" in cells[0].error
+    assert "timeout" in cells[1].error and "lftp client" in cells[1].error, cells[1].error
+    assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "lftp"]
