@@ -52,13 +52,15 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
     with the benchmark's row title.
 
     Rows: every server with the benchmark's primary figure, in the campaign's server
-    order. Columns: ``server``, ``median`` (primary metric, median of ``n`` repeats),
-    ``vs_best`` (the row's figure over the best row's: a time over the shortest, a
-    throughput over the highest, so ``"1.00x"`` marks the best), ``jain`` (Jain's index
-    of the per-client rates), ``rate_min``, ``rate_p50``, ``rate_max`` (per-client MiB/s),
-    ``cpu_user``, ``cpu_sys`` (CPU seconds of all client processes), ``client_cpu``
-    (their share of one core; ``client-bound`` at 90%), ``max_rss`` (the largest peak
-    resident set of one client in any repeat), ``minflt`` (minor page faults, all clients).
+    order, and every server without it whose cells of ``workload`` failed or were skipped
+    (``n/a`` figures, the first reason in a last column ``note``). Columns: ``server``,
+    ``median`` (primary metric, median of ``n`` repeats), ``vs_best`` (the row's figure
+    over the best row's: a time over the shortest, a throughput over the highest, so
+    ``"1.00x"`` marks the best), ``jain`` (Jain's index of the per-client rates),
+    ``rate_min``, ``rate_p50``, ``rate_max`` (per-client MiB/s), ``cpu_user``, ``cpu_sys``
+    (CPU seconds of all client processes), ``client_cpu`` (their share of one core;
+    ``client-bound`` at 90%), ``max_rss`` (the largest peak resident set of one client in
+    any repeat), ``minflt`` (minor page faults, all clients).
 
     Records (CSV/JSON): per row ``server, workload, params_key, title, metric, unit`` and
     the column keys, raw (seconds, MiB/s, bytes, counts; None when not recorded)."""
@@ -67,7 +69,13 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
     hib = facts.higher_is_better if facts else False
     index: dict[tuple[str, str], Series] = {
         (s.server, s.metric): s for s in data.series if s.workload == workload and s.params_key == params_key}
-    servers = [x for x in data.servers if (x, primary) in index]
+    # a server without the figure keeps its row when a cell of the workload failed or was
+    # skipped (the first reason as its note), so a server that could not do it is not missing
+    notes = {}
+    for server, wl, _, reason in data.failures:
+        if wl == workload and (server, primary) not in index and server not in notes:
+            notes[server] = reason.removeprefix("skipped: ")[:160]
+    servers = [x for x in data.servers if (x, primary) in index or x in notes]
     title = next((s.title for s in index.values()), facts.title if facts else workload)
     unit = next((index[(x, primary)].unit for x in servers), facts.unit if facts else "")
     med = {x: _median(index.get((x, primary))) for x in servers}
@@ -78,7 +86,7 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
                Column("rate_min", "min MiB/s", True), Column("rate_p50", "p50", True), Column("rate_max", "max", True),
                Column("cpu_user", "user", True), Column("cpu_sys", "sys", True),
                Column("client_cpu", "client CPU", True), Column("max_rss", "max RSS", True),
-               Column("minflt", "minflt", True))
+               Column("minflt", "minflt", True)) + ((Column("note", "note"),) if notes else ())
     rows: list[Row] = []
     records: list[dict] = []
     for server in servers:
@@ -89,14 +97,15 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
         rss_s = index.get((server, MARKER))
         rss = max(rss_s.samples) if rss_s is not None and rss_s.samples else None
         busy = m("client_cpu_utilization")
-        n = len(index[(server, primary)].samples)
+        n = len(index[(server, primary)].samples) if (server, primary) in index else 0
         jain, rmin, rp50, rmax = (m("fairness_jain"), m("fairness_min_rate"), m("fairness_p50_rate"),
                                   m("fairness_max_rate"))
         user, system, minflt = m("client_cpu_user"), m("client_cpu_system"), m("client_page_faults_minor")
         records.append({"server": server, "workload": workload, "params_key": params_key, "title": title,
                         "metric": primary, "unit": unit, "median": value, "n": n, "vs_best": ratio, "jain": jain,
                         "rate_min": rmin, "rate_p50": rp50, "rate_max": rmax, "cpu_user": user,
-                        "cpu_sys": system, "client_cpu": busy, "max_rss": rss, "minflt": minflt})
+                        "cpu_sys": system, "client_cpu": busy, "max_rss": rss, "minflt": minflt,
+                        **({"note": notes.get(server, "")} if notes else {})})
 
         def num(v: float | None, u: str = "") -> Cell:
             return Cell(fmt.NA if v is None else fmt.value(v, u) if u else fmt.number(v))
@@ -107,7 +116,8 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
             Cell(fmt.NA if ratio is None else f"{ratio:.2f}x", "win" if ratio == 1.0 else ""),
             Cell(fmt.NA if jain is None else f"{jain:.2f}"), num(rmin), num(rp50), num(rmax),
             num(user, "s"), num(system, "s"), cpu, Cell(fmt.NA if rss is None else fmt.bytes2human(rss)),
-            Cell(fmt.NA if minflt is None else f"{minflt:,.0f}")), unit=unit))
+            Cell(fmt.NA if minflt is None else f"{minflt:,.0f}")) + ((Cell(notes.get(server, "")),) if notes else ()),
+            unit=unit))
     caption = ("Median of the repeats; vs best: the row's figure over the best row's; min/p50/max MiB/s: each "
                "client's bytes over its own time from start to exit; user, sys: CPU seconds of all client "
                "processes; client CPU: their share of one core; max RSS: the largest of any client (wait4 rusage).")

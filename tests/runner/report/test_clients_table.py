@@ -65,3 +65,13 @@ def test_exports_keep_brackets():
     text = render_tables([t], "text", width=200)
     assert f"Real clients: {WGET}" in text and "vsftpd [link=100mbit]" in text
     assert "vsftpd [link=100mbit]" in rst.render([t]) and WGET in md.render([t])
+
+
+def test_a_server_that_failed_keeps_its_row_with_the_reason():
+    d = _data()
+    d.servers.append("proftpd")
+    d.failures = [("proftpd", "retr_concurrent", 0, "52 failed operations (timeout=52): first timeout error")]
+    t = client_tables(d)[1]
+    assert t.columns[-1].key == "note"
+    assert [c.text for c in t.rows[2].cells][:5] == ["proftpd", "n/a", "0", "n/a", "n/a"]
+    assert t.rows[2].cells[-1].text.startswith("52 failed operations") and t.records[0]["note"] == ""
