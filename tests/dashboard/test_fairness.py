@@ -79,3 +79,20 @@ def test_compare_shows_a_vs_b_fairness(client, fair_campaign):
     assert t["records"][0]["a_median"] == pytest.approx((64 / 88 + 1) / 2)
     page = client.get("/compare", params={"a": str(c1), "b": str(c2)}).text
     assert 'id="fairness-table"' in page and "<h2>Fairness</h2>" in page
+
+
+def test_campaign_page_shows_the_real_client_table(client, fair_campaign, engine):
+    """A campaign with real-client cells (a client_max_rss row) gets the real-client
+    table on its page, as the exports do (runner.report.clients)."""
+    from sqlalchemy.orm import Session
+
+    from runner.store.models import Cell, Sample
+
+    cid = fair_campaign()
+    assert "Real clients:" not in client.get(f"/campaigns/{cid}").text
+    with Session(engine) as s:
+        for c in s.query(Cell).filter(Cell.campaign_id == cid, Cell.workload == "retr_concurrent"):
+            s.add(Sample(cell_id=c.id, metric="client_max_rss", stat="max", value=5.25 * 2 ** 20, unit="bytes"))
+        s.commit()
+    page = client.get(f"/campaigns/{cid}").text
+    assert "Real clients: 4 concurrent clients (RETR 4M file)" in page and "5.2M" in page
