@@ -173,4 +173,6 @@ def test_campaign_keeps_going_past_missing_and_hung_clients(engine, monkeypatch)
     assert [c.status for c in cells] == ["skipped", "failed", "done"], [c.error for c in cells]
     assert "wget-not-installed-xferlab: binary not found in PATH; apt-get install wget" in cells[0].error
     assert "timeout" in cells[1].error and "lftp client" in cells[1].error, cells[1].error
-    assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "lftp"]
+    # this test's clients, not another test's lftp: the only ones held at 1000 B/s
+    assert not [p for p in psutil.process_iter(["name", "cmdline"])
+                if p.info["name"] == "lftp" and "net:limit-rate 1000" in " ".join(p.info["cmdline"] or ())]
