@@ -12,9 +12,10 @@ both ends (the link of runner.backends.link).
 Both ends' egress is shaped, so a RETR (server -> client) and a STOR (client -> server)
 see the same link. The veth pair is created inside the client namespace with its peer
 put straight into the server namespace: nothing appears in the machine's own
-namespace but the two names under ``/run/netns``. Each link takes a /30 of
-10.213.0.0/16 (a counter of this process; the namespaces are isolated, so two
-processes using the same /30 do not meet). Offloads (GSO/TSO) keep the veth defaults;
+namespace but the two names under ``/run/netns``. Every link uses the same /30,
+10.213.0.0/30: each pair of namespaces is a network of its own, so links never meet,
+and a server's configuration (its listen address) is the same in every cell over a
+link, so its config hash and build row are too. Offloads (GSO/TSO) keep the veth defaults;
 tbf's burst covers a 64 KiB GSO packet (runner.backends.link).
 
 Teardown (:meth:`LinkNet.close`, also when creation fails half way) deletes the client
@@ -46,7 +47,8 @@ from .link import LinkSpec, parse_qdisc_json, qdisc_argvs
 NETNS_DIR = "/run/netns"
 #: The lab's namespace names: ``xl-<creator pid>-<n>-<c|s>`` and ``xl-<pid>-probe``.
 NAME_RE = re.compile(r"^xl-(\d+)-(?:\d+-[cs]|probe)$")
-SUBNET = ipaddress.ip_network("10.213.0.0/16")
+#: The link's /30: client .1, server .2 (module docstring).
+SUBNET = ipaddress.ip_network("10.213.0.0/30")
 CLIENT_DEV, SERVER_DEV = "xl-client", "xl-server"
 COMMAND_TIMEOUT_S = 10.0
 
@@ -238,12 +240,6 @@ class LinkNet:
         _delete_netns(self.server.netns)
 
 
-def _addresses(n: int) -> tuple[str, str]:
-    blocks = SUBNET.num_addresses // 4
-    base = SUBNET.network_address + 4 * (n % blocks)
-    return str(base + 1), str(base + 2)
-
-
 def open_link(link: LinkSpec, *, server_pid: int | None = None) -> LinkNet:
     """Make the link (module docstring) and return it; the caller must :meth:`LinkNet.close`
     it (or use :func:`link_net`).
@@ -265,7 +261,7 @@ def open_link(link: LinkSpec, *, server_pid: int | None = None) -> LinkNet:
     sweep_stale()
     n = next(_counter)
     cname, sname = f"xl-{os.getpid()}-{n}-c", f"xl-{os.getpid()}-{n}-s"
-    caddr, saddr = _addresses(n)
+    caddr, saddr = str(SUBNET.network_address + 1), str(SUBNET.network_address + 2)
     net = LinkNet(link, LinkEnd(cname, f"{NETNS_DIR}/{cname}", CLIENT_DEV, caddr),
                   LinkEnd(sname, f"{NETNS_DIR}/{sname}", SERVER_DEV, saddr), owns_server_ns=server_pid is None)
     try:
