@@ -225,9 +225,12 @@ class LinkNet:
 
     def record(self) -> dict[str, Any]:
         """What the cell stores about its link: ``{"link": text, "client_address",
-        "server_address", "tc": [commands as text]}``."""
+        "server_address", "tc": [commands as text, without the per-cell namespace name]}``,
+        e.g. ``"tc qdisc add dev xl-server root handle 1: tbf rate 100000000bit burst 65536
+        latency 50ms"``."""
         return {"link": self.link.text(), "client_address": self.client.address,
-                "server_address": self.server.address, "tc": [" ".join(a) for a in self.applied]}
+                "server_address": self.server.address,
+                "tc": [" ".join(a[:1] + a[3:] if a[1:2] == ["-n"] else a) for a in self.applied]}
 
     def close(self) -> None:
         """Delete the client namespace (and with it the veth pair) and the server
@@ -301,7 +304,7 @@ def link_net(link: LinkSpec, *, server_pid: int | None = None) -> Iterator[LinkN
 def phase_counters(before: dict[str, list[dict[str, Any]]],
                    after: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
     """Per-phase qdisc figures from two :meth:`LinkNet.qdiscs` readings: for each side
-    (``client``, ``server``), the root qdisc's ``SIDE_sent_bytes``, ``SIDE_packets``,
+    (``server`` first, then ``client``), the root qdisc's ``SIDE_sent_bytes``, ``SIDE_packets``,
     ``SIDE_drops``, ``SIDE_overlimits`` over the phase (after - before), plus drops of
     every qdisc of that side summed (a tbf under netem drops on its own).
 
@@ -309,7 +312,7 @@ def phase_counters(before: dict[str, list[dict[str, Any]]],
         KeyError: a side missing from a reading.
     """
     out: dict[str, int] = {}
-    for side in ("client", "server"):
+    for side in ("server", "client"):
         b = {(q["handle"], q["kind"]): q for q in before[side]}
         root = next((q for q in after[side] if q["parent"] == "root"), None)
         if root is None:
