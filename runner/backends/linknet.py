@@ -39,10 +39,11 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .link import LinkSpec, parse_qdisc_json, qdisc_argvs
+from .base import ServerRequest, ServerSkipped
+from .link import LinkError, LinkSpec, parse_link, parse_qdisc_json, qdisc_argvs
 
 NETNS_DIR = "/run/netns"
 #: The lab's namespace names: ``xl-<creator pid>-<n>-<c|s>`` and ``xl-<pid>-probe``.
@@ -323,3 +324,24 @@ def phase_counters(before: dict[str, list[dict[str, Any]]],
         out[f"{side}_drops"] = sum(max(0, q["drops"] - int(b.get((q["handle"], q["kind"]), {}).get("drops", 0)))
                                    for q in after[side])
     return out
+
+
+def request_link(req: ServerRequest) -> LinkSpec:
+    """The link of ``req`` (its variant's ``link``, default loopback).
+
+    Raises:
+        ServerSkipped: the variant's link is not valid (the spec normally refuses it first).
+    """
+    try:
+        return parse_link(req.variant.get("link", "loopback"))
+    except LinkError as e:
+        raise ServerSkipped(f"{req.label}: {e}") from None
+
+
+def attach_link(handle: Any, net: LinkNet) -> None:
+    """Make ``handle`` (a ServerHandle with a ``link`` attribute that its stop() closes)
+    reached over ``net``: its target's host the server end's address and its ``netns``
+    the client namespace; ``build_info["link"]`` what was applied (LinkNet.record)."""
+    handle.link = net
+    handle.target = replace(handle.target, host=net.server.address, netns=net.client.path)
+    handle.build_info["link"] = net.record()

@@ -4,13 +4,12 @@ from __future__ import annotations
 import copy
 import shutil
 from collections.abc import Callable
-from dataclasses import replace
 
 from .. import variants
 from ..base import ServerFailed, ServerRequest, ServerSkipped
 from ..external import ExternalHandle, check_external, start_external
-from ..link import LinkError, LinkSpec, parse_link
-from ..linknet import LinkFailed, LinkNet, LinkUnavailable, link_problem, open_link
+from ..link import LinkSpec
+from ..linknet import LinkFailed, LinkUnavailable, attach_link, link_problem, open_link, request_link
 from ..netns import call_in_netns
 from ..system import free_port
 from .process import LocalServerHandle, spawn
@@ -152,27 +151,6 @@ class _LinkHost:
         self.host = host
         self.auto_fetch = auto_fetch
         self.progress = progress
-
-
-def request_link(req: ServerRequest) -> LinkSpec:
-    """The link of ``req`` (its variant's ``link``, default loopback).
-
-    Raises:
-        ServerSkipped: the variant's link is not valid (the spec normally refuses it first).
-    """
-    try:
-        return parse_link(req.variant.get("link", "loopback"))
-    except LinkError as e:
-        raise ServerSkipped(f"{req.label}: {e}") from None
-
-
-def attach_link(handle: LocalServerHandle, net: LinkNet) -> None:
-    """Make ``handle`` reached over ``net``: its target's host the server end's address
-    and its ``netns`` the client namespace; ``build_info["link"]`` what was applied
-    (LinkNet.record); stop() closes the link."""
-    handle.link = net
-    handle.target = replace(handle.target, host=net.server.address, netns=net.client.path)
-    handle.build_info["link"] = net.record()
 
 
 def available_servers(backend: LocalBackend | None = None) -> list[tuple[str, str | None]]:
