@@ -3,9 +3,11 @@ vs tmpfs) and ``link`` (loopback vs a shaped path: runner.backends.link).
 
 Each axis turns a server of the spec into one server per value listed, the value put
 in the server's ``variant`` (so the backend applies it and the label tells the rows
-apart: ``tpd [link=100mbit]``). ``loopback`` adds no key, so loopback rows label and
-hash as before the axis existed; ``storage: [disk]`` alone adds none, with tmpfs
-listed too each copy names its kind (``[storage=disk]``, as seed 002's tables do). A server whose variant already
+apart: ``tpd [link=100mbit]``). The default alone (``storage: [disk]``, ``link:
+[loopback]``) adds no key, so such specs label and hash as before the axes existed; with
+more values listed every copy names its value (``tpd [link=loopback]``, ``tpd
+[link=100mbit]``), which also makes the expansion idempotent: a stored spec validated
+again (runner.execute reads it back) expands to the same servers. A server whose variant already
 names the key, and ``external`` servers (xferlab does not place them), are left as
 they are. Both run on the raw spec (a pydantic ``mode="before"`` validator of
 runner.spec.CampaignSpec), before the servers are validated.
@@ -18,10 +20,10 @@ from runner.backends.link import LinkError, link_text
 from runner.backends.variants import STORAGE_KINDS
 
 
-def expand_servers(servers: list[Any], key: str, values: list[str], default: str | None) -> list[Any]:
+def expand_servers(servers: list[Any], key: str, values: list[str]) -> list[Any]:
     """``servers`` (raw spec dicts) with each eligible server repeated once per value of
-    ``values`` (variant ``key`` set to it; ``default`` sets nothing). A ``label`` given in
-    the spec gets `` [VALUE]`` appended for non-default values so labels stay unique."""
+    ``values``, variant ``key`` set to it. A ``label`` given in the spec gets `` [VALUE]``
+    appended so labels stay unique."""
     out = []
     for srv in servers:
         variant = srv.get("variant") if isinstance(srv, dict) else None
@@ -30,9 +32,6 @@ def expand_servers(servers: list[Any], key: str, values: list[str], default: str
             out.append(srv)
             continue
         for value in values:
-            if value == default:
-                out.append(srv)
-                continue
             label = {"label": f"{srv['label']} [{value}]"} if srv.get("label") else {}
             out.append({**srv, "variant": {**(variant or {}), key: value}, **label})
     return out
@@ -46,8 +45,7 @@ def storage_axis(data: dict[str, Any]) -> dict[str, Any]:
     kinds = [k for k in dict.fromkeys(data["storage"]) if k in STORAGE_KINDS]
     if len(kinds) != len(set(data["storage"])) or kinds == ["disk"]:
         return data
-    # storage keeps its first behaviour: with more than disk, every copy names its kind
-    return {**data, "servers": expand_servers(data["servers"], "storage", kinds, None)}
+    return {**data, "servers": expand_servers(data["servers"], "storage", kinds)}
 
 
 def link_axis(data: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +64,7 @@ def link_axis(data: dict[str, Any]) -> dict[str, Any]:
     data = {**data, "link": texts}
     if texts == ["loopback"]:
         return data
-    return {**data, "servers": expand_servers(data["servers"], "link", texts, "loopback")}
+    return {**data, "servers": expand_servers(data["servers"], "link", texts)}
 
 
 def check_link_list(v: list[Any]) -> list[str]:

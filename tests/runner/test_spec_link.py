@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.spec import SpecError, expand, parse_spec
+from runner.spec import CampaignSpec, SpecError, expand, parse_spec
 
 
 def _spec(**kw):
@@ -25,9 +25,17 @@ def test_axis_expands_each_server_once_per_link_with_a_label():
     spec = parse_spec(_spec(link=["loopback", "100mbit", {"rate": "1gbit", "delay": 0, "loss": 0}]))
     assert spec.link == ["loopback", "100mbit", "1gbit"]
     assert [s.display() for s in spec.servers] == [
-        "tpd", "tpd [link=100mbit]", "tpd [link=1gbit]", "vs", "vs [100mbit]", "vs [1gbit]"]
+        "tpd [link=loopback]", "tpd [link=100mbit]", "tpd [link=1gbit]", "vs [loopback]", "vs [100mbit]",
+        "vs [1gbit]"]
     assert spec.servers[1].variant == {"link": "100mbit"}
     assert len(expand(spec)) == 6
+
+
+def test_expansion_is_idempotent_as_the_campaign_loop_reads_it_back():
+    spec = parse_spec(_spec(link=["loopback", "100mbit"], storage=["disk", "tmpfs"]))
+    again = CampaignSpec.model_validate(spec.model_dump(mode="json"))
+    assert [s.display() for s in again.servers] == [s.display() for s in spec.servers]
+    assert len(spec.servers) == 8
 
 
 def test_mapping_and_text_are_canonical_and_deduplicated():
@@ -43,7 +51,7 @@ def test_a_single_link_may_be_given_without_a_list():
 def test_with_storage_both_axes_multiply():
     spec = parse_spec(_spec(servers=[{"name": "tpd"}], storage=["disk", "tmpfs"], link=["loopback", "100mbit"]))
     assert [s.display() for s in spec.servers] == [
-        "tpd [storage=disk]", "tpd [link=100mbit,storage=disk]", "tpd [storage=tmpfs]",
+        "tpd [link=loopback,storage=disk]", "tpd [link=100mbit,storage=disk]", "tpd [link=loopback,storage=tmpfs]",
         "tpd [link=100mbit,storage=tmpfs]"]
 
 
@@ -81,4 +89,5 @@ def test_cli_link_flag_repeatable_and_comma_list():
                                       "--link", "loopback,100mbit", "--link", "100mbit/1ms"])
     spec = _build_spec(args)
     assert spec.link == ["loopback", "100mbit", "100mbit/1ms"]
-    assert [s.display() for s in spec.servers] == ["tpd", "tpd [link=100mbit]", "tpd [link=100mbit/1ms]"]
+    assert [s.display() for s in spec.servers] == ["tpd [link=loopback]", "tpd [link=100mbit]",
+                                                   "tpd [link=100mbit/1ms]"]
