@@ -109,3 +109,16 @@ def test_delay_is_skipped_with_the_reason_without_netem(backend):
     _srv, out = _cell(backend, "tpd", "xferlab-ftp", "retr", "100mbit/1ms", transfer_size=MIB, duration=0.3)
     assert out.status == "skipped"
     assert "netem" in out.error and "tpd [link=100mbit/1ms]" in out.error
+
+
+def test_http_download_over_the_link(backend):
+    """An HTTP cell over the link: tpd's HTTP listener in the server namespace, the
+    xferlab-http driver in the client namespace; 4 clients GET 1 MiB for 2 s share
+    100 Mbit/s."""
+    _srv, out = _cell(backend, "tpd", "xferlab-http", "http_download", "100mbit", clients=4, file_size=MIB,
+                      duration=2.0)
+    assert out.status == "done", out.error
+    rows = _rows(out)
+    moved = rows[("link_qdisc", "server_sent_bytes")].value
+    assert moved >= 2 * MIB
+    assert moved * 8 / 1e6 / 2.0 <= 110, "more than 100 Mbit/s went through the server's tbf"

@@ -84,6 +84,10 @@ def test_teardown_when_the_body_raises():
             assert os.path.exists(net.client.path) and os.path.exists(net.server.path)
             raise RuntimeError("boom")
     assert _mine() == []
+    import subprocess
+
+    host_links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    assert "xl-client" not in host_links and "xl-server" not in host_links  # the veth never was in this namespace
 
 
 def test_failed_creation_deletes_what_it_made(monkeypatch):
