@@ -157,7 +157,7 @@ def parse_time(v: Any) -> float:
     Raises:
         LinkError: not a time with a unit, not a whole number of microseconds, or over 10 s.
     """
-    if v == 0 and not isinstance(v, bool):
+    if (v == 0 and not isinstance(v, bool)) or (isinstance(v, str) and v.strip() == "0"):
         return 0.0
     s = str(v).strip().lower()
     m = _TIME_RE.match(s)

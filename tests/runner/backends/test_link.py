@@ -30,6 +30,7 @@ from runner.backends.link import (
     ({"rate": "100mbit", "delay": "1ms", "loss": 0}, LinkSpec(100_000_000, 0.001, 0.0)),
     ({"rate": "100mbit", "loss": "0.5%"}, LinkSpec(100_000_000, 0.0, 0.5)),
     ({"delay": "20ms"}, LinkSpec(None, 0.02)),
+    ({"rate": "100mbit", "delay": "0", "loss": "0"}, LinkSpec(100_000_000)),
 ])
 def test_parse(given, want):
     assert parse_link(given) == want
