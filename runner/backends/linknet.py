@@ -52,6 +52,12 @@ NAME_RE = re.compile(r"^xl-(\d+)-(?:\d+-[cs]|probe)$")
 SUBNET = ipaddress.ip_network("10.213.0.0/30")
 CLIENT_DEV, SERVER_DEV = "xl-client", "xl-server"
 COMMAND_TIMEOUT_S = 10.0
+#: Per-namespace sysctls read from both ends of every link and stored with it: a new
+#: namespace takes its own values of these (the kernel's defaults or the initial
+#: namespace's, depending on the key and kernel), a container's are the backend's.
+NS_SYSCTLS = ("net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies",
+              "net.ipv4.tcp_congestion_control",
+              "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.ip_local_port_range")
 
 _counter = itertools.count()
 _netem_lock = threading.Lock()
@@ -143,6 +149,29 @@ def link_problem(link: LinkSpec) -> str | None:
     return why
 
 
+def ns_sysctls(path: str) -> dict[str, str]:
+    """The :data:`NS_SYSCTLS` of the network namespace ``path`` as ``{name: value}``
+    (whitespace collapsed; a key this kernel lacks is left out), read from /proc/sys/net
+    by a thread that joined the namespace (runner.backends.netns.call_in_netns).
+
+    Raises:
+        runner.backends.netns.NetnsError: the namespace cannot be joined.
+    """
+    from .netns import call_in_netns
+
+    def read() -> dict[str, str]:
+        out = {}
+        for key in NS_SYSCTLS:
+            try:
+                with open("/proc/sys/" + key.replace(".", "/")) as f:
+                    out[key] = " ".join(f.read().split())
+            except OSError:
+                continue
+        return out
+
+    return call_in_netns(path, read)
+
+
 def _delete_netns(name: str) -> bool:
     if not os.path.exists(f"{NETNS_DIR}/{name}"):
         return False
@@ -206,6 +235,7 @@ class LinkNet:
     applied: list[list[str]] = field(default_factory=list)
     owns_server_ns: bool = True
     closed: bool = False
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def qdiscs(self) -> dict[str, list[dict[str, Any]]]:
         """``{"client": [...], "server": [...]}``: each end's qdiscs with their counters
@@ -226,12 +256,14 @@ class LinkNet:
 
     def record(self) -> dict[str, Any]:
         """What the cell stores about its link: ``{"link": text, "client_address",
-        "server_address", "tc": [commands as text, without the per-cell namespace name]}``,
+        "server_address", "tc": [commands as text, without the per-cell namespace name],
+        "sysctls": {"client": {...}, "server": {...}}}`` (:data:`NS_SYSCTLS` of each end),
         e.g. ``"tc qdisc add dev xl-server root handle 1: tbf rate 100000000bit burst 65536
         latency 50ms"``."""
         return {"link": self.link.text(), "client_address": self.client.address,
                 "server_address": self.server.address,
-                "tc": [" ".join(a[:1] + a[3:] if a[1:2] == ["-n"] else a) for a in self.applied]}
+                "tc": [" ".join(a[:1] + a[3:] if a[1:2] == ["-n"] else a) for a in self.applied],
+                "sysctls": self.sysctls}
 
     def close(self) -> None:
         """Delete the client namespace (and with it the veth pair) and the server
@@ -285,6 +317,7 @@ def open_link(link: LinkSpec, *, server_pid: int | None = None) -> LinkNet:
             for argv in qdisc_argvs(link, end.dev, end.netns):
                 _run(argv)
                 net.applied.append(argv)
+        net.sysctls = {side: ns_sysctls(end.path) for side, end in (("client", net.client), ("server", net.server))}
     except BaseException:
         net.close()
         raise

@@ -132,6 +132,22 @@ def test_delay_needs_netem_or_is_applied():
     assert kinds[:2] == ["netem", "tbf"]
 
 
+def test_each_end_records_its_own_namespace_sysctls():
+    import subprocess
+
+    with linknet.link_net(parse_link("10mbit")) as net:
+        rec = net.record()
+        assert set(rec["sysctls"]) == {"client", "server"}
+        assert rec["sysctls"]["server"]["net.core.somaxconn"].isdigit()
+        assert rec["sysctls"]["client"]["net.ipv4.tcp_congestion_control"]
+        subprocess.run(["ip", "netns", "exec", net.server.netns, "sysctl", "-qw", "net.core.somaxconn=777"],
+                       check=True)
+        assert linknet.ns_sysctls(net.server.path)["net.core.somaxconn"] == "777"
+        assert linknet.ns_sysctls(net.client.path)["net.core.somaxconn"] != "777"
+    with open("/proc/sys/net/core/somaxconn") as f:
+        assert f.read().strip() != "777"  # the runner's own namespace untouched
+
+
 def test_rate_needs_no_netem():
     assert linknet.link_problem(parse_link("100mbit")) is None
     assert linknet.link_problem(parse_link("loopback")) is None
