@@ -256,12 +256,14 @@ class LinkNet:
 
     def record(self) -> dict[str, Any]:
         """What the cell stores about its link: ``{"link": text, "client_address",
-        "server_address", "tc": [commands as text, without the per-cell namespace name],
+        "server_address", "server_namespace": "lab" or "container", "tc": [commands as
+        text, without the per-cell namespace name],
         "sysctls": {"client": {...}, "server": {...}}}`` (:data:`NS_SYSCTLS` of each end),
         e.g. ``"tc qdisc add dev xl-server root handle 1: tbf rate 100000000bit burst 65536
         latency 50ms"``."""
         return {"link": self.link.text(), "client_address": self.client.address,
                 "server_address": self.server.address,
+                "server_namespace": "lab" if self.owns_server_ns else "container",
                 "tc": [" ".join(a[:1] + a[3:] if a[1:2] == ["-n"] else a) for a in self.applied],
                 "sysctls": self.sysctls}
 

@@ -61,6 +61,7 @@ def test_retr_over_100mbit_into_the_container(dbackend, server):
     assert 0.9 * PAYLOAD_MIB_S <= mib_s <= 1.1 * PAYLOAD_MIB_S, f"{mib_s:.2f} MiB/s over 100mbit"
     assert rows[("link_qdisc", "server_sent_bytes")].value >= rows[("bytes", "value")].value
     assert out.build_info["link"]["server_address"] == "10.213.0.2"
+    assert out.build_info["link"]["server_namespace"] == "container"
     # the server end is the container's namespace: the backend's sysctls (SYN cookies off)
     assert out.build_info["link"]["sysctls"]["server"]["net.ipv4.tcp_syncookies"] == "0"
     assert out.build_info["backend"] == "docker"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 
 import pytest
@@ -26,7 +27,6 @@ def _stream(net: linknet.LinkNet, seconds: float) -> tuple[int, float]:
     """Send from the server namespace to the client namespace for ``seconds`` s over TCP;
     return (bytes received, seconds from the first to the last byte)."""
     ls = call_in_netns(net.server.path, lambda: socket.create_server((net.server.address, PORT)))
-    import threading
 
     def send() -> None:
         conn, _ = ls.accept()
@@ -137,6 +137,7 @@ def test_each_end_records_its_own_namespace_sysctls():
 
     with linknet.link_net(parse_link("10mbit")) as net:
         rec = net.record()
+        assert rec["server_namespace"] == "lab" and rec["link"] == "10mbit"
         assert set(rec["sysctls"]) == {"client", "server"}
         assert rec["sysctls"]["server"]["net.core.somaxconn"].isdigit()
         assert rec["sysctls"]["client"]["net.ipv4.tcp_congestion_control"]
