@@ -49,7 +49,7 @@ STAGES: dict[str, str] = {
     "sampler": "memory sampler start and stop, memory figures",
     "warmup": "unrecorded warm-up pass (fixtures are usually made here)",
     "sync": "flushing dirty page cache before the phase (sync(2))",
-    "counters": "kernel TCP counters and listen backlog (ss)",
+    "counters": "kernel TCP counters and listen backlog (ss); a shaped link's qdisc counters (tc)",
     "files": "stored-file check of an HTTP upload cell: listing, deleting (runner.upload_check)",
     "phase": "the driver's run of the measured workload",
     "measured": "  of which: the measured span",
@@ -139,6 +139,40 @@ class _TcpWatch:
 #: Counters shown for a server in the host's namespace (all are stored): those only a
 #: listening socket counts, so the machine's other traffic does not show up in them.
 _LISTEN_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFullDoCookies", "SyncookiesSent")
+
+
+class _LinkWatch:
+    """The qdisc counters of the shaped link a server is reached over (``handle.link``,
+    runner.backends.linknet.LinkNet; absent for loopback) over the measured phase. Never
+    raises: a reading that fails is logged and the link rows are left out."""
+
+    def __init__(self, handle: Any) -> None:
+        self.net = getattr(handle, "link", None)
+        self.before: dict[str, Any] | None = None
+        if self.net is not None:
+            try:
+                self.before = self.net.qdiscs()
+            except Exception as exc:  # noqa: BLE001 - a missing reading must not fail the cell
+                log.info("qdiscs of the link not read before the phase: %s", exc)
+
+    def finish(self) -> tuple[list[Any], str]:
+        """(``link_qdisc`` sample rows (runner.measure.link_samples), a note naming the
+        qdisc drops of the phase when there were any, else "")."""
+        from runner.backends.linknet import phase_counters
+        from runner.measure import link_samples
+
+        if self.net is None or self.before is None:
+            return [], ""
+        try:
+            after = self.net.qdiscs()
+            counters = phase_counters(self.before, after)
+        except Exception as exc:  # noqa: BLE001
+            log.info("qdiscs of the link not read after the phase: %s", exc)
+            return [], ""
+        text = self.net.link.text()
+        drops = counters.get("server_drops", 0) + counters.get("client_drops", 0)
+        return (link_samples(counters, text, {"before": self.before, "after": after}),
+                f"link {text}: {drops} packets dropped by its qdiscs" if drops else "")
 
 
 def _own_netns() -> str:
@@ -233,6 +267,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             os.sync()
         with clock("counters"):
             tcp = _TcpWatch(handle.pid)
+            link = _LinkWatch(handle)
         if upload is not None:
             with clock("files"):
                 upload.start()
@@ -256,6 +291,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         clock.record("measured", result.elapsed_s)
         with clock("counters"):
             tcp_rows, kernel_note = tcp.finish()
+            link_rows, link_note = link.finish()
+        kernel_note = "; ".join(filter(None, (kernel_note, link_note)))
         memory = None
         server_cpu = None
         timeline = None
@@ -277,7 +314,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                            # docker backend: the container's memory cgroup (current/peak/anon)
                            cgroup_memory=handle.cgroup_memory() if fresh else None, server_alive=alive,
                            exit_reason=None if alive else (handle.exit_reason() or "exited"),
-                           extra_samples=tcp_rows + process_rows, kernel_note=kernel_note,
+                           extra_samples=tcp_rows + link_rows + process_rows, kernel_note=kernel_note,
                            summary_suffix="" if fresh else f" (server reused: cell {served} of its life)")
         if upload is not None:  # every 2xx upload a file of body_size bytes (seed 002's ls | wc -l)
             with clock("files"):

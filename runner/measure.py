@@ -211,6 +211,24 @@ def tcp_samples(delta: dict[str, int], backlogs: list[tuple[str, int]] | None, n
     return out
 
 
+def link_samples(counters: dict[str, int], link: str, readings: dict[str, Any]) -> list[Sample]:
+    """Sample rows of a shaped link's qdiscs over one phase (runner.backends.linknet).
+
+    Args:
+        counters: ``{SIDE_sent_bytes, SIDE_packets, SIDE_drops, SIDE_overlimits}`` for
+            SIDE ``client`` and ``server`` (linknet.phase_counters: the egress of that
+            end, so ``server_sent_bytes`` is what a RETR sent), one row each as metric
+            ``link_qdisc``, unit ``bytes`` or ``count``.
+        link: the link's text (``100mbit``).
+        readings: ``{"before": ..., "after": ...}``, each LinkNet.qdiscs() (every qdisc
+            of both ends with its options and counters): the first row's ``raw``, with
+            ``link``.
+    Returns: unsaved Sample objects."""
+    return [Sample(metric="link_qdisc", stat=name, value=float(n), unit="bytes" if name.endswith("bytes") else "count",
+                   raw={"link": link, **readings} if i == 0 else None)
+            for i, (name, n) in enumerate(counters.items())]
+
+
 GIB = 1 << 30
 
 

@@ -38,11 +38,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner.backends.base import ServerRequest
-from runner.backends.variants import STORAGE_KINDS, check_variant
+from runner.backends.variants import check_variant
 from runner.drivers import DEFAULT_DRIVER, driver_names, driver_refuses, get_driver
 from runner.pairing import no_valid_pair
+from runner.spec_axes import check_link_list, link_axis, storage_axis
 from runner.spec_placement import HostsSpec, Pinning
-from runner.spec_yaml import MAX_YAML_NODES, load_yaml
+from runner.spec_yaml import control_characters, load_yaml
 from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
 
 SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
@@ -167,6 +168,13 @@ def _default_storage() -> list[Literal["disk", "tmpfs"]]:
     return ["disk"]
 
 
+LinkEntry = str | dict[str, str | int | float]
+
+
+def _default_link() -> list[LinkEntry]:
+    return ["loopback"]
+
+
 #: ``repeats: auto``: at least 3 repeats of each cell group, at most 10 (runner.repeats).
 AUTO_REPEATS = (3, 10)
 
@@ -209,29 +217,32 @@ class CampaignSpec(BaseModel):
         description="storage axis (seed 002: SSD vs tmpfs): each server without its own variant storage "
                     "runs once per kind listed; disk is the default and adds nothing to a label")
 
+    link: list[LinkEntry] = Field(
+        default_factory=_default_link, min_length=1,
+        description="link axis (runner.backends.link): each server without its own variant link runs once per "
+                    "link listed, e.g. [loopback, 100mbit] or {rate: 100mbit, delay: 1ms, loss: 0}; loopback (the "
+                    "default) shapes nothing and adds nothing to a label")
+
     @model_validator(mode="before")
     @classmethod
-    def _storage_axis(cls, data: Any) -> Any:
-        """Expand the storage axis into the servers list: a server whose variant has no
-        ``storage`` key becomes one server per kind in ``storage`` (``disk`` alone leaves
-        it as it is). Idempotent: expanded servers carry their storage key."""
-        if not isinstance(data, dict) or not isinstance(data.get("storage"), list) \
-                or not isinstance(data.get("servers"), list):
+    def _axes(cls, data: Any) -> Any:
+        """Expand the storage and link axes into the servers list (runner.spec_axes)."""
+        if not isinstance(data, dict):
             return data
-        kinds = [k for k in dict.fromkeys(data["storage"]) if k in STORAGE_KINDS]
-        if len(kinds) != len(set(data["storage"])) or kinds == ["disk"]:
-            return data  # bad kinds are reported by the field's own validation
-        servers = []
-        for srv in data["servers"]:
-            variant = srv.get("variant") if isinstance(srv, dict) else None
-            if not isinstance(srv, dict) or srv.get("name") == "external" or \
-                    (isinstance(variant, dict) and "storage" in variant):
-                servers.append(srv)
-                continue
-            for kind in kinds:
-                servers.append({**srv, "variant": {**(variant or {}), "storage": kind},
-                                **({"label": f"{srv['label']} [{kind}]"} if srv.get("label") else {})})
-        return {**data, "servers": servers}
+        return link_axis(storage_axis(data))
+
+    @field_validator("link")
+    @classmethod
+    def _links(cls, v: list[Any]) -> list[str]:
+        return check_link_list(v)
+
+    @model_validator(mode="after")
+    def _link_here(self) -> CampaignSpec:
+        if self.hosts is not None and any(str(s.variant.get("link", "loopback")) != "loopback"
+                                          for s in self.servers):
+            raise ValueError("link: a shaped link is made between namespaces of one machine; a campaign across "
+                             "hosts (hosts:) cannot use it (shape the hosts' own network instead)")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -406,38 +417,6 @@ def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = N
         except InventoryError as exc:
             raise SpecError([("hosts.inventory", str(exc))], source) from None
     return spec
-
-
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def control_characters(data: Any, path: str = "", *, limit: int = 20) -> list[tuple[str, str]]:
-    """``(field path, message)`` for every string (key or value) of ``data`` (nested
-    dicts/lists as parsed from YAML, JSON or a form) holding a control character
-    (U+0000-U+001F, U+007F): a spec names servers, versions, labels, paths and options, none
-    of which has a use for one, and a NUL cannot even be stored in a PostgreSQL text column.
-    At most ``limit`` findings; the message gives the character's code, never the raw byte."""
-    found: list[tuple[str, str]] = []
-    stack: list[tuple[str, Any]] = [(path, data)]
-    for _ in range(MAX_YAML_NODES):  # bounded: load_yaml already capped the document's size
-        if not stack or len(found) >= limit:
-            break
-        where, value = stack.pop()
-        if isinstance(value, str):
-            m = _CONTROL_RE.search(value)
-            if m:
-                found.append((where, f"control character U+{ord(m.group()):04X} at position {m.start()}: "
-                                     "spec strings must be printable"))
-        elif isinstance(value, dict):
-            for k, v in reversed(list(value.items())):
-                key = str(k)
-                sub = f"{where}.{key}" if where else key
-                if isinstance(k, str) and _CONTROL_RE.search(k):
-                    found.append((where or "(top level)", f"key {k!r} holds a control character"))
-                stack.append((sub, v))
-        elif isinstance(value, (list, tuple)):
-            stack.extend((f"{where}.{i}" if where else str(i), v) for i, v in reversed(list(enumerate(value))))
-    return found
 
 
 def load_spec(path: str | Path) -> CampaignSpec:

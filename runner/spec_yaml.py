@@ -3,6 +3,7 @@
 and against documents nested deeper than Python's recursion limit."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -80,3 +81,35 @@ def load_yaml(text: str, *, max_nodes: int = MAX_YAML_NODES) -> Any:
             raise YAMLTooLarge("the document nests too deeply") from None
     finally:
         loader.dispose()
+
+
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def control_characters(data: Any, path: str = "", *, limit: int = 20) -> list[tuple[str, str]]:
+    """``(field path, message)`` for every string (key or value) of ``data`` (nested
+    dicts/lists as parsed from YAML, JSON or a form) holding a control character
+    (U+0000-U+001F, U+007F): a spec names servers, versions, labels, paths and options, none
+    of which has a use for one, and a NUL cannot even be stored in a PostgreSQL text column.
+    At most ``limit`` findings; the message gives the character's code, never the raw byte."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [(path, data)]
+    for _ in range(MAX_YAML_NODES):  # bounded: load_yaml already capped the document's size
+        if not stack or len(found) >= limit:
+            break
+        where, value = stack.pop()
+        if isinstance(value, str):
+            m = _CONTROL_RE.search(value)
+            if m:
+                found.append((where, f"control character U+{ord(m.group()):04X} at position {m.start()}: "
+                                     "spec strings must be printable"))
+        elif isinstance(value, dict):
+            for k, v in reversed(list(value.items())):
+                key = str(k)
+                sub = f"{where}.{key}" if where else key
+                if isinstance(k, str) and _CONTROL_RE.search(k):
+                    found.append((where or "(top level)", f"key {k!r} holds a control character"))
+                stack.append((sub, v))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{where}.{i}" if where else str(i), v) for i, v in reversed(list(enumerate(value))))
+    return found

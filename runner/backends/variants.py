@@ -102,6 +102,17 @@ def parse_size(v: Any) -> int:
     return n
 
 
+def _link(v: Any) -> None:
+    from .link import LinkError, link_text
+
+    try:
+        text = link_text(v)
+    except LinkError as exc:
+        raise ValueError(str(exc)) from None
+    if text != v:
+        raise ValueError(f"write the link as {text!r} (its canonical form), got {v!r}")
+
+
 def _sysctls(v: Any) -> None:
     if not isinstance(v, dict) or not v or not all(isinstance(k, str) and k.startswith("net.") for k in v):
         raise ValueError(f"want a mapping of net.* sysctls to values (per-container namespace), got {v!r}")
@@ -171,6 +182,9 @@ VARIANT_OPTIONS: dict[str, VariantOption] = {
                              _one_of("netns", "bridge", "host")),
     "sysctls": VariantOption("extra net.* sysctls of the container's network namespace", ALL_SERVERS, DOCKER,
                              _sysctls),
+    "link": VariantOption("the path between load and server (runner.backends.link): loopback (default) or a "
+                          "shaped veth link such as 100mbit or 100mbit/1ms/0.1% (the spec's link axis sets it)",
+                          ALL_SERVERS, BOTH, _link),
 }
 
 
@@ -246,5 +260,6 @@ def backend_problem(server: str, variant: dict[str, Any], backend: str) -> str |
         if opt is None:
             continue
         if backend not in opt.backends:
-            return f"{server}: variant option {key!r} needs the docker backend (this cell runs under {backend})"
+            need = " or ".join(sorted(opt.backends))
+            return f"{server}: variant option {key!r} needs the {need} backend (this cell runs under {backend})"
     return None

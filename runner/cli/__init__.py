@@ -87,6 +87,9 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--driver", help="what makes the load (runner/drivers/): xferlab-ftp (default), xferlab-http, wrk, "
                                     "h2load, lftp, wget, curl")
     r.add_argument("--storage", help="storage axis: disk, tmpfs or disk,tmpfs (each server once per kind)")
+    r.add_argument("--link", action="append", help="link axis (runner/backends/link.py): loopback, 100mbit, "
+                                                   "100mbit/1ms/0.1%%; repeat the flag or give a comma list "
+                                                   "(each server once per link; a shaped link needs root)")
     r.add_argument("--no-pin", action="store_true", help="no CPU pinning")
     r.add_argument("--format", choices=FORMATS, help="format of the printed tables (default text)")
     r.add_argument("--inventory", help="run across hosts: Ansible inventory with groups servers and clients "

@@ -56,6 +56,8 @@ def _build_spec(args: argparse.Namespace):
             w.setdefault("params", {}).update(overrides)
     if args.storage:
         data["storage"] = [k.strip() for k in args.storage.split(",") if k.strip()]
+    if getattr(args, "link", None):
+        data["link"] = [k.strip() for item in args.link for k in item.split(",") if k.strip()]
     if args.no_pin:
         data["pinning"] = {}
     if getattr(args, "inventory", None):

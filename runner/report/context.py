@@ -42,10 +42,14 @@ _DOCKER_LINKS = {"netns": "loopback in each server container's network namespace
 def _link(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]]) -> str:
     if env.get("hosts"):
         return f"across hosts: {_text(env.get('hosts'))}"
+    shaped = sorted({str(v["link"]) for s in setups.values() if isinstance(v := s.get("variant"), Mapping)
+                     and v.get("link") not in (None, "loopback")})
+    also = (f"; servers with variant link {', '.join(shaped)}: a veth pair between two lab network namespaces, "
+            "shaped by tc on both ends (docs/methodology.md, \"Link conditions\")") if shaped else ""
     nets = sorted({str(s.get("network")) for s in setups.values() if s.get("network")})
     if env.get("backend") == "docker" and nets:
-        return "; ".join(_DOCKER_LINKS.get(n, n) for n in nets)
-    return "loopback (127.0.0.1), one machine"
+        return "; ".join(_DOCKER_LINKS.get(n, n) for n in nets) + also
+    return "loopback (127.0.0.1), one machine" + also
 
 
 def context_table(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]] | None = None) -> Table | None:

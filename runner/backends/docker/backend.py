@@ -13,6 +13,7 @@ from runner.config import get_settings
 
 from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
 from ..external import check_external, start_external
+from ..link import LinkSpec
 from ..netns import can_join_netns
 from ..probe import ProbeError, wait_http_ready, wait_ready
 from ..system import free_port, nofile_target
@@ -160,6 +161,7 @@ class DockerBackend:
             return
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
+        link_check(req, self.network)
         self.image(req)
 
     # ------------------------------------------------------------------ start
@@ -217,6 +219,7 @@ class DockerBackend:
             return start_external(req, None)
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
+        link = link_check(req, self.network)
         from runner import images
 
         tag, image_id, built = self.image(req)
@@ -286,6 +289,8 @@ class DockerBackend:
                 assert t.http_port is not None
                 greeting, waited = wait_http_ready(t.host, t.http_port, timeout=self.ready_timeout,
                                                    alive=handle.alive)
+            if not link.loopback:
+                link_container(req, handle, link)
         except (ProbeError, ServerFailed, docker.errors.APIError) as e:
             tail = handle.log_tail()
             why = handle._exit or ""
@@ -307,3 +312,52 @@ class DockerBackend:
             chash = (self.client.images.get(image_id).labels or {}).get("xferlab.context_hash")
             info["version"] = req.version or (f"src-{chash}" if chash else None)
         return handle
+
+
+def link_check(req: ServerRequest, network: str) -> LinkSpec:
+    """The link of ``req`` (runner.backends.link; loopback when none). Raises
+    ServerSkipped when a shaped link cannot be made here (linknet.link_problem), or
+    with host networking: the link's server end goes into the container's own network
+    namespace, which a host-network container does not have."""
+    from ..linknet import link_problem, request_link
+
+    link = request_link(req)
+    if link.loopback:
+        return link
+    if str(req.variant.get("network", network)) == "host":
+        raise ServerSkipped(f"{req.label}: link {link.text()} needs the container's own network namespace "
+                            "(network netns or bridge), not host networking")
+    why = link_problem(link)
+    if why:
+        raise ServerSkipped(f"{req.label}: {why}")
+    return link
+
+
+def link_container(req: ServerRequest, handle: DockerServerHandle, link: LinkSpec) -> None:
+    """Put the server end of a new shaped link into the running container's network
+    namespace (runner.backends.linknet.open_link with its pid) and point the handle's
+    target at it: the server end's address, from the link's client namespace. The
+    container keeps its bridge interface (the readiness probe used it); the load
+    reaches the server only over the link. The handle's stop() deletes the link.
+
+    Raises:
+        ServerSkipped: the link cannot be made here (LinkUnavailable).
+        ServerFailed: a command making it failed, or the container's namespace is this
+            process's own (it must never get the veth).
+    """
+    import os
+
+    from ..linknet import LinkFailed, LinkUnavailable, attach_link, open_link
+
+    assert handle.pid is not None
+    try:
+        if os.readlink(f"/proc/{handle.pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+            raise ServerFailed(f"{req.label}: the container shares this process's network namespace: no link")
+        net = open_link(link, server_pid=handle.pid)
+    except OSError as e:
+        raise ServerFailed(f"{req.label}: the container's network namespace: {e}") from e
+    except LinkUnavailable as e:
+        raise ServerSkipped(f"{req.label}: {e}") from None
+    except LinkFailed as e:
+        raise ServerFailed(f"{req.label}: the link could not be made: {e}") from None
+    attach_link(handle, net)

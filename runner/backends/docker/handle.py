@@ -44,6 +44,7 @@ class DockerServerHandle:
         self._stopped = False
         self._cg: tuple[Path, int] | None = None
         self._exit: str | None = None
+        self.link: Any = None  # a runner.backends.linknet.LinkNet into the container's namespace, closed by stop()
 
     def _attach_pid(self, timeout: float = 5.0) -> None:
         """Set ``pid`` to the server process: the child of the container's init
@@ -208,6 +209,8 @@ class DockerServerHandle:
                     break
                 except docker.errors.APIError:  # still in use for a moment after removal
                     time.sleep(0.1)
+        if self.link is not None:
+            self.link.close()
 
     def __enter__(self) -> DockerServerHandle:
         return self

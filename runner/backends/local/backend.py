@@ -1,12 +1,16 @@
 """The local backend: runs each server as a child process on this machine."""
 from __future__ import annotations
 
+import copy
 import shutil
 from collections.abc import Callable
 
 from .. import variants
 from ..base import ServerFailed, ServerRequest, ServerSkipped
 from ..external import ExternalHandle, check_external, start_external
+from ..link import LinkSpec
+from ..linknet import LinkFailed, LinkUnavailable, attach_link, link_problem, open_link, request_link
+from ..netns import call_in_netns
 from ..system import free_port
 from .process import LocalServerHandle, spawn
 from .recipes import RECIPES, Recipe
@@ -65,10 +69,14 @@ class LocalBackend:
     @staticmethod
     def check_variant(req: ServerRequest) -> None:
         """Raise ServerSkipped when ``req.variant`` has a key this backend cannot apply
-        (docker-only keys such as ``memory``, ``network``; see runner.backends.variants)."""
+        (docker-only keys such as ``memory``, ``network``; see runner.backends.variants),
+        or a link that cannot be made here (runner.backends.linknet.link_problem: not
+        root, no ip/tc, no netem for a delay or a loss)."""
         reason = variants.backend_problem(req.name, req.variant, "local")
+        if reason is None:
+            reason = link_problem(request_link(req))
         if reason:
-            raise ServerSkipped(reason)
+            raise ServerSkipped(f"{req.label}: {reason}" if not reason.startswith(req.name) else reason)
 
     def start(self, req: ServerRequest, *, cpu: list[int] | None = None) -> LocalServerHandle | ExternalHandle:
         """Start ``req`` (pinned to ``cpu`` if given) and wait for greeting + login.
@@ -86,10 +94,13 @@ class LocalBackend:
         recipe = self._recipe(req)
         self.check_variant(req)
         recipe.check(req)
+        link = request_link(req)
         last_err: Exception | None = None
         for _attempt in range(2):  # second try only for a port grabbed between probe and bind
             run = RunDir.create(req.name, str(req.variant.get("storage", "disk")))
             try:
+                if not link.loopback:
+                    return self._start_linked(req, recipe, run, cpu, link)
                 port = free_port(self.host)
                 launch = recipe.launch(req, run, port)
                 return spawn(req, launch, run, cpu, keep_run_dir=self.keep_run_dirs,
@@ -106,6 +117,40 @@ class LocalBackend:
                 raise
         assert last_err is not None
         raise last_err
+
+    def _start_linked(self, req: ServerRequest, recipe: Recipe, run: RunDir, cpu: list[int] | None,
+                      link: LinkSpec) -> LocalServerHandle:
+        """Start ``req`` in the server namespace of a new shaped link (runner.backends.linknet):
+        the recipe renders its config and picks its ports inside that namespace, bound to
+        the server end's address (so PASV replies carry it); the target is that address,
+        reached from the client namespace (``Target.netns``). The link is closed by the
+        handle's stop(), or here when the start fails."""
+        try:
+            net = open_link(link)
+        except LinkUnavailable as e:
+            raise ServerSkipped(f"{req.label}: {e}") from None
+        except LinkFailed as e:
+            raise ServerFailed(f"{req.label}: the link could not be made: {e}") from None
+        try:
+            at = copy.copy(recipe)
+            at.backend = _LinkHost(net.server.address, self.auto_fetch, self.progress)
+            launch = call_in_netns(net.server.path, lambda: at.launch(req, run, free_port(net.server.address)))
+            handle = spawn(req, launch, run, cpu, keep_run_dir=self.keep_run_dirs, stop_timeout=self.stop_timeout,
+                           ready_timeout=self.ready_timeout, netns=net.server.path)
+        except BaseException:
+            net.close()
+            raise
+        attach_link(handle, net)
+        return handle
+
+
+class _LinkHost:
+    """The RecipeHost of a recipe launched behind a link: the server end's address."""
+
+    def __init__(self, host: str, auto_fetch: bool, progress: Progress) -> None:
+        self.host = host
+        self.auto_fetch = auto_fetch
+        self.progress = progress
 
 
 def available_servers(backend: LocalBackend | None = None) -> list[tuple[str, str | None]]:

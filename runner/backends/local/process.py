@@ -15,17 +15,20 @@ import psutil
 from runner.metrics.tree import tree
 
 from ..base import ServerFailed, ServerRequest, Target, check_subdir, list_stored_files, remove_stored_files
+from ..netns import CLONE_NEWNET, call_in_netns
 from ..probe import ProbeError, wait_http_ready, wait_ready
 from ..system import nofile_target
 from .recipes.base import Launch, sha256
 from .rundir import RunDir, log_tail
 
 
-def make_preexec(cpu: list[int] | None) -> Callable[[], None]:
+def make_preexec(cpu: list[int] | None, netns_fd: int | None = None) -> Callable[[], None]:
     """The function the child runs between fork and exec: PR_SET_PDEATHSIG SIGKILL
     (prctl(2)), RLIMIT_NOFILE soft = hard (as root the hard limit raised to
-    ``min(fs.nr_open, 1048576)`` where the kernel allows it), and ``sched_setaffinity``
-    to ``cpu`` when given (forked per-client processes inherit it)."""
+    ``min(fs.nr_open, 1048576)`` where the kernel allows it), ``sched_setaffinity``
+    to ``cpu`` when given (forked per-client processes inherit it), and setns(2) into
+    the network namespace open as ``netns_fd`` when given (a shaped link's server side,
+    runner.backends.linknet; the child exits 126 when it cannot join)."""
     hard_target = nofile_target()
     is_root = os.geteuid() == 0
     import ctypes
@@ -50,6 +53,8 @@ def make_preexec(cpu: list[int] | None) -> Callable[[], None]:
             pass
         if cpu:
             os.sched_setaffinity(0, cpu)
+        if netns_fd is not None and libc.setns(netns_fd, CLONE_NEWNET) != 0:
+            os._exit(126)
 
     return preexec
 
@@ -77,6 +82,7 @@ class LocalServerHandle:
         self._keep = keep_run_dir
         self._stop_timeout = stop_timeout
         self._stopped = False
+        self.link: Any = None  # a runner.backends.linknet.LinkNet the server is reached over, closed by stop()
 
     def alive(self) -> bool:
         """True while the root server process has not exited."""
@@ -150,6 +156,8 @@ class LocalServerHandle:
             pass
         if not self._keep:
             shutil.rmtree(self._run.path, ignore_errors=True)
+        if self.link is not None:
+            self.link.close()
 
     def __enter__(self) -> LocalServerHandle:
         return self
@@ -159,10 +167,12 @@ class LocalServerHandle:
 
 
 def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None, *,
-          keep_run_dir: bool, stop_timeout: float, ready_timeout: float | None) -> LocalServerHandle:
+          keep_run_dir: bool, stop_timeout: float, ready_timeout: float | None,
+          netns: str | None = None) -> LocalServerHandle:
     """Start ``launch.argv`` in ``run`` (own session, output to ``logs/server.log``,
     :func:`make_preexec`) and wait for greeting + login (``ready_timeout`` s, default
-    the launch's).
+    the launch's). With ``netns`` (a namespace file) the server runs in that network
+    namespace and is probed from it.
 
     Returns the handle with build_info complete (greeting, startup_s, pid, rlimit_nofile).
     Raises ServerFailed (argv and log tail in the message) when it cannot be executed,
@@ -170,14 +180,17 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(launch.env)
     log = open(run.logs / "server.log", "wb")
+    ns_fd = os.open(netns, os.O_RDONLY | os.O_CLOEXEC) if netns else None
     try:
         proc = subprocess.Popen(launch.argv, cwd=run.path, env=env, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=make_preexec(cpu), close_fds=True)
+                                preexec_fn=make_preexec(cpu, ns_fd), close_fds=True)
     except OSError as e:
         raise ServerFailed(f"{req.label}: cannot execute {launch.argv[0]}: {e}") from e
     finally:
         log.close()
+        if ns_fd is not None:
+            os.close(ns_fd)
     info = {"name": req.name, "variant": dict(req.variant), "label": req.label,
             **launch.info, "config_hash": sha256(launch.config_text),
             "run_dir": str(run.path), "argv": [a if a != launch.target.password else "***"
@@ -186,15 +199,18 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
             "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type}
     handle = LocalServerHandle(proc, launch.target, info, run, keep_run_dir, stop_timeout)
     t = launch.target
-    try:
+
+
+    def probe() -> tuple[str, float]:
         if t.speaks_ftp:
-            greeting, waited = wait_ready(t.host, t.port, t.user, t.password,
-                                          timeout=ready_timeout or launch.ready_timeout,
-                                          alive=lambda: proc.poll() is None)
-        else:  # HTTP only: any HTTP reply on http_port
-            assert t.http_port is not None, "a server without FTP must have an HTTP port"
-            greeting, waited = wait_http_ready(t.host, t.http_port, timeout=ready_timeout or launch.ready_timeout,
-                                               alive=lambda: proc.poll() is None)
+            return wait_ready(t.host, t.port, t.user, t.password, timeout=ready_timeout or launch.ready_timeout,
+                              alive=lambda: proc.poll() is None)
+        assert t.http_port is not None, "a server without FTP must have an HTTP port"  # HTTP only: any reply
+        return wait_http_ready(t.host, t.http_port, timeout=ready_timeout or launch.ready_timeout,
+                               alive=lambda: proc.poll() is None)
+
+    try:
+        greeting, waited = call_in_netns(netns, probe) if netns else probe()
     except ProbeError as e:
         code = proc.poll()
         tail = log_tail(run.logs)

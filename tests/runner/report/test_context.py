@@ -93,3 +93,18 @@ def test_compare_across_campaigns_lists_the_environment_differences(engine):
     assert "| kernel                           | 6.1.0    | 6.18.4   |" in out, out
     assert "sysctls.net.ipv4.tcp\\_syncookies" in out
     assert "Setup" not in csv_out and "kernel" not in csv_out     # CSV: the comparison alone
+
+
+def test_link_row_names_the_shaped_links_of_the_servers():
+    """Servers of a link axis (runner.spec_axes): the shaped links are named beside the
+    loopback the others use."""
+    setups = {"tpd [link=loopback]": {"variant": {"link": "loopback"}},
+              "tpd [link=100mbit]": {"variant": {"link": "100mbit"}},
+              "vsftpd [link=100mbit/1ms]": {"variant": {"link": "100mbit/1ms"}}}
+    t = context_table({"backend": "local"}, setups)
+    items = {r.cells[0].text: r.cells[1].text for r in t.rows}
+    assert items["link"] == ("loopback (127.0.0.1), one machine; servers with variant link 100mbit, 100mbit/1ms: "
+                             "a veth pair between two lab network namespaces, shaped by tc on both ends "
+                             "(docs/methodology.md, \"Link conditions\")")
+    plain = context_table({"backend": "local"}, {"tpd [link=loopback]": {"variant": {"link": "loopback"}}})
+    assert {r.cells[0].text: r.cells[1].text for r in plain.rows}["link"] == "loopback (127.0.0.1), one machine"

@@ -1,0 +1,382 @@
+"""The shaped path itself: two network namespaces, a veth pair between them, ``tc`` on
+both ends (the link of runner.backends.link).
+
+::
+
+    client namespace xl-PID-N-c            server namespace xl-PID-N-s (local backend)
+    (the load generator joins it:          or the server container's own namespace
+     Target.netns)                         (docker backend; named with `ip netns attach`)
+      xl-client 10.213.a.b+1/30  <-veth->  xl-server 10.213.a.b+2/30
+      egress: tbf / netem                  egress: tbf / netem
+
+Both ends' egress is shaped, so a RETR (server -> client) and a STOR (client -> server)
+see the same link. The veth pair is created inside the client namespace with its peer
+put straight into the server namespace: nothing appears in the machine's own
+namespace but the two names under ``/run/netns``. Every link uses the same /30,
+10.213.0.0/30: each pair of namespaces is a network of its own, so links never meet,
+and a server's configuration (its listen address) is the same in every cell over a
+link, so its config hash and build row are too. Offloads (GSO/TSO) keep the veth defaults;
+tbf's burst covers a 64 KiB GSO packet (runner.backends.link).
+
+Teardown (:meth:`LinkNet.close`, also when creation fails half way) deletes the client
+namespace (which destroys the veth pair) and the server namespace's name (a namespace
+the lab made dies with its last process; a container's lives on with the container).
+:func:`sweep_stale` deletes ``xl-`` namespaces whose creating process is gone.
+
+Needs root (``ip netns add`` mounts, setns(2) needs CAP_SYS_ADMIN, ``tc`` and veth
+CAP_NET_ADMIN), ``ip`` and ``tc`` (iproute2), and netem in the kernel for a delay or a
+loss (:func:`link_problem` says what is missing: such cells are skipped with it).
+"""
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .base import ServerRequest, ServerSkipped
+from .link import LinkError, LinkSpec, parse_link, parse_qdisc_json, qdisc_argvs
+
+NETNS_DIR = "/run/netns"
+#: The lab's namespace names: ``xl-<creator pid>-<n>-<c|s>`` and ``xl-<pid>-probe``.
+NAME_RE = re.compile(r"^xl-(\d+)-(?:\d+-[cs]|probe)$")
+#: The link's /30: client .1, server .2 (module docstring).
+SUBNET = ipaddress.ip_network("10.213.0.0/30")
+CLIENT_DEV, SERVER_DEV = "xl-client", "xl-server"
+COMMAND_TIMEOUT_S = 10.0
+#: Per-namespace sysctls read from both ends of every link and stored with it: a new
+#: namespace takes its own values of these (the kernel's defaults or the initial
+#: namespace's, depending on the key and kernel), a container's are the backend's.
+NS_SYSCTLS = ("net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies",
+              "net.ipv4.tcp_congestion_control",
+              "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.ip_local_port_range")
+
+_counter = itertools.count()
+_netem_lock = threading.Lock()
+_netem_problem: list[str | None] = []  # cached per process: [] untested, [None] works, [reason]
+
+
+class LinkUnavailable(Exception):
+    """A link cannot be made here (not root, no ip/tc, no netem); ``str()`` is the reason
+    a cell is skipped with."""
+
+
+class LinkFailed(Exception):
+    """A command making or reading the link failed; the message has its argv and stderr."""
+
+
+def tool(name: str) -> str | None:
+    """The path of ``ip`` or ``tc``: on PATH, else /usr/sbin or /sbin (not on a non-root
+    PATH), else None."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in ("/usr/sbin", "/sbin"):
+        if os.access(f"{d}/{name}", os.X_OK):
+            return f"{d}/{name}"
+    return None
+
+
+def _run(argv: list[str]) -> str:
+    exe = tool(argv[0])
+    if exe is None:
+        raise LinkUnavailable(f"{argv[0]} not found (apt-get install iproute2)")
+    try:
+        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise LinkFailed(f"{' '.join(argv)}: no answer in {COMMAND_TIMEOUT_S:g} s") from None
+    if proc.returncode != 0:
+        raise LinkFailed(f"{' '.join(argv)}: exit {proc.returncode}: {proc.stderr.strip()[:500]}")
+    return proc.stdout
+
+
+def base_problem() -> str | None:
+    """Why no link can be made by this process, or None: not root, or ``ip``/``tc`` missing."""
+    if os.geteuid() != 0:
+        return (f"link conditions need root (ip netns add, veth and tc need CAP_SYS_ADMIN and CAP_NET_ADMIN); "
+                f"this process runs as uid {os.geteuid()}: run xferlab as root or use link: loopback")
+    for name in ("ip", "tc"):
+        if tool(name) is None:
+            return f"link conditions need {name} (iproute2), not found: apt-get install iproute2"
+    return None
+
+
+def netem_problem() -> str | None:
+    """Why netem (a delay or a loss) is not available, or None; tried once per process by
+    adding a netem qdisc to ``lo`` of a throwaway namespace (``xl-PID-probe``), which is
+    deleted again. E.g. ``"netem is not in this kernel (CONFIG_NET_SCH_NETEM): tc: Error:
+    Specified qdisc kind is unknown."``."""
+    with _netem_lock:
+        if not _netem_problem:
+            _netem_problem.append(_try_netem())
+        return _netem_problem[0]
+
+
+def _try_netem() -> str | None:
+    why = base_problem()
+    if why:
+        return why
+    name = f"xl-{os.getpid()}-probe"
+    try:
+        _run(["ip", "netns", "add", name])
+        _run(["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"])
+        return None
+    except LinkFailed as exc:
+        if "unknown" in str(exc).lower():
+            return (f"a delay or a loss needs netem, which is not in this kernel (CONFIG_NET_SCH_NETEM, "
+                    f"modprobe sch_netem): {str(exc).split(': ', 1)[-1]}")
+        return f"netem could not be tried: {exc}"
+    finally:
+        _delete_netns(name)
+
+
+def link_problem(link: LinkSpec) -> str | None:
+    """Why ``link`` cannot be made here, or None (loopback: always None). The reason a
+    cell over that link is skipped with."""
+    if link.loopback:
+        return None
+    why = base_problem()
+    if why is None and link.needs_netem:
+        why = netem_problem()
+    return why
+
+
+def ns_sysctls(path: str) -> dict[str, str]:
+    """The :data:`NS_SYSCTLS` of the network namespace ``path`` as ``{name: value}``
+    (whitespace collapsed; a key this kernel lacks is left out), read from /proc/sys/net
+    by a thread that joined the namespace (runner.backends.netns.call_in_netns).
+
+    Raises:
+        runner.backends.netns.NetnsError: the namespace cannot be joined.
+    """
+    from .netns import call_in_netns
+
+    def read() -> dict[str, str]:
+        out = {}
+        for key in NS_SYSCTLS:
+            try:
+                with open("/proc/sys/" + key.replace(".", "/")) as f:
+                    out[key] = " ".join(f.read().split())
+            except OSError:
+                continue
+        return out
+
+    return call_in_netns(path, read)
+
+
+def _delete_netns(name: str) -> bool:
+    if not os.path.exists(f"{NETNS_DIR}/{name}"):
+        return False
+    try:
+        _run(["ip", "netns", "delete", name])
+        return True
+    except (LinkFailed, LinkUnavailable):
+        return False
+
+
+def lab_namespaces() -> list[str]:
+    """The names under /run/netns that the lab makes (``xl-PID-...``), sorted."""
+    try:
+        return sorted(n for n in os.listdir(NETNS_DIR) if NAME_RE.match(n))
+    except FileNotFoundError:
+        return []
+
+
+def sweep_stale() -> list[str]:
+    """Delete the lab's namespaces whose creating process no longer runs (a runner that
+    was killed before its teardown); returns their names. Never touches names of a
+    living process, nor names not of the lab's form."""
+    gone = []
+    for name in lab_namespaces():
+        m = NAME_RE.match(name)
+        assert m is not None
+        pid = int(m.group(1))
+        if pid == os.getpid() or os.path.exists(f"/proc/{pid}"):
+            continue
+        if _delete_netns(name):
+            gone.append(name)
+    return gone
+
+
+@dataclass(frozen=True)
+class LinkEnd:
+    """One end of the veth pair: namespace name, its file (for setns: Target.netns), the
+    device and its IPv4 address."""
+
+    netns: str
+    path: str
+    dev: str
+    address: str
+
+
+@dataclass
+class LinkNet:
+    """A made link (use :func:`open_link` / :func:`link_net`).
+
+    Attributes:
+        link: what it shapes.
+        client / server: the two ends.
+        applied: the tc commands run, in order (argv lists).
+        owns_server_ns: the server namespace was created here (local backend), not
+            attached to a container's.
+    """
+
+    link: LinkSpec
+    client: LinkEnd
+    server: LinkEnd
+    applied: list[list[str]] = field(default_factory=list)
+    owns_server_ns: bool = True
+    closed: bool = False
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def qdiscs(self) -> dict[str, list[dict[str, Any]]]:
+        """``{"client": [...], "server": [...]}``: each end's qdiscs with their counters
+        now (runner.backends.link.parse_qdisc_json: kind, options, bytes sent, packets,
+        drops, overlimits, backlog).
+
+        Raises:
+            LinkFailed: tc failed or printed no JSON.
+        """
+        out = {}
+        for side, end in (("client", self.client), ("server", self.server)):
+            text = _run(["tc", "-n", end.netns, "-s", "-j", "qdisc", "show", "dev", end.dev])
+            try:
+                out[side] = parse_qdisc_json(json.loads(text))
+            except ValueError as exc:
+                raise LinkFailed(f"tc qdisc show dev {end.dev}: {exc}") from None
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What the cell stores about its link: ``{"link": text, "client_address",
+        "server_address", "server_namespace": "lab" or "container", "tc": [commands as
+        text, without the per-cell namespace name],
+        "sysctls": {"client": {...}, "server": {...}}}`` (:data:`NS_SYSCTLS` of each end),
+        e.g. ``"tc qdisc add dev xl-server root handle 1: tbf rate 100000000bit burst 65536
+        latency 50ms"``."""
+        return {"link": self.link.text(), "client_address": self.client.address,
+                "server_address": self.server.address,
+                "server_namespace": "lab" if self.owns_server_ns else "container",
+                "tc": [" ".join(a[:1] + a[3:] if a[1:2] == ["-n"] else a) for a in self.applied],
+                "sysctls": self.sysctls}
+
+    def close(self) -> None:
+        """Delete the client namespace (and with it the veth pair) and the server
+        namespace's name. Idempotent; never raises (what cannot be deleted is left for
+        :func:`sweep_stale`)."""
+        if self.closed:
+            return
+        self.closed = True
+        _delete_netns(self.client.netns)
+        _delete_netns(self.server.netns)
+
+
+def open_link(link: LinkSpec, *, server_pid: int | None = None) -> LinkNet:
+    """Make the link (module docstring) and return it; the caller must :meth:`LinkNet.close`
+    it (or use :func:`link_net`).
+
+    Args:
+        link: a shaped link (not loopback).
+        server_pid: put the server end into this process's network namespace (a
+            container's), named with ``ip netns attach``; None: a new namespace.
+
+    Raises:
+        LinkUnavailable: :func:`link_problem` (not root, no ip/tc, no netem).
+        LinkFailed: a command failed; everything made so far is deleted again.
+    """
+    if link.loopback:
+        raise ValueError("open_link: a loopback link is not made")
+    why = link_problem(link)
+    if why:
+        raise LinkUnavailable(why)
+    sweep_stale()
+    n = next(_counter)
+    cname, sname = f"xl-{os.getpid()}-{n}-c", f"xl-{os.getpid()}-{n}-s"
+    caddr, saddr = str(SUBNET.network_address + 1), str(SUBNET.network_address + 2)
+    net = LinkNet(link, LinkEnd(cname, f"{NETNS_DIR}/{cname}", CLIENT_DEV, caddr),
+                  LinkEnd(sname, f"{NETNS_DIR}/{sname}", SERVER_DEV, saddr), owns_server_ns=server_pid is None)
+    try:
+        _run(["ip", "netns", "add", cname])
+        if server_pid is None:
+            _run(["ip", "netns", "add", sname])
+        else:
+            _run(["ip", "netns", "attach", sname, str(server_pid)])
+        for ns in (cname, sname):
+            _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        _run(["ip", "-n", cname, "link", "add", "name", CLIENT_DEV, "type", "veth",
+              "peer", "name", SERVER_DEV, "netns", sname])
+        for end in (net.client, net.server):
+            _run(["ip", "-n", end.netns, "addr", "add", f"{end.address}/30", "dev", end.dev])
+            _run(["ip", "-n", end.netns, "link", "set", end.dev, "up"])
+        for end in (net.client, net.server):
+            for argv in qdisc_argvs(link, end.dev, end.netns):
+                _run(argv)
+                net.applied.append(argv)
+        net.sysctls = {side: ns_sysctls(end.path) for side, end in (("client", net.client), ("server", net.server))}
+    except BaseException:
+        net.close()
+        raise
+    return net
+
+
+@contextmanager
+def link_net(link: LinkSpec, *, server_pid: int | None = None) -> Iterator[LinkNet]:
+    """:func:`open_link` as a context manager: the link is deleted when the block ends,
+    also when it raises."""
+    net = open_link(link, server_pid=server_pid)
+    try:
+        yield net
+    finally:
+        net.close()
+
+
+def phase_counters(before: dict[str, list[dict[str, Any]]],
+                   after: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+    """Per-phase qdisc figures from two :meth:`LinkNet.qdiscs` readings: for each side
+    (``server`` first, then ``client``), the root qdisc's ``SIDE_sent_bytes``, ``SIDE_packets``,
+    ``SIDE_drops``, ``SIDE_overlimits`` over the phase (after - before), plus drops of
+    every qdisc of that side summed (a tbf under netem drops on its own).
+
+    Raises:
+        KeyError: a side missing from a reading.
+    """
+    out: dict[str, int] = {}
+    for side in ("server", "client"):
+        b = {(q["handle"], q["kind"]): q for q in before[side]}
+        root = next((q for q in after[side] if q["parent"] == "root"), None)
+        if root is None:
+            continue
+        r0 = b.get((root["handle"], root["kind"]), {})
+        for k, name in (("bytes", "sent_bytes"), ("packets", "packets"), ("overlimits", "overlimits")):
+            out[f"{side}_{name}"] = max(0, root[k] - int(r0.get(k, 0)))
+        out[f"{side}_drops"] = sum(max(0, q["drops"] - int(b.get((q["handle"], q["kind"]), {}).get("drops", 0)))
+                                   for q in after[side])
+    return out
+
+
+def request_link(req: ServerRequest) -> LinkSpec:
+    """The link of ``req`` (its variant's ``link``, default loopback).
+
+    Raises:
+        ServerSkipped: the variant's link is not valid (the spec normally refuses it first).
+    """
+    try:
+        return parse_link(req.variant.get("link", "loopback"))
+    except LinkError as e:
+        raise ServerSkipped(f"{req.label}: {e}") from None
+
+
+def attach_link(handle: Any, net: LinkNet) -> None:
+    """Make ``handle`` (a ServerHandle with a ``link`` attribute that its stop() closes)
+    reached over ``net``: its target's host the server end's address and its ``netns``
+    the client namespace; ``build_info["link"]`` what was applied (LinkNet.record)."""
+    handle.link = net
+    handle.target = replace(handle.target, host=net.server.address, netns=net.client.path)
+    handle.build_info["link"] = net.record()
