@@ -422,6 +422,12 @@ def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = N
 def load_spec(path: str | Path) -> CampaignSpec:
     """Read and validate a YAML or JSON spec file. Raises SpecError (bad content or
     unreadable file), naming the file and the field path."""
+    return parse_spec(read_spec_data(path), str(path))
+
+
+def read_spec_data(path: str | Path) -> Any:
+    """The parsed but not yet validated content of a YAML or JSON spec file (what
+    :func:`parse_spec` takes). Raises SpecError for an unreadable file or bad syntax."""
     p = Path(path)
     try:
         text = p.read_text()
@@ -433,4 +439,4 @@ def load_spec(path: str | Path) -> CampaignSpec:
         raise SpecError([("", "nested too deeply")], str(p)) from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise SpecError([("", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)) from None
-    return parse_spec(data, str(p))
+    return data

@@ -14,12 +14,13 @@ from runner.cli.common import CliError
 
 
 def _build_spec(args: argparse.Namespace):
-    from runner.spec import load_spec, parse_spec
+    from runner.spec import parse_spec, read_spec_data
 
     if args.spec and args.preset:
         raise CliError("give a SPEC file or --preset, not both")
     if args.spec:
-        spec = load_spec(args.spec)
+        raw = read_spec_data(args.spec)
+        spec = parse_spec(raw, args.spec)
     else:
         from runner.spec_presets import preset_data as read_preset
 
@@ -32,7 +33,12 @@ def _build_spec(args: argparse.Namespace):
             cpus = sorted(os.sched_getaffinity(0))
             preset_data.setdefault("pinning", {"server": [cpus[0]], "client": [cpus[1]]})
         spec = parse_spec(preset_data, f"preset {preset}")
+        raw = preset_data
     data: dict[str, Any] = spec.model_dump(mode="json")
+    # the servers as written, before the storage and link axes expanded them: the axes are
+    # expanded again from the (possibly overridden) lists, so --link 100mbit on a preset
+    # with link: [loopback, 100mbit] leaves one copy of each server, not two
+    data["servers"] = list(raw["servers"])
     if args.repeats is not None:
         data["repeats"] = args.repeats
         if args.repeats != "auto":  # a fixed number replaces the preset's adaptive repeats

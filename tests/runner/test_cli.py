@@ -66,3 +66,22 @@ def test_run_driver_option():
     assert _build_spec(parse_args(["run", "--preset", "classic"])).driver == "xferlab-ftp"
     with pytest.raises(SpecError, match="driver 'wget' cannot run stor_concurrent"):
         _build_spec(parse_args(["run", "--preset", "classic", "--driver", "wget", "--workloads", "stor_concurrent"]))
+
+
+def test_axis_options_replace_the_axes_of_a_preset_or_file(tmp_path):
+    """--link and --storage replace a preset's (or a file's) axis; they do not add a copy
+    of every server to the copies the axis already made."""
+    from runner.cli import parse_args
+    from runner.cli.campaign import _build_spec
+
+    def labels(*argv):
+        return [s.display() for s in _build_spec(parse_args(["run", *argv])).servers]
+
+    assert labels("--preset", "seed004")[:2] == ["tpd [link=loopback]", "tpd [link=100mbit]"]
+    assert labels("--preset", "seed004", "--link", "100mbit")[:2] == ["tpd [link=100mbit]", "vsftpd [link=100mbit]"]
+    assert labels("--preset", "seed004", "--link", "loopback") == ["tpd", "vsftpd", "proftpd", "pureftpd", "pyftpdlib"]
+    assert labels("--preset", "seed002", "--storage", "tmpfs")[:2] == ["tpd [storage=tmpfs]", "go-http [storage=tmpfs]"]
+    spec = tmp_path / "s.yaml"
+    spec.write_text("servers: [{name: tpd, label: mine}]\nstorage: [disk, tmpfs]\nworkloads: [{name: retr}]\n")
+    assert labels(str(spec)) == ["mine [disk]", "mine [tmpfs]"]
+    assert labels(str(spec), "--storage", "tmpfs") == ["mine [tmpfs]"]
