@@ -5,6 +5,7 @@ listed as failures with their reason, so a failure is visible but never averaged
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -39,12 +40,21 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_max_rss", "max"): ("bytes", False),
     ("client_max_rss", "median"): ("bytes", False),
     ("client_page_faults", "minor"): ("count", False),
+    # sustained load (runner.measure.histogram_samples): corrected p99 above, service time, users at rate R
+    ("service_time", "p99"): ("ms", False),
+    ("users_at_rate", "value"): ("count", True),
     # CPU cost of the work (runner.measure.efficiency_samples): lower is better
     **{(f"{who}_per_{per}", "value"): (unit, False)
        for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},
 }
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
 MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
+
+
+def natural_key(text: str) -> list[str | int]:
+    """Sort key reading digit runs as numbers: a sweep's ``clients=2`` before
+    ``clients=16`` (plain string order puts ``clients=16`` first)."""
+    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"(\d+)", text))]
 
 
 def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
@@ -89,7 +99,7 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         info = WORKLOADS[c.workload]
         titles[(c.workload, c.params_key)] = title = info.title_for(WorkloadParams.model_validate(c.params))
         if c.workload not in facts:
-            facts[c.workload] = WorkloadFacts(title, info.primary, info.unit, info.higher_is_better)
+            facts[c.workload] = WorkloadFacts(title, info.primary, info.unit, info.higher_is_better, info.sustained)
     order = {w: i for i, w in enumerate(WORKLOADS)}
     series = []
     for (server, workload, pkey, metric, stat), vals in values.items():
@@ -100,7 +110,7 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
             series.append(Series(server, workload, title, name, unit, hib, tuple(vals), pkey))
         elif metric in MEMORY_METRICS and stat in MEMORY_STATS:
             series.append(Series(server, workload, title, metric, "bytes", False, tuple(vals), pkey, checkpoint=stat))
-    series.sort(key=lambda s: (order.get(s.workload, 99), s.params_key, servers.index(s.server), s.metric,
+    series.sort(key=lambda s: (order.get(s.workload, 99), natural_key(s.params_key), servers.index(s.server), s.metric,
                                s.checkpoint or ""))
     failures = [(c.server_label, c.workload, c.repeat, c.error or c.status) for c in cells
                 if c.status in ("failed", "skipped")]

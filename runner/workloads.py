@@ -156,6 +156,8 @@ class WorkloadInfo:
             server must hold before the phase (RETR workloads), or None.
         client_split: how clients are spread over several load hosts (:data:`ClientSplit`).
         protocol: protocol the workload is defined over (``ftp`` or ``http``).
+        sustained: N clients loop operations for ``duration`` s (runner.load.sustained);
+            a sweep of its client counts is reported as a saturation curve.
     """
 
     name: str
@@ -168,6 +170,7 @@ class WorkloadInfo:
     fixture_param: str | None = None
     client_split: ClientSplit = "split"
     protocol: ProtocolName = "ftp"
+    sustained: bool = False
 
     def fixture_size(self, params: WorkloadParams) -> int | None:
         """Bytes of the fixture file the server must hold for this workload with
@@ -212,10 +215,10 @@ WORKLOADS: dict[str, WorkloadInfo] = {
         # sustained load (issue 15): N clients loop transfers for ``duration`` s (runner.load.sustained)
         WorkloadInfo("retr_sustained", "{clients} clients RETR {size} for {duration} s ({session}, {loop})",
                      "throughput", "MiB/s", True, ("clients", "file_size", "duration", "session", "rate", "user_rate")
-                     + _T, fixture_param="file_size"),
+                     + _T, fixture_param="file_size", sustained=True),
         WorkloadInfo("stor_sustained", "{clients} clients STOR {size} for {duration} s ({session}, {loop})",
                      "throughput", "MiB/s", True, ("clients", "file_size", "duration", "session", "rate", "user_rate")
-                     + _T),
+                     + _T, sustained=True),
         # HTTP (seed 002): N keep-alive clients, each one request after another for ``duration`` s
         WorkloadInfo("http_upload", "{clients} HTTP clients (upload {body} body)", "requests_rate", "req/s", True,
                      ("clients", "duration", "body_size", "method", "keepalive", "op_timeout"), protocol="http"),
@@ -226,7 +229,7 @@ WORKLOADS: dict[str, WorkloadInfo] = {
 }
 
 #: The sustained-load workloads (runner.load.sustained): a closed or open loop of transfers.
-SUSTAINED: tuple[str, ...] = ("retr_sustained", "stor_sustained")
+SUSTAINED: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.sustained)
 #: Seed 000's eight FTP benchmarks (``--preset classic``), in its order.
 CLASSIC_SUITE: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp" and n not in SUSTAINED)
 
