@@ -42,16 +42,24 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
                     reference: str | None = None) -> str:
     """A campaign's report: per-server table, each server against ``reference`` (default
     the first server), memory table, seed 002's upload table when the campaign has
-    ``http_upload`` cells (runner.report.uploads); rendered in ``fmt``."""
+    ``http_upload`` cells (runner.report.uploads), the saturation curve of each sweep of a
+    sustained workload (runner.report.saturation; in text also its summary: knee, users at
+    rate R); rendered in ``fmt``."""
     from runner.report.context import context_table, setup_table
+    from runner.report.saturation import curves, saturation_table, summary_lines
     from runner.report.tables import report_tables
     from runner.report.uploads import upload_tables
 
     tables = report_tables(data, reference=reference, ci=True, speedup=speedup)
     tables += upload_tables(data)  # seed 002's disk/tmpfs table of an HTTP upload campaign
+    sweeps = curves(data)
+    tables += [saturation_table(c) for c in sweeps]
     tables += [t for t in (context_table(data.environment, data.setups), setup_table(data.servers, data.setups))
                if t is not None]
-    return render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}")
+    out = render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}")
+    if fmt == "text" and sweeps:
+        out += "\nSaturation:\n" + "\n".join(line for c in sweeps for line in summary_lines(c)) + "\n"
+    return out
 
 
 class CompareError(LookupError):

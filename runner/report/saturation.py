@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from runner.report import fmt
 from runner.report.data import CampaignData, Series
+from runner.report.model import Cell, Column, Row, Table
 
 #: Knee rule: throughput within this share of the best, p99 below this factor of the first point's.
 KNEE_THROUGHPUT_SHARE = 0.95
@@ -191,8 +193,52 @@ def summary_lines(sat: Saturation) -> list[str]:
                      + (" (the largest N swept: saturation may lie beyond)" if sat.knee_at_end else ""))
     if sat.user_rate is not None and any(p.users_at_rate is not None for p in sat.points):
         counts = ", ".join(f"{p.clients}: {p.users_at_rate:g}" for p in sat.points if p.users_at_rate is not None)
-        rate = f"{sat.user_rate / 1024:g} KiB/s" if sat.user_rate < 1 << 20 else f"{sat.user_rate / (1 << 20):g} MiB/s"
-        lines.append(f"  users at rate {rate} (N: clients at or above it): {counts}")
+        lines.append(f"  users at rate {_rate_text(sat.user_rate)} (N: clients at or above it): {counts}")
         lines.append("  every client at that rate up to N = "
                      + (str(sat.all_at_rate) if sat.all_at_rate is not None else "none"))
     return lines
+
+
+def _rate_text(rate: int) -> str:
+    return f"{rate / 1024:g} KiB/s" if rate < 1 << 20 else f"{rate / (1 << 20):g} MiB/s"
+
+
+def saturation_table(sat: Saturation) -> Table:
+    """The curve as a table (kind ``"saturation"``): one row per N with its throughput,
+    p99, users at rate R, and ``knee`` marked on the knee's row; the caption states the
+    knee and the largest N with every client at R.
+
+    Records (CSV/JSON): per N ``server, workload, params_key, clients, throughput, unit,
+    p99_ms, users_at_rate, min_users_at_rate, user_rate, knee`` (raw values; ``knee`` a
+    bool)."""
+    rate = _rate_text(sat.user_rate) if sat.user_rate is not None else None
+    columns = (Column("clients", "clients", True), Column("throughput", sat.unit if sat.unit != "1/s" else "ops/s",
+                                                              True),
+               Column("p99", "p99", True), Column("users", f"users at {rate}" if rate else "users at R", True),
+               Column("knee", "knee"))
+    rows, records = [], []
+    for p in sat.points:
+        is_knee = p.clients == sat.knee
+        rows.append(Row(f"{sat.workload}[clients={p.clients}]", (
+            Cell(str(p.clients)), Cell(fmt.value(p.throughput, sat.unit)),
+            Cell(fmt.value(p.p99_ms, "ms") if p.p99_ms is not None else fmt.NA),
+            Cell(f"{p.users_at_rate:g} of {p.clients}" if p.users_at_rate is not None else fmt.NA),
+            Cell("knee" if is_knee else "", "win" if is_knee else "")), unit=sat.unit))
+        records.append({"server": sat.server, "workload": sat.workload, "params_key": sat.params_key,
+                        "clients": p.clients, "throughput": p.throughput, "unit": sat.unit, "p99_ms": p.p99_ms,
+                        "users_at_rate": p.users_at_rate, "min_users_at_rate": p.min_users_at_rate,
+                        "user_rate": sat.user_rate, "knee": is_knee})
+    knee_text = (f"knee at N = {sat.knee}" + (" (the largest N swept)" if sat.knee_at_end else "")
+                 if sat.knee is not None else "no knee")
+    caption = (f"Median of the repeats; {knee_text} (the largest N within 5% of the best throughput whose p99 is "
+               "below twice the p99 at the smallest N)")
+    if rate:
+        caption += (f"; every client at {rate} or more up to N = "
+                    + (str(sat.all_at_rate) if sat.all_at_rate is not None else "none"))
+    title = f"Saturation: {sat.server}, {sat.title.split(' clients ', 1)[-1]}"
+    return Table("saturation", title, columns, rows, caption + ".", records)
+
+
+def saturation_tables(data: CampaignData) -> list[Table]:
+    """One :func:`saturation_table` per curve of ``data`` (:func:`curves`); [] without one."""
+    return [saturation_table(c) for c in curves(data)]
