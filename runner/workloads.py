@@ -177,6 +177,13 @@ class WorkloadInfo:
         ``params`` (``params.<fixture_param>``), or None when it needs none."""
         return None if self.fixture_param is None else int(getattr(params, self.fixture_param))
 
+    def generic_title(self) -> str:
+        """The row title with placeholders for its parameters (``N``, ``SIZE``, ``BODY``,
+        ``D``, ``SESSION``, ``LOOP``), e.g. ``N concurrent clients (RETR SIZE file)``: the
+        launch form's list of workloads."""
+        return self.title.format(clients="N", size="SIZE", body="BODY", duration="D", session="SESSION",
+                                 loop="LOOP")
+
     def title_for(self, params: WorkloadParams) -> str:
         """Row title with parameters filled in, e.g. ``300 concurrent clients (RETR 10M file)``."""
         title = self.title.format(clients=params.clients, size=human_size(params.file_size),

@@ -33,8 +33,13 @@ def client_shares(workload: str, clients: int, hosts: int) -> list[int]:
 
 def host_params(workload: str, params: WorkloadParams, share: int) -> WorkloadParams:
     """The WorkloadParams one client host runs: ``params`` with ``clients = share``
-    (its part of the N clients, or of the idle sessions of ``*_idle``)."""
-    return params.model_copy(update={"clients": share})
+    (its part of the N clients, or of the idle sessions of ``*_idle``); the open-loop
+    ``rate`` of a sustained workload (operations/s over all clients) becomes the host's
+    part of it, ``rate x share / clients``, so the hosts together keep the spec's rate."""
+    update: dict[str, float | int] = {"clients": share}
+    if params.rate is not None and WORKLOADS[workload].sustained and share > 0:
+        update["rate"] = params.rate * share / params.clients
+    return params.model_copy(update=update)
 
 
 def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> PhaseResult:

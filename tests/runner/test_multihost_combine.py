@@ -142,3 +142,18 @@ def test_combine_adds_hdr_histograms_and_round_trips() -> None:
     b.histograms = {"latency": "garbage", "service": a.histograms["service"]}
     with pytest.raises(ValueError, match="HDR"):
         combine([("a", a), ("b", b)])
+
+
+def test_host_params_split_an_open_loop_rate() -> None:
+    """Across client processes or hosts the sustained workloads' open-loop rate is split in
+    proportion to each one's clients, so together they keep the spec's rate."""
+    from runner.multihost.combine import client_shares, host_params
+    from runner.workloads import WorkloadParams
+
+    p = WorkloadParams(clients=5, rate=100.0)
+    shares = client_shares("retr_sustained", 5, 2)
+    assert shares == [3, 2]
+    parts = [host_params("retr_sustained", p, s) for s in shares]
+    assert [(q.clients, q.rate) for q in parts] == [(3, 60.0), (2, 40.0)]
+    assert host_params("retr_sustained", WorkloadParams(clients=4), 2).rate is None  # closed loop
+    assert host_params("login", p, 3).rate == 100.0  # a parameter the workload does not use is left alone
