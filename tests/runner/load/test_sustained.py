@@ -101,14 +101,14 @@ def test_stor_sustained_tpd(tpd_target):
 
 
 def test_open_loop_shows_a_stall_the_service_time_hides(tpd_server, tpd_target):
-    """SIGSTOP tpd for 0.5 s in the middle of a 2 s open loop of 100 RETR/s over 4 reused
-    sessions. The operations due during the stall could not start (every client was stuck
-    in a transfer the stopped server did not serve): they started late, and their latency
-    from the intended start holds the wait. Corrected: about 50 operations (a quarter of
-    200) are late by 0 to 500 ms, so p99 is above 300 ms. Service time: only the 4
-    operations in flight at the stop are slow, 2% of 200, so its p99 stays low (at most
-    the 99th is one of the 4, hence the bound of the 4th slowest: p97)."""
-    p = _params(session="reuse", clients=4, duration=2.0, rate=100.0, file_size=16 * KIB)
+    """SIGSTOP tpd for 0.5 s in the middle of a 2 s open loop of 200 RETR/s over 2 reused
+    sessions (400 operations due). The 2 operations in flight at the stop take the stall as
+    service time; the about 100 due during it cannot start (both clients are stuck), so they
+    start late and their latency from the intended start holds the wait, 0 to 500 ms.
+    Corrected: a quarter of the operations late, p99 above 300 ms. Service time: 2 of 400
+    (0.5%) slow, so its p99 stays low: the stall is hidden there, the coordinated omission
+    the correction undoes."""
+    p = _params(session="reuse", clients=2, duration=2.0, rate=200.0, file_size=16 * KIB)
     pid = tpd_server.proc.pid
 
     def stall() -> None:
@@ -125,11 +125,11 @@ def test_open_loop_shows_a_stall_the_service_time_hides(tpd_server, tpd_target):
         t.join()
         os.kill(pid, signal.SIGCONT)
     assert not r.errors, (r.errors, r.notes)
-    assert r.ops == 200
+    assert r.ops == 400
     corrected = hdr.percentiles_ms(r.histograms["latency"])
     service = hdr.percentiles_ms(r.histograms["service"])
     assert corrected["p99"] > 300, corrected
+    assert corrected["p90"] > 100, corrected
     assert corrected["max"] >= 450, corrected
     assert service["max"] >= 400, service  # the operations caught in flight
-    assert service["p95"] < 100, service
-    assert corrected["p95"] > 2 * service["p95"] + 100, (corrected, service)
+    assert service["p99"] < 100, service
