@@ -54,3 +54,19 @@ def test_sustained_params_are_validated() -> None:
         parse_spec(_spec(params={"rate": 0}))
     spec = parse_spec(_spec(params={"rate": 50, "user_rate": "100K", "session": "reuse"}))
     assert spec.workloads[0].params.user_rate == 100 * 1024
+
+
+def test_command_line_clients_replace_a_sweep(tmp_path) -> None:
+    """``xferlab run spec.yaml --clients 8``: one count instead of the spec's sweep, spelled
+    either way; without --clients the sweep stays."""
+    import json
+
+    from runner.cli import parse_args
+    from runner.cli.campaign import _build_spec
+
+    for entry in ({"params": {"clients": [1, 2, 4]}}, {"sweep": [1, 2, 4]}):
+        path = tmp_path / "spec.json"
+        path.write_text(json.dumps(_spec(**entry)))
+        assert _build_spec(parse_args(["run", str(path)])).workloads[0].sweep == [1, 2, 4]
+        spec = _build_spec(parse_args(["run", str(path), "--clients", "8"]))
+        assert spec.workloads[0].sweep is None and spec.workloads[0].params.clients == 8
