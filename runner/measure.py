@@ -210,6 +210,9 @@ def headline(result: PhaseResult) -> str:
     else:
         s = f"{result.elapsed_s:.3f} s"
     s += f", {result.ops} ops"
+    if result.histograms.get("latency"):  # sustained: the rate and the corrected p99
+        p99 = hdr.percentiles_ms(result.histograms["latency"]).get("p99")
+        s += f" ({result.ops_rate:,.1f}/s" + (f", p99 {p99:.3g} ms)" if p99 is not None else ")")
     if result.error_count:
         s += ", errors: " + ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items()))
     if result.late_sessions:

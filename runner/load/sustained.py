@@ -38,7 +38,7 @@ from contextlib import ExitStack
 from typing import BinaryIO
 
 from runner.drivers import hdr
-from runner.drivers.result import ClientFigures
+from runner.drivers.result import LATE_SESSION_S, ClientFigures
 from runner.load.fixtures import client_source, ensure_server_file
 from runner.load.ftp import FTPError, FTPSession, _with_timeout
 from runner.load.phase import MAX_REPEATS, Phase
@@ -87,9 +87,14 @@ class _Loop:
         t = ph.target
         s = FTPSession(t.host, t.port, **ph.kw())
         ph.sessions.add(s)
+        t0 = time.perf_counter()
         try:
             await s.connect()
+            ph.greeted += 1
+            if time.perf_counter() - t0 > LATE_SESSION_S:
+                ph.late += 1
             await s.login(t.user, t.password)
+            ph.logged_in += 1
             await s.type_binary()
         except BaseException:
             s.close()
@@ -150,16 +155,16 @@ class _Loop:
             start = intended if p.rate is None else time.perf_counter()
             if c.first is None:
                 c.first = start
-            ph.pending += 1
+            ph.pending += 1  # left counted when the phase timeout cancels it: a ``timeout`` error
             try:
                 n = await self._operation(c)
             except FTPError as e:
+                ph.pending -= 1
                 ph.error(e)
                 c.ok = False
                 c.last = time.perf_counter()
                 continue
-            finally:
-                ph.pending -= 1
+            ph.pending -= 1
             end = c.last = time.perf_counter()
             c.bytes += n
             c.ops += 1

@@ -133,3 +133,30 @@ def test_open_loop_shows_a_stall_the_service_time_hides(tpd_server, tpd_target):
     assert corrected["max"] >= 450, corrected
     assert service["max"] >= 400, service  # the operations caught in flight
     assert service["p99"] < 100, service
+
+
+def test_phase_timeout_counts_the_operations_in_flight(target):
+    """A phase cut by ``phase_timeout`` (1 s of a 5 s closed loop) returns what it measured;
+    each client was inside an operation when it was cut, so each counts one ``timeout``."""
+    r = run_workload_sync("retr_sustained", target, _params(duration=5.0, phase_timeout=1.0, clients=3))
+    assert r.ops > 0 and r.errors == {"timeout": 3}, (r.errors, r.notes)
+    assert r.elapsed_s == pytest.approx(1.0, abs=0.3)
+    assert hdr.count(r.histograms["latency"]) == r.ops
+
+
+def test_per_op_sessions_are_counted(target):
+    """Each per-operation session is a greeted session (the late-session figure covers them)."""
+    r = run_workload_sync("retr_sustained", target, _params(clients=2, duration=0.5))
+    assert r.greeted_sessions >= r.ops + 1  # + the untimed setup session
+    from runner.measure import headline
+
+    assert "/s, p99 " in headline(r)
+
+
+def test_no_server_is_a_load_error():
+    from runner.drivers.base import LoadError
+    from tests.tpd.conftest import free_port
+
+    t = Target(host="127.0.0.1", port=free_port(), user="u", password="p", root=None)
+    with pytest.raises(LoadError, match="cannot log in.*refused"):
+        run_workload_sync("stor_sustained", t, _params())
