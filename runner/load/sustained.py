@@ -21,7 +21,8 @@ for ``duration`` seconds.
 Figures (runner.drivers.result.PhaseResult): ``elapsed_s`` from the phase start to the
 last operation's end; ``ops`` and ``bytes`` of completed operations (STOR: bytes the
 server confirmed with ``226``, and after the phase the size of each client's last file is
-checked with SIZE, untimed); errors by kind (runner.load.replies); ``histograms``:
+checked with SIZE on a fresh session, untimed, and the files are deleted; the session that
+placed the RETR fixture is closed before the phase, so no session idles through it); errors by kind (runner.load.replies); ``histograms``:
 ``latency`` (from the intended start: corrected) and ``service`` (from the actual start)
 in HDR histograms (runner.drivers.hdr), failed operations in neither; ``clients``: per
 client its confirmed bytes, the span from its first operation's start to its last one's
@@ -223,6 +224,8 @@ async def run_sustained(ph: Phase, direction: str) -> None:
         else:
             retr_name = ""
             source = stack.enter_context(open(client_source(size, ph.progress), "rb"))
+        # the setup session would sit idle through the phase (a server may time it out): QUIT it now
+        await _quit_quietly(ph, setup)
         names = [f"xferlab-sust-{os.getpid()}-{i}.bin" for i in range(n)]
         clients = [_Client(names[i], None) for i in range(n)]
         if p.session == "reuse":
@@ -242,19 +245,35 @@ async def run_sustained(ph: Phase, direction: str) -> None:
                     f"{ph.bytes / (1 << 20) / ph.elapsed_s() if ph.elapsed_s() else 0:,.1f} MiB/s")
         if p.rate is not None:
             ph.notes.append(f"open loop: {achieved:,.1f} operations/s achieved of {p.rate:g}/s")
-        if source is not None:
-            await _verify_stor(ph, setup, clients, size)
-    live = [setup] + [c.session for c in clients if c.session is not None]
+        live = [c.session for c in clients if c.session is not None]
+        if source is not None:  # untimed, on a fresh session: check the files, then delete them
+            check, _ = await ph.login_one(binary=True)
+            if check is None:
+                ph.notes.append("teardown: no session to check and delete the STOR files")
+            else:
+                await _verify_stor(ph, check, clients, size)
+                live.insert(0, check)
     await ph.teardown(live, names if direction == "stor" else ())
 
 
-async def _verify_stor(ph: Phase, setup: FTPSession, clients: list[_Client], size: int) -> None:
+async def _quit_quietly(ph: Phase, s: FTPSession) -> None:
+    """QUIT ``s`` (untimed, bounded by ``op_timeout``; a failure only closes it)."""
+    try:
+        await s.quit()
+    except FTPError:
+        pass
+    finally:
+        s.close()
+        ph.sessions.discard(s)
+
+
+async def _verify_stor(ph: Phase, check: FTPSession, clients: list[_Client], size: int) -> None:
     """Untimed: each client's last file must be ``size`` bytes on the server (SIZE)."""
     for c in clients:
         if not c.ops:
             continue
         try:
-            await setup.verify_size(c.name, size)
+            await check.verify_size(c.name, size)
         except FTPError as e:
             ph.error(e)
             c.ok = False
