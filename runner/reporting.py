@@ -46,13 +46,16 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     sustained workload (runner.report.saturation; in text also its summary: knee, users at
     rate R); rendered in ``fmt``."""
     from runner.report.context import context_table, setup_table
-    from runner.report.saturation import curves, saturation_table, summary_lines
+    from runner.report.saturation import curves, knee_text, saturation_table, summary_lines
     from runner.report.tables import report_tables
     from runner.report.uploads import upload_tables
 
     tables = report_tables(data, reference=reference, ci=True, speedup=speedup)
     tables += upload_tables(data)  # seed 002's disk/tmpfs table of an HTTP upload campaign
     sweeps = curves(data)
+    for t in tables:  # the knee line under the sweep rows of the campaign table
+        if t.kind == "campaign" and sweeps:
+            t.caption = "Saturation knee: " + "; ".join(knee_text(c) for c in sweeps) + "."
     tables += [saturation_table(c) for c in sweeps]
     tables += [t for t in (context_table(data.environment, data.setups), setup_table(data.servers, data.setups))
                if t is not None]

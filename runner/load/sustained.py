@@ -22,9 +22,10 @@ Figures (runner.drivers.result.PhaseResult): ``elapsed_s`` from the phase start 
 last operation's end; ``ops`` and ``bytes`` of completed operations (STOR: bytes the
 server confirmed with ``226``, and after the phase the size of each client's last file is
 checked with SIZE on a fresh session, untimed, and the files are deleted; the session that
-placed the RETR fixture is closed before the phase, so no session idles through it); errors by kind (runner.load.replies); ``histograms``:
-``latency`` (from the intended start: corrected) and ``service`` (from the actual start)
-in HDR histograms (runner.drivers.hdr), failed operations in neither; ``clients``: per
+placed the RETR fixture is closed before the phase, so no session idles through it);
+errors by kind (runner.load.replies); ``histograms``: ``latency`` (from the intended
+start: corrected) and ``service`` (from the actual start) in HDR histograms
+(runner.drivers.hdr), failed operations in neither; ``clients``: per
 client its confirmed bytes, the span from its first operation's start to its last one's
 end, and whether all its operations succeeded (the fairness figures and "users at rate R",
 ``user_rate``, use them).

@@ -179,6 +179,18 @@ def curves(data: CampaignData) -> list[Saturation]:
     return out
 
 
+def knee_text(sat: Saturation) -> str:
+    """One curve's knee in a few words: ``tpd, retr_sustained: N = 16 (412.0 MiB/s, p99
+    3.1 ms)``, ``... no knee``, or ``... N = 512, the largest swept``."""
+    head = f"{sat.server}, {sat.workload}"
+    if sat.knee is None:
+        return f"{head}: no knee"
+    p = sat.point(sat.knee)
+    p99 = f", p99 {p.p99_ms:.3g} ms" if p.p99_ms is not None else ""
+    return (f"{head}: N = {sat.knee} ({p.throughput:,.1f} {sat.unit}{p99})"
+            + (", the largest swept" if sat.knee_at_end else ""))
+
+
 def summary_lines(sat: Saturation) -> list[str]:
     """The human summary of one curve (``xferlab show``): the knee with its throughput and
     p99, and users at rate R."""

@@ -99,3 +99,10 @@ def test_curves_from_campaign_data() -> None:
     assert "every client at that rate up to N = 2" in text
     assert c.as_dict()["points"][0] == {"clients": 1, "throughput": 100, "p99_ms": 2.0, "users_at_rate": 1,
                                         "min_users_at_rate": 1.0, "repeats": 3}
+
+
+def test_knee_text() -> None:
+    from runner.report.saturation import knee_text
+
+    [c] = curves(_data())
+    assert knee_text(c) == "tpd, retr_sustained: N = 4 (400.0 MiB/s, p99 3 ms)"
