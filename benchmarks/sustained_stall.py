@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The coordinated-omission correction of the open loop, measured (docs/methodology.md,
 "Sustained load"): ``retr_sustained`` as an open loop against tpd, once undisturbed and
-once with tpd stopped by SIGSTOP for ``--stall`` s inside the phase; prints the
+once with tpd stopped by SIGSTOP for ``--stall`` s from ``--at`` s into the phase; prints the
 percentiles of the latency from each operation's intended start (the stored ``latency``)
 and from its actual start (``service_time``). Loopback only; tpd is built with make.
 
@@ -73,12 +73,12 @@ def main() -> int:
                     os.kill(proc.pid, signal.SIGCONT)
 
                 t = threading.Thread(target=stop_for_a_while)
-                if stall:
-                    t.start()
+                # the checkpoint "loaded" comes when the sessions are logged in and the phase begins
                 try:
-                    r = run_workload_sync("retr_sustained", target, params)
+                    r = run_workload_sync("retr_sustained", target, params,
+                                          checkpoint=(lambda name, t=t: t.start()) if stall else None)
                 finally:
-                    if stall:
+                    if t.ident is not None:
                         t.join()
                     os.kill(proc.pid, signal.SIGCONT)
                 for key, name in (("latency", "from the intended start"), ("service", "from the actual start")):

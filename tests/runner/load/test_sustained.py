@@ -118,11 +118,11 @@ def test_open_loop_shows_a_stall_the_service_time_hides(tpd_server, tpd_target):
         os.kill(pid, signal.SIGCONT)
 
     t = threading.Thread(target=stall)
-    t.start()
-    try:
-        r = run_workload_sync("retr_sustained", tpd_target, p)
+    try:  # the clock starts at the checkpoint "loaded": sessions logged in, the phase begins
+        r = run_workload_sync("retr_sustained", tpd_target, p, checkpoint=lambda name: t.start())
     finally:
-        t.join()
+        if t.ident is not None:
+            t.join()
         os.kill(pid, signal.SIGCONT)
     assert not r.errors, (r.errors, r.notes)
     assert r.ops == 400
@@ -160,3 +160,31 @@ def test_no_server_is_a_load_error():
     t = Target(host="127.0.0.1", port=free_port(), user="u", password="p", root=None)
     with pytest.raises(LoadError, match="cannot log in.*refused"):
         run_workload_sync("stor_sustained", t, _params())
+
+
+def test_open_loop_backlog_past_the_drain_bound(tpd_server, tpd_target):
+    """tpd stopped from 0.1 s to 2.5 s of a 1 s open loop of 100 RETR/s on one session: the
+    operation in flight waits out the stop; when it ends the drain bound (2 x duration) has
+    passed, so the operations due but never started are counted as ``backlog`` errors, the
+    completed ones keep their (huge) corrected latency."""
+    p = _params(session="reuse", clients=1, duration=1.0, rate=100.0, file_size=16 * KIB)
+    pid = tpd_server.proc.pid
+
+    def stall() -> None:
+        time.sleep(0.1)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(2.4)
+        os.kill(pid, signal.SIGCONT)
+
+    t = threading.Thread(target=stall)
+    try:
+        r = run_workload_sync("retr_sustained", tpd_target, p, checkpoint=lambda name: t.start())
+    finally:
+        if t.ident is not None:
+            t.join()
+        os.kill(pid, signal.SIGCONT)
+    assert set(r.errors) == {"backlog"}, (r.errors, r.notes)
+    assert r.ops + r.errors["backlog"] == 100
+    assert 1 <= r.ops <= 20 and r.errors["backlog"] >= 80
+    assert hdr.percentiles_ms(r.histograms["latency"])["max"] > 2000
+    assert any("backlog" in n for n in r.notes)
