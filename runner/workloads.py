@@ -28,7 +28,9 @@ class WorkloadParams(BaseModel):
     """Parameters of one workload (all have defaults; unknown keys are rejected).
 
     Attributes:
-        clients: concurrent sessions for the N-client workloads (seed: 300).
+        clients: concurrent sessions for the N-client workloads (seed: 300). A spec may
+            give a list instead, a saturation sweep: one cell family per count
+            (runner.spec_workloads).
         file_size: bytes of the file each client transfers in the concurrent
             workloads (seed: 10 MiB).
         transfer_size: bytes of the fixture file for single-stream STOR/RETR; the

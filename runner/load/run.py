@@ -1,6 +1,6 @@
 """Run one FTP workload (the classic suite, the sustained load) against an FTP server and return its PhaseResult.
 
-The eight workloads are seed 000's ``ftpbench -b all`` benchmarks (DESIGN.md, "The
+The eight classic workloads are seed 000's ``ftpbench -b all`` benchmarks (DESIGN.md, "The
 classic suite"); see :mod:`runner.workloads` for names and parameters. Every
 phase is bounded by ``params.phase_timeout``: on expiry everything in flight is
 cancelled, unfinished operations are counted as ``timeout`` errors, all sockets are
