@@ -29,3 +29,17 @@ def test_campaign_without_sweep_and_unknown_ids(client, fair_campaign):
     assert client.get("/api/campaigns/999999/saturation").status_code == 404
     assert client.get("/api/campaigns/0/saturation").status_code in (404, 422)
     assert client.get("/api/campaigns/abc/saturation").status_code == 422
+
+
+def test_a_sweep_spec_is_queued_as_one_cell_per_count(client, auth):
+    """POST /api/campaigns with a YAML spec sweeping ``clients``: one queued cell per count
+    (and server and repeat); a bad sweep is a 422 naming the field."""
+    body = ("name: sweep\nrepeats: 1\nservers: [{name: tpd}]\nworkloads:\n"
+            "  - name: retr_sustained\n    params: {clients: [1, 2, 4], duration: 1, rate: 50}\n")
+    r = client.post("/api/campaigns", content=body, headers={**auth, "Content-Type": "application/yaml"})
+    assert r.status_code == 201, r.text
+    assert r.json()["cells_total"] == 3
+    assert client.post(f"/api/campaigns/{r.json()['id']}/cancel", headers=auth).json()["cells_cancelled"] == 3
+    bad = body.replace("[1, 2, 4]", "[1, 1]")
+    r = client.post("/api/campaigns", content=bad, headers={**auth, "Content-Type": "application/yaml"})
+    assert r.status_code == 422 and "sweep" in r.text and "repeated" in r.text
