@@ -48,3 +48,30 @@ def test_sweep_campaign_to_curves(engine):
         assert c.knee in (None, 1, 3)
     text = campaign_report(data, fmt="text")
     assert "Saturation:" in text and "users at rate 1 KiB/s" in text
+
+
+def test_open_loop_over_two_client_processes(engine):
+    """``client_processes: 2``: the open loop's 4 clients run as two ``xferlab loadgen``
+    processes of 2 clients and 50/s each; their HDR histograms are added, so the cell counts
+    every operation of both (100/s x 1 s = 100) in its stored histogram."""
+    from runner.execute import run_campaign
+
+    spec = parse_spec({"name": "split", "repeats": 1, "backend": "local", "pinning": {}, "client_processes": 2,
+                       "warmup": False, "servers": [{"name": "tpd"}],
+                       "workloads": [{"name": "retr_sustained",
+                                      "params": {"clients": 4, "file_size": "64K", "duration": 1.0, "rate": 100,
+                                                 "session": "reuse", "op_timeout": 20, "phase_timeout": 60}}]})
+    with Session(engine) as s:
+        cid = crud.create_campaign(s, spec=spec, backend="local").id
+        s.commit()
+    assert run_campaign(engine, cid) == 1
+    with Session(engine) as s:
+        [cell] = s.scalars(select(Cell).where(Cell.campaign_id == cid)).all()
+        assert cell.status == "done", cell.error
+        rows = {(m, st): (v, raw) for m, st, v, raw in s.execute(
+            select(Sample.metric, Sample.stat, Sample.value, Sample.raw).where(Sample.cell_id == cell.id))}
+    assert rows[("ops_rate", "value")][0] > 0
+    assert hdr.count(rows[("latency", "p50")][1]["hdr"]) == 100
+    assert hdr.count(rows[("service_time", "p50")][1]["hdr"]) == 100
+    hosts = [k for k in rows if k[0] == "client_host"]
+    assert len({st for _, st in hosts}) >= 2, hosts  # one share per process
