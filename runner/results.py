@@ -29,6 +29,9 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_cpu", "utilization"): ("ratio", False),
     ("errors", "total"): ("count", False),
     ("late_sessions", "value"): ("count", False),
+    # sustained load (runner.measure.histogram_samples): corrected p99 above, service time, users at rate R
+    ("service_time", "p99"): ("ms", False),
+    ("users_at_rate", "value"): ("count", True),
     # HTTP phases (runner.measure.http_samples; docs/methodology.md, "HTTP figures")
     ("requests_rate", "value"): ("req/s", True),
     ("http_requests", "network_failed"): ("count", False),
@@ -40,9 +43,6 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_max_rss", "max"): ("bytes", False),
     ("client_max_rss", "median"): ("bytes", False),
     ("client_page_faults", "minor"): ("count", False),
-    # sustained load (runner.measure.histogram_samples): corrected p99 above, service time, users at rate R
-    ("service_time", "p99"): ("ms", False),
-    ("users_at_rate", "value"): ("count", True),
     # CPU cost of the work (runner.measure.efficiency_samples): lower is better
     **{(f"{who}_per_{per}", "value"): (unit, False)
        for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},

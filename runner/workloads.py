@@ -68,13 +68,6 @@ class WorkloadParams(BaseModel):
             picks the name; optional per server).
         keepalive: HTTP clients reuse one connection for all their requests (seed 002's
             ``gobench -k=true``); False: one connection per request.
-        client_options: options of a real-client driver (lftp, wget, curl:
-            runner.drivers.ftpclient), ``{name: value}`` as strings (a number becomes its decimal
-            text: quote a hex value; ``true``/``false`` become ``yes``/``no``), e.g. lftp's
-            ``{"xfer:buffer-size": "0x20000"}`` or curl's ``{"--tcp-nodelay": ""}``; each
-            driver names those it takes (the spec refuses the others, and refuses any for a
-            driver that takes none). At most 32 items; names and values up to 100 characters.
-            Part of the cell key (and the row title) only when not empty.
         session: sustained workloads (``retr_sustained``, ``stor_sustained``): ``per_op``
             (every operation is connect, login, TYPE I, transfer, QUIT on a new session:
             dkftpbench's user) or ``reuse`` (each client logs in once, untimed, and loops
@@ -88,6 +81,13 @@ class WorkloadParams(BaseModel):
         user_rate: sustained workloads: the rate R (bytes/s) of the figure "users at rate
             R" (dkftpbench's: the clients each of which moved at least R bytes/s over the
             phase); default 1 MiB/s.
+        client_options: options of a real-client driver (lftp, wget, curl:
+            runner.drivers.ftpclient), ``{name: value}`` as strings (a number becomes its decimal
+            text: quote a hex value; ``true``/``false`` become ``yes``/``no``), e.g. lftp's
+            ``{"xfer:buffer-size": "0x20000"}`` or curl's ``{"--tcp-nodelay": ""}``; each
+            driver names those it takes (the spec refuses the others, and refuses any for a
+            driver that takes none). At most 32 items; names and values up to 100 characters.
+            Part of the cell key (and the row title) only when not empty.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -106,10 +106,10 @@ class WorkloadParams(BaseModel):
     body_size: int = Field(8 * KIB, ge=1, le=1 << 30)
     method: Literal["put", "post"] = "put"
     keepalive: bool = True
-    client_options: dict[str, str] = Field(default_factory=dict, max_length=32)
     session: Literal["per_op", "reuse"] = "per_op"
     rate: float | None = Field(None, gt=0, le=1_000_000)
     user_rate: int = Field(MIB, ge=1, le=1 << 40)
+    client_options: dict[str, str] = Field(default_factory=dict, max_length=32)
 
     @field_validator("client_options", mode="before")
     @classmethod
