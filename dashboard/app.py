@@ -94,7 +94,7 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
     or wrong token 401 (403 when no token is configured), an unreachable database
     503; always with a one-line ``detail`` message (JSON under /api/, a page otherwise).
     """
-    from dashboard.routes import campaigns, compare, exports, fairness, history, launch, regressions
+    from dashboard.routes import campaigns, compare, exports, fairness, history, launch, regressions, saturation
 
     app = FastAPI(title="xferlab dashboard", version="1",
                   description="Launch FTP server benchmark campaigns, watch them, compare, find regressions, "
@@ -180,6 +180,6 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
     # the vendor route must win over the static mount: move it before the mount
     app.router.routes.insert(0, app.router.routes.pop())
 
-    for module in (campaigns, fairness, launch, compare, history, regressions, exports):
+    for module in (campaigns, fairness, saturation, launch, compare, history, regressions, exports):
         app.include_router(module.router)
     return app

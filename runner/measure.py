@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from runner.drivers import hdr
 from runner.drivers.result import LATE_SESSION_S, PhaseResult
 from runner.fairness import STATS as FAIRNESS_STATS
 from runner.fairness import figures_from_raw
@@ -26,6 +27,31 @@ def latency_stats(latencies_ms: list[float], *, p95: bool = False) -> dict[str, 
     qs = [50, 90, 95, 99] if p95 else [50, 90, 99]
     out = {f"p{q}": float(v) for q, v in zip(qs, np.percentile(a, qs))}
     out["max"] = float(a.max())
+    return out
+
+
+def histogram_samples(result: PhaseResult) -> list[Sample]:
+    """Sample rows of a phase whose latencies are HDR histograms (the sustained workloads,
+    runner.load.sustained; runner.drivers.hdr: microseconds, 3 significant digits):
+    ``latency`` (from each operation's intended start: corrected for coordinated omission)
+    and ``service_time`` (from its actual start), stats ``p50``, ``p90``, ``p95``, ``p99``,
+    ``max`` in ms, the encoded histogram as the ``raw`` of ``p50`` (``{"hdr": text, "unit":
+    "us", "digits": 3}``); and, with a ``user_rate``, ``users_at_rate`` (count of clients
+    whose bytes / span reached it; ``raw``: ``{"rate": bytes/s, "clients": n}``).
+    Returns unsaved Sample objects."""
+    out = []
+    for key, metric in (("latency", "latency"), ("service", "service_time")):
+        text = result.histograms.get(key)
+        if not text:
+            continue
+        raw = {"hdr": text, "unit": "us", "digits": hdr.SIGNIFICANT_DIGITS}
+        out += [Sample(metric=metric, stat=k, value=v, unit="ms", raw=raw if k == "p50" else None)
+                for k, v in hdr.percentiles_ms(text).items()]
+    if result.user_rate > 0 and result.clients:
+        rate = float(result.user_rate)
+        n = sum(1 for c in result.clients if c.seconds > 0 and c.bytes / c.seconds >= rate)
+        out.append(Sample(metric="users_at_rate", stat="value", value=float(n), unit="count",
+                          raw={"rate": result.user_rate, "clients": len(result.clients)}))
     return out
 
 
@@ -132,10 +158,13 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
     out.append(Sample(metric="bytes", stat="value", value=float(result.bytes), unit="bytes"))
     out.append(Sample(metric="ops_rate", stat="value", value=result.ops_rate, unit="1/s"))
     http = info is not None and info.protocol == "http"
-    lat = latency_stats(result.latencies_ms, p95=http) or dict(result.latency_percentiles_ms)
-    raw_lat = [round(x, 3) for x in result.latencies_ms[:MAX_RAW_LATENCIES]]
-    for k, v in lat.items():
-        out.append(Sample(metric="latency", stat=k, value=v, unit="ms", raw=raw_lat if k == "p50" else None))
+    if result.histograms:
+        out += histogram_samples(result)
+    else:
+        lat = latency_stats(result.latencies_ms, p95=http) or dict(result.latency_percentiles_ms)
+        raw_lat = [round(x, 3) for x in result.latencies_ms[:MAX_RAW_LATENCIES]]
+        for k, v in lat.items():
+            out.append(Sample(metric="latency", stat=k, value=v, unit="ms", raw=raw_lat if k == "p50" else None))
     out.append(Sample(metric="errors", stat="total", value=float(result.error_count), unit="count",
                       raw=dict(result.errors) or None))
     for kind, n in sorted(result.errors.items()):
@@ -181,6 +210,9 @@ def headline(result: PhaseResult) -> str:
     else:
         s = f"{result.elapsed_s:.3f} s"
     s += f", {result.ops} ops"
+    if result.histograms.get("latency"):  # sustained: the rate and the corrected p99
+        p99 = hdr.percentiles_ms(result.histograms["latency"]).get("p99")
+        s += f" ({result.ops_rate:,.1f}/s" + (f", p99 {p99:.3g} ms)" if p99 is not None else ")")
     if result.error_count:
         s += ", errors: " + ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items()))
     if result.late_sessions:

@@ -40,21 +40,32 @@ def render_tables(tables, fmt: str, *, data: CampaignData | None = None, title: 
 
 def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = False,
                     reference: str | None = None) -> str:
-    """A campaign's report: per-server table, each server against ``reference`` (default
+    """A campaign's report: per-server table (with the knee line of each sustained sweep,
+    whose saturation table follows it: runner.report.saturation; in text, their summary at
+    the end), each server against ``reference`` (default
     the first server), memory table, seed 002's upload table when the campaign has
     ``http_upload`` cells (runner.report.uploads), the real-client tables of seeds 003
     and 004 when it has real-client cells (runner.report.clients); rendered in ``fmt``."""
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
+    from runner.report.saturation import curves, knee_text, saturation_table, summary_lines
     from runner.report.tables import report_tables
     from runner.report.uploads import upload_tables
 
     tables = report_tables(data, reference=reference, ci=True, speedup=speedup)
+    sweeps = curves(data)  # sustained sweeps: the knee line over the campaign table, a saturation table each
+    for t in tables:
+        if t.kind == "campaign" and sweeps:
+            t.caption = "Saturation knee: " + "; ".join(knee_text(c) for c in sweeps) + "."
+    tables += [saturation_table(c) for c in sweeps]
     tables += upload_tables(data)  # seed 002's disk/tmpfs table of an HTTP upload campaign
     tables += client_tables(data)  # seeds 003/004: real client processes, their spread, CPU and memory
     tables += [t for t in (context_table(data.environment, data.setups), setup_table(data.servers, data.setups))
                if t is not None]
-    return render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}")
+    out = render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}")
+    if fmt == "text" and sweeps:
+        out += "\nSaturation:\n" + "\n".join(line for c in sweeps for line in summary_lines(c)) + "\n"
+    return out
 
 
 class CompareError(LookupError):

@@ -5,6 +5,7 @@ listed as failures with their reason, so a failure is visible but never averaged
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -28,6 +29,9 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("client_cpu", "utilization"): ("ratio", False),
     ("errors", "total"): ("count", False),
     ("late_sessions", "value"): ("count", False),
+    # sustained load (runner.measure.histogram_samples): corrected p99 above, service time, users at rate R
+    ("service_time", "p99"): ("ms", False),
+    ("users_at_rate", "value"): ("count", True),
     # HTTP phases (runner.measure.http_samples; docs/methodology.md, "HTTP figures")
     ("requests_rate", "value"): ("req/s", True),
     ("http_requests", "network_failed"): ("count", False),
@@ -51,6 +55,12 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
 }
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
 MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
+
+
+def natural_key(text: str) -> list[str | int]:
+    """Sort key reading digit runs as numbers: a sweep's ``clients=2`` before
+    ``clients=16`` (plain string order puts ``clients=16`` first)."""
+    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"(\d+)", text))]
 
 
 def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
@@ -95,7 +105,7 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         info = WORKLOADS[c.workload]
         titles[(c.workload, c.params_key)] = title = info.title_for(WorkloadParams.model_validate(c.params))
         if c.workload not in facts:
-            facts[c.workload] = WorkloadFacts(title, info.primary, info.unit, info.higher_is_better)
+            facts[c.workload] = WorkloadFacts(title, info.primary, info.unit, info.higher_is_better, info.sustained)
     order = {w: i for i, w in enumerate(WORKLOADS)}
     series = []
     for (server, workload, pkey, metric, stat), vals in values.items():
@@ -108,7 +118,7 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
             series.append(Series(server, workload, title, name, unit, hib, tuple(vals), pkey))
         elif metric in MEMORY_METRICS and stat in MEMORY_STATS:
             series.append(Series(server, workload, title, metric, "bytes", False, tuple(vals), pkey, checkpoint=stat))
-    series.sort(key=lambda s: (order.get(s.workload, 99), s.params_key, servers.index(s.server), s.metric,
+    series.sort(key=lambda s: (order.get(s.workload, 99), natural_key(s.params_key), servers.index(s.server), s.metric,
                                s.checkpoint or ""))
     failures = [(c.server_label, c.workload, c.repeat, c.error or c.status) for c in cells
                 if c.status in ("failed", "skipped")]

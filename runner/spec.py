@@ -43,8 +43,9 @@ from runner.drivers import DEFAULT_DRIVER, driver_names, driver_refuses, get_dri
 from runner.pairing import no_valid_pair
 from runner.spec_axes import check_link_list, link_axis, storage_axis
 from runner.spec_placement import HostsSpec, Pinning
+from runner.spec_workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS: the dashboard imports it from here)
 from runner.spec_yaml import control_characters, load_yaml
-from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
+from runner.workloads import WorkloadParams, params_key
 
 SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
                 "uvicorn", "netty", "external")
@@ -59,7 +60,6 @@ VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*[A-Za-z0-9._-]*$")
 #: Largest ``max_clients``: tpd's ``--max-conns`` maximum (servers/tpd/src/main.c), and below
 #: the kernel's default per-process descriptor ceiling (fs.nr_open = 1,048,576).
 MAX_CLIENTS = 1_000_000
-PRESETS: dict[str, tuple[str, ...]] = {"classic": CLASSIC_SUITE}
 
 
 class SpecError(ValueError):
@@ -139,29 +139,6 @@ class ServerSpec(BaseModel):
     def display(self) -> str:
         """Label used in tables: ``label`` or ``ServerRequest.label``."""
         return self.label or self.request(2000).label
-
-
-class WorkloadSpec(BaseModel):
-    """A workload by name, or a preset expanding into several, with parameter overrides."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str | None = None
-    preset: str | None = None
-    params: WorkloadParams = Field(default_factory=WorkloadParams)
-
-    @model_validator(mode="after")
-    def _one_of(self) -> WorkloadSpec:
-        if (self.name is None) == (self.preset is None):
-            raise ValueError("give exactly one of 'name' (a workload) or 'preset'")
-        if self.name is not None and self.name not in WORKLOADS:
-            raise ValueError(f"unknown workload {self.name!r}; known: {', '.join(WORKLOADS)}")
-        if self.preset is not None and self.preset not in PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r}; known: {', '.join(PRESETS)}")
-        return self
-
-    def names(self) -> tuple[str, ...]:
-        """Workload names this entry stands for, in order."""
-        return PRESETS[self.preset] if self.preset else (self.name,)  # type: ignore[return-value]
 
 
 def _default_storage() -> list[Literal["disk", "tmpfs"]]:
@@ -333,9 +310,11 @@ class CellPlan:
 
 def count_cells(spec: CampaignSpec) -> int:
     """Number of cells ``spec`` expands to, by arithmetic (no cell is made):
-    ``repeats x (workload names, presets counted by their members) x servers``, with
+    ``repeats x (workload names, presets counted by their members, sweeps by their client
+    counts) x servers``, with
     ``max_repeats`` as the repeats when the campaign adds repeats (the most it can make)."""
-    return max(spec.repeats, spec.max_repeats or 0) * sum(len(w.names()) for w in spec.workloads) * len(spec.servers)
+    return (max(spec.repeats, spec.max_repeats or 0) * len(spec.servers)
+            * sum(len(w.names()) * len(w.param_sets()) for w in spec.workloads))
 
 
 def max_cells() -> int:
@@ -351,7 +330,7 @@ def check_cells(spec: CampaignSpec, maximum: int | None = None, source: str = "s
     n = count_cells(spec)
     limit = max_cells() if maximum is None else maximum
     if n > limit:
-        names = sum(len(w.names()) for w in spec.workloads)
+        names = sum(len(w.names()) * len(w.param_sets()) for w in spec.workloads)
         reps = max(spec.repeats, spec.max_repeats or 0)
         raise SpecError([("", f"the spec expands to {n:,} cells ({reps} repeats x {names} workloads x "
                               f"{len(spec.servers)} servers); the maximum is {limit:,} cells (XFERLAB_MAX_CELLS)")],
@@ -370,7 +349,7 @@ def expand(spec: CampaignSpec, *, maximum: int | None = None) -> list[CellPlan]:
     pairs: list[tuple[str, WorkloadParams]] = []
     for w in spec.workloads:
         for name in w.names():
-            pairs.append((name, w.params))
+            pairs += [(name, params) for params in w.param_sets()]
     cells = []
     seq = 0
     for rep in range(spec.repeats):

@@ -28,7 +28,9 @@ class WorkloadParams(BaseModel):
     """Parameters of one workload (all have defaults; unknown keys are rejected).
 
     Attributes:
-        clients: concurrent sessions for the N-client workloads (seed: 300).
+        clients: concurrent sessions for the N-client workloads (seed: 300). A spec may
+            give a list instead, a saturation sweep: one cell family per count
+            (runner.spec_workloads).
         file_size: bytes of the file each client transfers in the concurrent
             workloads (seed: 10 MiB).
         transfer_size: bytes of the fixture file for single-stream STOR/RETR; the
@@ -36,6 +38,7 @@ class WorkloadParams(BaseModel):
         duration: minimum seconds of single-stream transfer (STOR/RETR workloads);
             longer than ftpbench's 1-second windows, which swing by 60% run to run.
             HTTP workloads: how long the clients keep sending requests (seed 002: 10 s).
+            Sustained workloads: how long the clients keep starting operations.
         login_mode: ``concurrent`` (all sessions connect and log in at once, the
             default), ``sequential`` (one after another, as ftpbench really does) or
             ``window`` (at most :data:`LOGIN_WINDOW` sessions connecting and logging in
@@ -65,6 +68,19 @@ class WorkloadParams(BaseModel):
             picks the name; optional per server).
         keepalive: HTTP clients reuse one connection for all their requests (seed 002's
             ``gobench -k=true``); False: one connection per request.
+        session: sustained workloads (``retr_sustained``, ``stor_sustained``): ``per_op``
+            (every operation is connect, login, TYPE I, transfer, QUIT on a new session:
+            dkftpbench's user) or ``reuse`` (each client logs in once, untimed, and loops
+            transfers on that session; after a failed operation its next one logs in again,
+            timed).
+        rate: sustained workloads: None (default) for a **closed loop** (each client starts
+            its next operation when its last ended), or the target operations per second
+            over all clients for an **open loop**: operation k is due at ``k / rate`` s
+            after the phase start, the next free client takes it, and its latency counts
+            from that intended start (docs/methodology.md, "Open and closed loop").
+        user_rate: sustained workloads: the rate R (bytes/s) of the figure "users at rate
+            R" (dkftpbench's: the clients each of which moved at least R bytes/s over the
+            phase); default 1 MiB/s.
         client_options: options of a real-client driver (lftp, wget, curl:
             runner.drivers.ftpclient), ``{name: value}`` as strings (a number becomes its decimal
             text: quote a hex value; ``true``/``false`` become ``yes``/``no``), e.g. lftp's
@@ -94,6 +110,9 @@ class WorkloadParams(BaseModel):
     body_size: int = Field(8 * KIB, ge=1, le=1 << 30)
     method: Literal["put", "post"] = "put"
     keepalive: bool = True
+    session: Literal["per_op", "reuse"] = "per_op"
+    rate: float | None = Field(None, gt=0, le=1_000_000)
+    user_rate: int = Field(MIB, ge=1, le=1 << 40)
     client_options: dict[str, str] = Field(default_factory=dict, max_length=32)
     driver: str | None = Field(None, min_length=1, max_length=40)
 
@@ -110,7 +129,7 @@ class WorkloadParams(BaseModel):
                 raise ValueError(f"client option {k!r}: names and values are 1..100 and 0..100 characters")
         return out
 
-    @field_validator("file_size", "transfer_size", "buffer_size", "body_size", mode="before")
+    @field_validator("file_size", "transfer_size", "buffer_size", "body_size", "user_rate", mode="before")
     @classmethod
     def _sizes(cls, v: object) -> object:
         return parse_size(v) if isinstance(v, str) else v
@@ -131,7 +150,8 @@ class WorkloadInfo:
     Attributes:
         name: identifier used in specs, the store and the CLI.
         title: row title template in seed 000's wording; ``{clients}``, ``{size}``
-            (``file_size``) and ``{body}`` (``body_size``) are filled from the parameters.
+            (``file_size``), ``{body}`` (``body_size``), ``{duration}``, ``{session}`` and
+            ``{loop}`` (``closed loop`` or ``open loop R/s``) are filled from the parameters.
         primary: the metric the comparison table shows (``throughput``, ``elapsed`` or,
             for HTTP, ``requests_rate``: successful requests per second).
         unit: unit of the primary metric.
@@ -143,6 +163,8 @@ class WorkloadInfo:
             server must hold before the phase (RETR workloads), or None.
         client_split: how clients are spread over several load hosts (:data:`ClientSplit`).
         protocol: protocol the workload is defined over (``ftp`` or ``http``).
+        sustained: N clients loop operations for ``duration`` s (runner.load.sustained);
+            a sweep of its client counts is reported as a saturation curve.
     """
 
     name: str
@@ -155,16 +177,26 @@ class WorkloadInfo:
     fixture_param: str | None = None
     client_split: ClientSplit = "split"
     protocol: ProtocolName = "ftp"
+    sustained: bool = False
 
     def fixture_size(self, params: WorkloadParams) -> int | None:
         """Bytes of the fixture file the server must hold for this workload with
         ``params`` (``params.<fixture_param>``), or None when it needs none."""
         return None if self.fixture_param is None else int(getattr(params, self.fixture_param))
 
+    def generic_title(self) -> str:
+        """The row title with placeholders for its parameters (``N``, ``SIZE``, ``BODY``,
+        ``D``, ``SESSION``, ``LOOP``), e.g. ``N concurrent clients (RETR SIZE file)``: the
+        launch form's list of workloads."""
+        return self.title.format(clients="N", size="SIZE", body="BODY", duration="D", session="SESSION",
+                                 loop="LOOP")
+
     def title_for(self, params: WorkloadParams) -> str:
         """Row title with parameters filled in, e.g. ``300 concurrent clients (RETR 10M file)``."""
         title = self.title.format(clients=params.clients, size=human_size(params.file_size),
-                                  body=human_size(params.body_size))
+                                  body=human_size(params.body_size), duration=f"{params.duration:g}",
+                                  session=params.session.replace("_", " "),
+                                  loop=f"open loop {params.rate:g}/s" if params.rate else "closed loop")
         if params.client_options and "client_options" in self.uses:
             title += " [" + ", ".join(f"{k}={v}" if v else k for k, v in params.client_options.items()) + "]"
         if params.driver:
@@ -196,6 +228,13 @@ WORKLOADS: dict[str, WorkloadInfo] = {
                      "s", False, ("clients", "file_size", "login_mode", "same_file", "client_options") + _T),
         WorkloadInfo("quit", "{clients} concurrent clients (QUIT)", "elapsed", "s", False,
                      ("clients", "login_mode", "op_timeout")),
+        # sustained load (issue 15): N clients loop transfers for ``duration`` s (runner.load.sustained)
+        WorkloadInfo("retr_sustained", "{clients} clients RETR {size} for {duration} s ({session}, {loop})",
+                     "throughput", "MiB/s", True, ("clients", "file_size", "duration", "session", "rate", "user_rate")
+                     + _T, fixture_param="file_size", sustained=True),
+        WorkloadInfo("stor_sustained", "{clients} clients STOR {size} for {duration} s ({session}, {loop})",
+                     "throughput", "MiB/s", True, ("clients", "file_size", "duration", "session", "rate", "user_rate")
+                     + _T, sustained=True),
         # HTTP (seed 002): N keep-alive clients, each one request after another for ``duration`` s
         WorkloadInfo("http_upload", "{clients} HTTP clients (upload {body} body)", "requests_rate", "req/s", True,
                      ("clients", "duration", "body_size", "method", "keepalive", "op_timeout"), protocol="http"),
@@ -205,8 +244,10 @@ WORKLOADS: dict[str, WorkloadInfo] = {
     )
 }
 
+#: The sustained-load workloads (runner.load.sustained): a closed or open loop of transfers.
+SUSTAINED: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.sustained)
 #: Seed 000's eight FTP benchmarks (``--preset classic``), in its order.
-CLASSIC_SUITE: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp")
+CLASSIC_SUITE: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp" and n not in SUSTAINED)
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)

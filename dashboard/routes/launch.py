@@ -178,7 +178,7 @@ def _form_context(values: dict[str, str] | None = None, workloads: list[str] | N
     return {"values": values, "workloads_checked": workloads if workloads is not None else ["preset:classic"],
             "errors": errors or {}, "general": general or [], "yaml_error": yaml_error,
             "server_names": [n for n in SERVER_NAMES if n != "external"], "server_rows": range(SERVER_ROWS),
-            "workloads": [(n, w.title.format(clients="N", size="SIZE", body="BODY")) for n, w in WORKLOADS.items()],
+            "workloads": [(n, w.generic_title()) for n, w in WORKLOADS.items()],
             "presets": list(PRESETS), "campaign_presets": preset_names(), "preset_error": preset_error,
             "param_fields": PARAM_FIELDS, "defaults": defaults.model_dump()}
 

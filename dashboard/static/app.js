@@ -89,6 +89,7 @@ function watchCampaign(el) {
       const f = document.getElementById("cancel-form");
       if (f) f.remove();
       fairnessChart();  // the cells measured while the page was open
+      saturationChart();
     }
   }
   if (["queued", "running", "interrupted"].includes(el.dataset.status)) setTimeout(tick, 1000);
@@ -225,6 +226,67 @@ async function fairnessChart() {
   drawFairness(groups[pick]);
 }
 
+function drawSaturation(c) {
+  const canvas = document.getElementById("saturation-chart");
+  const old = Chart.getChart(canvas);
+  if (old) old.destroy();
+  const ns = c.points.map(p => p.clients);
+  const knee = c.points.find(p => p.clients === c.knee);
+  const datasets = [
+    { label: `throughput (${c.unit})`, yAxisID: "y", data: c.points.map(p => ({ x: p.clients, y: p.throughput })),
+      borderColor: COLORS[0], backgroundColor: COLORS[0], pointRadius: 3, borderWidth: 1.5, tension: 0 },
+    { label: "p99 (ms)", yAxisID: "y1", data: c.points.filter(p => p.p99_ms !== null).map(p => ({ x: p.clients, y: p.p99_ms })),
+      borderColor: COLORS[1], backgroundColor: COLORS[1], pointRadius: 3, borderWidth: 1.5, borderDash: [5, 3], tension: 0 },
+  ];
+  if (knee) datasets.push({ label: `knee: N = ${knee.clients}`, yAxisID: "y", type: "scatter", data: [{ x: knee.clients, y: knee.throughput }],
+    borderColor: COLORS[3], backgroundColor: COLORS[3], pointStyle: "triangle", pointRadius: 9 });
+  new Chart(canvas, {
+    type: "line",
+    data: { datasets },
+    options: { maintainAspectRatio: false, animation: false, parsing: false,
+      plugins: { title: { display: true, text: [`${c.server} · ${c.workload}`, "throughput and p99 against clients"] },
+        legend: { labels: { boxWidth: 10 } } },
+      scales: {
+        x: { type: "logarithmic", min: ns[0], max: ns[ns.length - 1], title: { display: true, text: "clients N (log2)" },
+          afterBuildTicks: axis => { axis.ticks = ns.map(v => ({ value: v })); }, ticks: { callback: v => String(v) } },
+        y: { position: "left", beginAtZero: true, title: { display: true, text: c.unit === "1/s" ? "operations/s" : c.unit } },
+        y1: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "p99 (ms)" } } } },
+  });
+  const parts = [c.knee === null ? "No knee." : `Knee at N = ${c.knee}: ${fmtNum(knee.throughput)} ${c.unit}, p99 ${fmtNum(knee.p99_ms)} ms` +
+    (c.knee_at_end ? " (the largest N swept: saturation may lie beyond)." : ".")];
+  if (c.user_rate !== null && c.points.some(p => p.users_at_rate !== null)) {
+    parts.push(`Users at ${fmtNum(c.user_rate / 1048576)} MiB/s: ` + c.points.map(p => `${p.users_at_rate ?? "n/a"} of ${p.clients}`).join(", ") +
+      `; every client up to N = ${c.all_at_rate ?? "none"}.`);
+  }
+  document.getElementById("saturation-summary").textContent = parts.join(" ");
+}
+
+async function saturationChart() {
+  const el = document.getElementById("saturation");
+  if (!el || typeof Chart === "undefined") return;
+  let d;
+  try {
+    const r = await fetch(`/api/campaigns/${encodeURIComponent(el.dataset.campaign)}/saturation`, { headers: { Accept: "application/json" } });
+    if (!r.ok) return;
+    d = await r.json();
+  } catch (e) {
+    return;
+  }
+  const curves = d.curves;
+  el.hidden = curves.length === 0;
+  el.dataset.curves = curves.length;
+  if (!curves.length) return;
+  const sel = document.getElementById("saturation-group");
+  sel.replaceChildren(...curves.map((c, i) => {
+    const o = document.createElement("option");
+    o.value = String(i);
+    o.textContent = `${c.server} · ${c.title.replace(/^\d+ clients /, "")}`;
+    return o;
+  }));
+  sel.onchange = () => drawSaturation(curves[parseInt(sel.value, 10)]);
+  drawSaturation(curves[0]);
+}
+
 function timelineChart() {
   const d = jsonData("timeline-data");
   const canvas = document.getElementById("timeline");
@@ -254,4 +316,5 @@ document.addEventListener("DOMContentLoaded", () => {
   memoryCharts();
   timelineChart();
   fairnessChart();
+  saturationChart();
 });

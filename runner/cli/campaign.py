@@ -60,6 +60,8 @@ def _build_spec(args: argparse.Namespace):
     if overrides:
         for w in data["workloads"]:
             w.setdefault("params", {}).update(overrides)
+            if "clients" in overrides:  # --clients N replaces a sweep (a list in params.clients, or sweep:)
+                w.pop("sweep", None)
     if args.storage:
         data["storage"] = [k.strip() for k in args.storage.split(",") if k.strip()]
     if getattr(args, "link", None):

@@ -106,6 +106,17 @@ class PhaseResult:
             xferlab-http unless a request outlived ``op_timeout`` past the end; h2load:
             started - done; None when the driver cannot tell (wrk: at most one per
             connection, i.e. ``clients``).
+
+    Sustained-load phases (``retr_sustained``, ``stor_sustained``: runner.load.sustained) also fill:
+
+    Attributes:
+        histograms: HDR latency histograms, encoded (runner.drivers.hdr: microseconds, 3
+            significant digits): ``"latency"``, each completed operation from its
+            *intended* start (open loop: its slot in the schedule; closed loop: its actual
+            start) to its end, the coordinated-omission-corrected figure; ``"service"``,
+            from its actual start to its end. ``latencies_ms`` stays empty for them.
+        user_rate: the rate R of the figure "users at rate R" (bytes/s; the workload's
+            ``user_rate``), 0 for other workloads.
     """
 
     workload: str
@@ -133,6 +144,8 @@ class PhaseResult:
     reconnects: int = 0
     driver_max_rss: int = 0
     unfinished: int | None = 0
+    histograms: dict[str, str] = field(default_factory=dict)
+    user_rate: int = 0
 
     @property
     def throughput_mib_s(self) -> float:

@@ -24,8 +24,6 @@ MAX_REPEATS = 1_000_000
 TEARDOWN_TIMEOUT = 10.0
 
 
-
-
 def raise_nofile_limit() -> int:
     """Raise this process's soft RLIMIT_NOFILE to its hard limit (capped at 2**20),
     so hundreds of sessions (2 descriptors each while transferring) fit. Returns the
@@ -78,6 +76,7 @@ class Phase:
         self.ops = 0
         self.latencies_ms: list[float] = []
         self.clients: list[ClientFigures] = []
+        self.histograms: dict[str, str] = {}  # encoded HDR histograms (runner.drivers.hdr)
         self.logged_in = 0
         self.greeted = 0  # sessions that got their greeting
         self.late = 0     # ... after more than LATE_SESSION_S
@@ -178,7 +177,8 @@ class Phase:
             latencies_ms=self.latencies_ms, errors=dict(self.errors), clients=self.clients,
             client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes,
             started_at=started_at, ended_at=ended_at, greeted_sessions=self.greeted,
-            late_sessions=self.late)
+            late_sessions=self.late, histograms=dict(self.histograms),
+            user_rate=self.p.user_rate if self.histograms else 0)
 
     # -- sessions -----------------------------------------------------------------
     async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:

@@ -1,6 +1,6 @@
-"""Run one classic-suite workload against an FTP server and return its PhaseResult.
+"""Run one FTP workload (the classic suite, the sustained load) against an FTP server and return its PhaseResult.
 
-The eight workloads are seed 000's ``ftpbench -b all`` benchmarks (DESIGN.md, "The
+The eight classic workloads are seed 000's ``ftpbench -b all`` benchmarks (DESIGN.md, "The
 classic suite"); see :mod:`runner.workloads` for names and parameters. Every
 phase is bounded by ``params.phase_timeout``: on expiry everything in flight is
 cancelled, unfinished operations are counted as ``timeout`` errors, all sockets are
@@ -21,6 +21,8 @@ Timing method (units as docs/methodology.md):
   to the last completion; ``clients`` holds per-session figures (fairness).
 * ``quit``: N logged-in sessions send QUIT at once; ``elapsed_s`` until all got
   ``221`` and saw the connection closed.
+* ``retr_sustained`` / ``stor_sustained``: N clients loop transfers for ``duration`` s,
+  closed or open loop, latencies in HDR histograms: :mod:`runner.load.sustained`.
 
 Client CPU (``client_cpu_user_s`` / ``client_cpu_system_s``) is the ``os.times()``
 delta of this process over the measured phase only.
@@ -49,6 +51,7 @@ from runner.load import loop as event_loop
 from runner.load.fixtures import client_source, ensure_server_file, server_name
 from runner.load.ftp import FTPError, FTPSession, _with_timeout
 from runner.load.phase import MAX_REPEATS, Phase, gc_paused, raise_nofile_limit
+from runner.load.sustained import run_sustained
 from runner.workloads import WORKLOADS, WorkloadParams
 
 
@@ -293,6 +296,8 @@ _IMPLS = {
     "retr_concurrent": lambda ph: _concurrent_transfer(ph, "retr"),
     "stor_concurrent": lambda ph: _concurrent_transfer(ph, "stor"),
     "quit": _quit,
+    "retr_sustained": lambda ph: run_sustained(ph, "retr"),
+    "stor_sustained": lambda ph: run_sustained(ph, "stor"),
 }
 
 
@@ -304,7 +309,7 @@ async def run_workload(workload: str, target: Target, params: WorkloadParams, *,
     Args:
         workload: a name of :data:`runner.workloads.WORKLOADS` (``stor``, ``retr``,
             ``login``, ``stor_idle``, ``retr_idle``, ``retr_concurrent``,
-            ``stor_concurrent``, ``quit``).
+            ``stor_concurrent``, ``quit``, ``retr_sustained``, ``stor_sustained``).
         target: where to connect; ``target.root`` (local home path) lets RETR fixtures
             be written directly instead of uploaded by STOR (untimed either way).
         params: workload parameters (clients, sizes, duration, timeouts, ...).

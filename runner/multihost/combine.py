@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from runner.drivers import hdr
 from runner.drivers.result import PhaseResult
 from runner.workloads import WORKLOADS, WorkloadParams
 
@@ -32,8 +33,13 @@ def client_shares(workload: str, clients: int, hosts: int) -> list[int]:
 
 def host_params(workload: str, params: WorkloadParams, share: int) -> WorkloadParams:
     """The WorkloadParams one client host runs: ``params`` with ``clients = share``
-    (its part of the N clients, or of the idle sessions of ``*_idle``)."""
-    return params.model_copy(update={"clients": share})
+    (its part of the N clients, or of the idle sessions of ``*_idle``); the open-loop
+    ``rate`` of a sustained workload (operations/s over all clients) becomes the host's
+    part of it, ``rate x share / clients``, so the hosts together keep the spec's rate."""
+    update: dict[str, float | int] = {"clients": share}
+    if params.rate is not None and WORKLOADS[workload].sustained and share > 0:
+        update["rate"] = params.rate * share / params.clients
+    return params.model_copy(update=update)
 
 
 def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> PhaseResult:
@@ -42,7 +48,11 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
     single-stream throughputs). ``results`` is ``[(host name, result), ...]`` of one
     workload; ``kind`` names the sources in the notes (``"host"``: client hosts,
     ``"process"``: client processes of one machine, runner.multihost.processes).
-    Raises ValueError for an empty list or mixed workloads."""
+    HDR latency histograms (sustained workloads, runner.drivers.hdr) are added: the
+    merged histogram holds every operation of every source, so its percentiles are those
+    of the whole phase (not an average of the sources' percentiles).
+    Raises ValueError for an empty list, mixed workloads, a histogram some sources lack
+    or one that does not decode."""
     from runner.measure import client_utilization  # the per-host figure, as one host's result reports it
 
     if not results:
@@ -79,6 +89,15 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
     pct = results[0][1].latency_percentiles_ms if len(results) == 1 else {}
     if len(results) > 1 and any(r.latency_percentiles_ms for _, r in results):
         notes.append(f"{tag}: the driver's latency percentiles cannot be merged across {kinds}: left out")
+    histograms = {}
+    for key in sorted({k for _, r in results for k in r.histograms}):
+        if not all(key in r.histograms for _, r in results):
+            raise ValueError(f"combine: the {key!r} latency histogram is missing from some {kinds}' results")
+        merged = hdr.merge(r.histograms[key] for _, r in results)
+        if merged is not None:
+            histograms[key] = merged
+    if histograms and len(results) > 1:
+        notes.append(f"{tag}: the {kinds}' HDR latency histograms added (every operation of every {kind})")
     return PhaseResult(
         workload=workload, elapsed_s=max(elapsed, 0.0), bytes=total_bytes, ops=sum(r.ops for _, r in results),
         latencies_ms=[x for _, r in results for x in r.latencies_ms], errors=errors,
@@ -95,7 +114,8 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         latency_percentiles_ms=pct, reconnects=sum(r.reconnects for _, r in results),
         driver_max_rss=max(r.driver_max_rss for _, r in results),
         unfinished=(None if any(r.unfinished is None for _, r in results)
-                    else sum(r.unfinished or 0 for _, r in results)))
+                    else sum(r.unfinished or 0 for _, r in results)),
+        histograms=histograms, user_rate=max(r.user_rate for _, r in results))
 
 
 def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:

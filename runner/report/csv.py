@@ -9,7 +9,10 @@
   title, metric, unit, checkpoint, higher_is_better``, the summary
   (``n, median, ci_low, ci_high, ci_coverage, mean, stdev, min, max``), then every
   raw sample in ``sample_1 .. sample_N`` (N = the largest repeat count; shorter
-  series leave trailing fields empty).
+  series leave trailing fields empty). A campaign with a sweep of a sustained workload
+  (runner.report.saturation) also gets, per curve, the derived rows of metric
+  ``saturation_knee`` and ``saturation_all_at_rate`` (unit ``clients``; the N in
+  ``median``, empty when there is none).
 
 Formula injection (OWASP, "CSV Injection"): a *text* cell starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a line break is prefixed with a single quote, so a
@@ -27,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from runner.report.data import CampaignData
+from runner.report.saturation import curves
 from runner.report.stats import summarize
 from runner.report.tables import Table, as_tables
 
@@ -74,6 +78,11 @@ def render_data(data: CampaignData) -> str:
         row.update({f: (getattr(summ, f) if summ else None) for f in SUMMARY_FIELDS})
         row.update({f"sample_{i}": v for i, v in enumerate(s.samples, 1)})
         rows.append(row)
+    for c in curves(data):
+        for metric, n in (("saturation_knee", c.knee), ("saturation_all_at_rate", c.all_at_rate)):
+            rows.append({"campaign": data.name, "server": c.server, "workload": c.workload,
+                         "params_key": c.params_key, "title": c.title, "metric": metric, "unit": "clients",
+                         "checkpoint": None, "higher_is_better": True, "median": n})
     return _write(header, rows)
 
 

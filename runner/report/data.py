@@ -48,12 +48,15 @@ class WorkloadFacts:
         primary: the metric a workload's row shows (``throughput``, ``elapsed``, ...).
         unit: unit of ``primary``.
         higher_is_better: direction of ``primary``.
+        sustained: a sustained-load workload (a steady-state throughput): its cells of
+            several client counts make a saturation curve (runner.report.saturation).
     """
 
     title: str
     primary: str
     unit: str
     higher_is_better: bool
+    sustained: bool = False
 
 
 @dataclass

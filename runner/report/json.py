@@ -12,7 +12,10 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
                  "metric": "throughput", "unit": "MiB/s", "higher_is_better": true,
                  "params_key": "...", "checkpoint": null,
                  "samples": [1652.72, ...],                 # every raw sample
-                 "summary": {"n": 5, "median": ..., ...}}]} # derived; ignored on load
+                 "summary": {"n": 5, "median": ..., ...}}],# derived; ignored on load
+     "saturation": [{"server": ..., "workload": ..., "knee": 16, "points": [...], ...}]}
+                                          # only with a sweep of a sustained workload
+                                          # (runner.report.saturation); derived, ignored on load
 
 Table document (``render(Table or [Table, ...])``; not loadable, derived data)::
 
@@ -29,6 +32,7 @@ import json as _json
 from collections.abc import Sequence
 
 from runner.report.data import CampaignData, Series
+from runner.report.saturation import curves
 from runner.report.stats import summarize
 from runner.report.tables import Table, as_tables
 
@@ -59,6 +63,7 @@ def to_dict(data: CampaignData) -> dict:
                          for f in data.failures],
         },
         "series": [_series(s) for s in data.series],
+        **({"saturation": sat} if (sat := [c.as_dict() for c in curves(data)]) else {}),
     }
 
 

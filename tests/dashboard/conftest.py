@@ -134,6 +134,51 @@ def fair_campaign(engine) -> Callable[..., int]:
     return make
 
 
+@pytest.fixture
+def sweep_campaign(engine) -> Callable[..., int]:
+    """``sweep_campaign(label=None)`` stores a saturation sweep: one server, ``retr_sustained``
+    at 1, 2, 4, 8 clients, 2 repeats, with the sample rows runner.measure makes of a
+    PhaseResult (HDR histograms, users at rate R = 1 MiB/s): throughput 10, 20, 40, 41
+    MiB/s, every operation 2 ms but at N = 8 5 ms (p99 doubled: the knee is N = 4); each
+    client at 10 MiB/s but at N = 8 three of them at 0.5 MiB/s. Returns the campaign id."""
+    from sqlalchemy.orm import Session
+
+    from runner.drivers import hdr
+    from runner.drivers.result import ClientFigures, PhaseResult
+    from runner.measure import phase_samples
+    from runner.spec import parse_spec
+    from runner.store import campaigns as crud
+    from runner.store.models import Cell
+
+    def hist(ms: float, n: int) -> str:
+        h = hdr.new_histogram()
+        for _ in range(n):
+            hdr.record_s(h, ms / 1000)
+        return hdr.encode(h)
+
+    def make(label: str | None = None) -> int:
+        server = {"name": "tpd", **({"label": label} if label else {})}
+        spec = parse_spec({"name": "sweep", "repeats": 2, "backend": "local", "servers": [server],
+                           "workloads": [{"name": "retr_sustained",
+                                          "params": {"clients": [1, 2, 4, 8], "duration": 1, "file_size": "1M"}}]})
+        with Session(engine, expire_on_commit=False) as s:
+            camp = crud.create_campaign(s, spec=spec, backend="local")
+            s.commit()
+            for c in s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq):
+                c.status, c.started_at = "running", crud.now()
+                n = c.params["clients"]
+                total = {1: 10, 2: 20, 4: 40, 8: 41}[n] * MIB
+                rates = [10 * MIB] * n if n < 8 else [0.5 * MIB] * 3 + [(total - 1.5 * MIB) / 5] * 5
+                r = PhaseResult(workload="retr_sustained", elapsed_s=1.0, bytes=total, ops=total // MIB,
+                                clients=[ClientFigures(int(x), 1.0) for x in rates], user_rate=MIB,
+                                histograms={"latency": hist(5.0 if n == 8 else 2.0, 50),
+                                            "service": hist(2.0, 50)})
+                crud.finish_cell(s, cell=c, status="done", samples=phase_samples(r))
+            return camp.id
+
+    return make
+
+
 @contextmanager
 def served(app) -> Iterator[int]:
     """Serve ``app`` with a real uvicorn on 127.0.0.1 in a thread; yields the port. Waits

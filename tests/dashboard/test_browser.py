@@ -235,3 +235,34 @@ def test_fairness_chart_renders(server, browser, fair_campaign):
                           " for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; })()")
     assert drawn
     _shots(page, "campaign-fairness")
+
+
+def test_saturation_chart_renders(server, browser, sweep_campaign):
+    """The campaign page draws the saturation curve of its sweep from
+    /api/campaigns/ID/saturation: throughput and p99 against N on a log2 axis (two y axes),
+    the knee marked; a label holding markup is shown as text, never inserted as HTML."""
+    from .conftest import EVIL
+
+    cid = sweep_campaign(label=EVIL)
+    page = browser.new_page(viewport=WIDE)
+    page.set_default_timeout(30_000)
+    page.goto(f"{server}/campaigns/{cid}")
+    page.wait_for_function("Chart.getChart(document.getElementById('saturation-chart')) !== undefined")
+    chart = page.evaluate("(() => { const c = Chart.getChart(document.getElementById('saturation-chart'));"
+                          " return { data: c.data.datasets.map(d => [d.label, d.yAxisID, d.data.map(p => [p.x, p.y])]),"
+                          " x: c.options.scales.x.type, ticks: c.scales.x.ticks.map(t => t.value) }; })()")
+    (tp_label, tp_axis, tp), (p99_label, p99_axis, p99), (knee_label, _, knee) = chart["data"]
+    assert tp_label == "throughput (MiB/s)" and tp_axis == "y"
+    assert [x for x, _ in tp] == [1, 2, 4, 8] and [round(y) for _, y in tp] == [10, 20, 40, 41]
+    assert p99_label == "p99 (ms)" and p99_axis == "y1" and [round(y, 1) for _, y in p99] == [2.0, 2.0, 2.0, 5.0]
+    assert knee_label == "knee: N = 4" and [x for x, _ in knee] == [4]
+    assert chart["x"] == "logarithmic" and chart["ticks"] == [1, 2, 4, 8]
+    summary = page.locator("#saturation-summary").inner_text()
+    assert "Knee at N = 4" in summary and "every client up to N = 4" in summary
+    assert page.locator("#saturation-group option").first.inner_text().startswith(EVIL)
+    assert page.locator("#saturation img").count() == 0 and page.title() != "1"
+    drawn = page.evaluate("(() => { const c = document.getElementById('saturation-chart');"
+                          " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+                          " for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; })()")
+    assert drawn
+    _shots(page, "campaign-saturation")

@@ -107,3 +107,53 @@ def test_http_results_combine_and_round_trip() -> None:
     assert c.latency_percentiles_ms == {} and any("cannot be merged" in n for n in c.notes)
     assert [x.requests for x in c.clients] == [100, 50]
     assert result_from_json(result_to_json(a)) == a
+
+
+def _hist(values_s: list[float]) -> str:
+    from runner.drivers import hdr
+
+    h = hdr.new_histogram()
+    for v in values_s:
+        hdr.record_s(h, v)
+    return hdr.encode(h)
+
+
+def test_combine_adds_hdr_histograms_and_round_trips() -> None:
+    """Sustained workloads: the hosts' HDR histograms add, so the combined p99 is the p99
+    of all operations (here host b's slow tail: 2 of 100 operations at 1 s, p99 = 1000 ms,
+    which neither an average of the hosts' p99 (505 ms) nor host a's (10 ms) gives)."""
+    from runner.drivers import hdr
+
+    a = _r("retr_sustained", 1.0, 1 << 20, [], [ClientFigures(1 << 20, 1.0)], 100.0, 101.0)
+    b = _r("retr_sustained", 1.0, 1 << 20, [], [ClientFigures(1 << 20, 1.0)], 100.0, 101.0)
+    a.histograms = {"latency": _hist([0.010] * 50), "service": _hist([0.005] * 50)}
+    b.histograms = {"latency": _hist([0.010] * 48 + [1.0, 1.0]), "service": _hist([0.005] * 50)}
+    a.user_rate = b.user_rate = 4096
+    c = combine([("a", a), ("b", b)])
+    assert hdr.count(c.histograms["latency"]) == 100 and hdr.count(c.histograms["service"]) == 100
+    pct = hdr.percentiles_ms(c.histograms["latency"])
+    assert pct["p50"] == pytest.approx(10.0, rel=1e-3)
+    assert pct["p99"] == pytest.approx(1000.0, rel=1e-3)
+    assert c.user_rate == 4096
+    assert result_from_json(result_to_json(c)).histograms == c.histograms
+    b.histograms = {"latency": b.histograms["latency"]}
+    with pytest.raises(ValueError, match="service"):
+        combine([("a", a), ("b", b)])
+    b.histograms = {"latency": "garbage", "service": a.histograms["service"]}
+    with pytest.raises(ValueError, match="HDR"):
+        combine([("a", a), ("b", b)])
+
+
+def test_host_params_split_an_open_loop_rate() -> None:
+    """Across client processes or hosts the sustained workloads' open-loop rate is split in
+    proportion to each one's clients, so together they keep the spec's rate."""
+    from runner.multihost.combine import client_shares, host_params
+    from runner.workloads import WorkloadParams
+
+    p = WorkloadParams(clients=5, rate=100.0)
+    shares = client_shares("retr_sustained", 5, 2)
+    assert shares == [3, 2]
+    parts = [host_params("retr_sustained", p, s) for s in shares]
+    assert [(q.clients, q.rate) for q in parts] == [(3, 60.0), (2, 40.0)]
+    assert host_params("retr_sustained", WorkloadParams(clients=4), 2).rate is None  # closed loop
+    assert host_params("login", p, 3).rate == 100.0  # a parameter the workload does not use is left alone

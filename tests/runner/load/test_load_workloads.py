@@ -346,7 +346,7 @@ def test_catalogue_facts_used_across_hosts():
     p = WorkloadParams(transfer_size=4096, file_size=8192)
     assert {n for n, w in WORKLOADS.items() if w.single_stream} == {"stor", "retr", "stor_idle", "retr_idle"}
     assert {n: w.fixture_size(p) for n, w in WORKLOADS.items() if w.fixture_param} == {
-        "retr": 4096, "retr_idle": 4096, "retr_concurrent": 8192, "http_download": 8192}
+        "retr": 4096, "retr_idle": 4096, "retr_concurrent": 8192, "http_download": 8192, "retr_sustained": 8192}
     assert {n for n, w in WORKLOADS.items() if w.client_split == "per_host"} == {"stor", "retr"}
     assert {n for n, w in WORKLOADS.items() if w.protocol == "http"} == {"http_upload", "http_download"}
     assert {w.protocol for w in WORKLOADS.values()} == {"ftp", "http"}

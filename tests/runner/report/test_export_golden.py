@@ -6,6 +6,8 @@ regenerated on 2026-11-23 for one intended change, the report context of issue 1
 ("Conducted on" and "Setup" tables; ``setups`` in the JSON campaign document), and on
 2026-11-25 for issue 15's fairness figures (the campaign table's ``Jain`` column, the
 ``fairness_cv`` series derived from the stored index, the comparison's fairness table).
+The ``sweep.*`` goldens (a saturation sweep of issue 15: the sweep rows, the saturation
+tables, the knee) were added on 2026-11-25 with the other files unchanged.
 
 Regenerate only for an intended change of the export bytes:
 ``XFERLAB_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/runner/report/test_export_golden.py``
@@ -100,6 +102,48 @@ def store_fixed_campaign(engine) -> int:
         return camp.id
 
 
+#: server index -> N -> (throughput MiB/s, p99 ms, users at rate R): server 0 saturates at
+#: N=4 (its p99 doubles at 8); server 1 still rises at the end of the sweep.
+SWEEP = {0: {1: (100.0, 2.0, 1), 2: (190.0, 2.2, 2), 4: (380.0, 3.1, 4), 8: (385.0, 4.4, 6)},
+         1: {1: (80.0, 1.0, 0), 2: (160.0, 1.1, 1), 4: (300.0, 1.2, 3), 8: (590.0, 1.5, 8)}}
+
+
+def store_sweep_campaign(engine) -> int:
+    """Store a saturation sweep (issue 15): ``retr_sustained`` at 1, 2, 4, 8 clients on two
+    servers, 2 repeats, with the figures of :data:`SWEEP` (the second repeat 1% higher).
+    Returns its id."""
+    from runner.spec import parse_spec
+    from runner.store import campaigns as crud
+    from runner.store.models import Cell, Sample
+
+    spec = parse_spec({
+        "name": "golden sweep", "repeats": 2, "backend": "local",
+        "servers": [{"name": "tpd"}, {"name": "pyftpdlib", "version": "2.2.0"}],
+        "workloads": [{"name": "retr_sustained", "params": {"clients": [1, 2, 4, 8], "duration": 2, "file_size": "1M",
+                                                            "user_rate": "4M"}}]})
+    with Session(engine, expire_on_commit=False) as s:
+        camp = crud.create_campaign(s, spec=spec, backend="local")
+        s.commit()
+        env = crud.get_or_create_environment(s, data={"kernel": "6.1.0-test", "cores": 2, "backend": "local"},
+                                             env_class="golden-env")
+        cells = list(s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq))
+        labels = list(dict.fromkeys(c.server_label for c in cells))
+        for c in cells:
+            c.status = "running"
+            c.started_at = crud.now()
+            tp, p99, users = SWEEP[labels.index(c.server_label)][c.params["clients"]]
+            k = 1.0 + 0.01 * c.repeat
+            samples = [Sample(metric="throughput", stat="value", value=round(tp * k, 6), unit="MiB/s"),
+                       Sample(metric="ops_rate", stat="value", value=round(tp * k, 6), unit="1/s"),
+                       Sample(metric="latency", stat="p50", value=round(p99 / 2, 6), unit="ms"),
+                       Sample(metric="latency", stat="p99", value=round(p99 * k, 6), unit="ms"),
+                       Sample(metric="service_time", stat="p99", value=round(p99 * k / 2, 6), unit="ms"),
+                       Sample(metric="users_at_rate", stat="value", value=float(users), unit="count"),
+                       Sample(metric="errors", stat="total", value=0.0, unit="count")]
+            crud.finish_cell(s, cell=c, status="done", samples=samples, environment=env)
+        return camp.id
+
+
 def exports(engine) -> dict[str, str]:
     """file name -> export text, for the campaign report and a comparison, every format."""
     from runner.reporting import campaign_report, compare_report
@@ -114,6 +158,9 @@ def exports(engine) -> dict[str, str]:
         out["campaign-speedup.rst"] = campaign_report(data, fmt="rst", speedup=True)
         for fmt in FORMATS:
             out[f"compare.{fmt}"] = compare_report(s, f"{cid}:pyftpdlib 2.2.0", f"{cid}:vsftpd 3.0.3", fmt=fmt)
+        sweep = load_campaign(s, campaign_id=store_sweep_campaign(engine))
+        for fmt in FORMATS:
+            out[f"sweep.{fmt}"] = campaign_report(sweep, fmt=fmt)
     return out
 
 
