@@ -14,7 +14,11 @@
  * pipe is closed, which releases them together. Each child writes its start time
  * (CLOCK_MONOTONIC, after the release) into a shared page before exec. The parent reaps
  * every child with wait4(2); past BOUND_MS after the release every child still running
- * gets SIGKILL. Children get SIGKILL when this process dies (PR_SET_PDEATHSIG).
+ * gets SIGKILL. Children get SIGKILL when this process dies (PR_SET_PDEATHSIG). This
+ * process cannot use PR_SET_PDEATHSIG itself (the runner may start it from a thread that
+ * ends at once: runner.backends.netns), so it checks every TICK_MS whether its parent
+ * process is gone (getppid() changed: the runner was killed) and then kills every child
+ * and exits 3, so no client outlives a killed runner by more than TICK_MS.
  *
  * Output on stdout, after the last child is reaped:
  *     released MONO_NS REAL_NS
@@ -49,6 +53,8 @@ struct job {
 static volatile sig_atomic_t expired = 0;
 
 static void on_alarm(int sig) { (void)sig; expired = 1; }
+/* period of the timer that wakes wait4(2) to check the bound and the parent (ms) */
+#define TICK_MS 100
 
 static int64_t now_ns(clockid_t clk) {
     struct timespec ts;
@@ -104,6 +110,7 @@ static void child(struct job *j, int rd, int wr, pid_t parent, volatile int64_t 
 }
 
 int main(int argc, char **argv) {
+    pid_t parent = getppid();
     if (argc != 3) {
         fprintf(stderr, "usage: clientspawn BOUND_MS JOBFILE\n");
         return 2;
@@ -168,8 +175,9 @@ int main(int argc, char **argv) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;  /* no SA_RESTART: wait4 returns EINTR */
     sigaction(SIGALRM, &sa, NULL);
-    struct itimerval it = {{0, 0}, {bound_ms / 1000, (bound_ms % 1000) * 1000}};
+    struct itimerval it = {{0, TICK_MS * 1000}, {0, TICK_MS * 1000}};
     int64_t released = now_ns(CLOCK_MONOTONIC), released_real = now_ns(CLOCK_REALTIME);
+    int64_t deadline = released + (int64_t)bound_ms * 1000000;
     close(barrier[1]);
     close(barrier[0]);
     setitimer(ITIMER_REAL, &it, NULL);
@@ -179,14 +187,20 @@ int main(int argc, char **argv) {
     if (!end || !status || !ru) return die("memory");
     int left = n, swept = 0;
     while (left > 0) {
-        if (expired && !swept) {
+        int orphan = getppid() != parent;
+        if (!swept && (orphan || now_ns(CLOCK_MONOTONIC) >= deadline)) {
             for (int i = 0; i < n; i++)
                 if (!done[i]) {
                     killed[i] = 1;
                     kill(pids[i], SIGKILL);
                 }
             swept = 1;
+            if (orphan) {
+                fprintf(stderr, "clientspawn: the runner (pid %d) is gone: clients killed\n", (int)parent);
+                return 3;
+            }
         }
+        expired = 0;
         int st;
         struct rusage r;
         pid_t pid = wait4(-1, &st, 0, &r);

@@ -129,3 +129,44 @@ def test_no_compiler_is_a_clear_skip_reason(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(DriverUnavailable, match="build-essential"):
         clients.build_spawner()
+
+
+def test_clients_die_with_a_killed_runner(tmp_path, spawner):
+    """SIGKILL of the runner process (no finally block runs) while its clients hang:
+    clientspawn notices its parent is gone within its 100 ms tick and kills them, long
+    before their 60 s bound (before the tick it kept them only until the bound: a killed
+    `xferlab run` left 159 wget processes running). The runner here is a child Python
+    running run_clients in a thread."""
+    import subprocess
+
+    code = f"""
+import threading
+from pathlib import Path
+from runner.drivers.clients import Job, run_clients
+jobs = [Job(["sh", "-c", "echo $$ > pid; exec sleep 60"], {str(tmp_path)!r} + "/c" + str(i)) for i in range(3)]
+threading.Thread(target=lambda: run_clients(jobs, folder=Path({str(tmp_path)!r}), bound_s=60,
+                                            spawner=Path({str(spawner)!r})), daemon=True).start()
+threading.Event().wait()
+"""
+    for i in range(3):
+        (tmp_path / f"c{i}").mkdir()
+    runner = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 20
+        while not all((tmp_path / f"c{i}" / "pid").exists() for i in range(3)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [int((tmp_path / f"c{i}" / "pid").read_text()) for i in range(3)]
+        time.sleep(0.3)  # past one tick with the runner alive: the clients must still run
+        assert all(_alive(p) for p in pids)
+    finally:
+        runner.kill()
+        runner.wait()
+    assert_gone(pids, within_s=2.0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
