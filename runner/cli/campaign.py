@@ -234,9 +234,21 @@ def _warn_syncookies(console) -> None:
                       "connects; `sysctl -w net.ipv4.tcp_syncookies=0` (or the Ansible tuning role) turns it off")
 
 
+def _on_sigterm(signum, frame) -> None:
+    raise KeyboardInterrupt  # as Ctrl-C: the cell's finally blocks stop its server, link and clients
+
+
 def _run_with_progress(console, engine, cid: int, total: int, done: int) -> None:
+    """Run the campaign's cells with a progress display. SIGTERM is handled as Ctrl-C
+    (Python's default would end the process without running any ``finally``, leaving the
+    cell's container, link namespaces and client processes behind): the campaign is
+    cancelled, its finished cells stay stored, exit status 130."""
+    import signal
+
     from runner.execute import run_campaign
 
+    old = signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() \
+        else None
     with reporter_for(console, total, done) as rep:
         try:
             run_campaign(engine, cid, reporter=rep)
@@ -247,6 +259,9 @@ def _run_with_progress(console, engine, cid: int, total: int, done: int) -> None
                 crud.cancel_campaign(session, campaign_id=cid)
             console.print(f"[red]interrupted[/]: campaign {cid} cancelled; finished cells are stored")
             raise SystemExit(130) from None
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
 
 
 def _print_results(console, engine, cid: int, args) -> int:
