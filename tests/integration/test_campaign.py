@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -172,3 +173,43 @@ def test_kill_midway_keeps_finished_cells(tmp_path, xferlab_env, engine):
         left = client.containers.list(all=True, filters={"label": f"xferlab.owner_pid={proc.pid}"})
         assert not left, [(c.name, c.status) for c in left]
         assert not client.volumes.list(filters={"label": f"xferlab.owner_pid={proc.pid}"})
+
+
+def test_sigterm_mid_phase_leaves_no_client_link_or_server(tmp_path, xferlab_env):
+    """`xferlab run` stopped by SIGTERM while 8 wget processes download over a shaped
+    link (local backend, tpd): exit 130, the campaign cancelled, and nothing of the cell
+    left: no client process, no server process, no link namespace."""
+    import psutil
+
+    from runner.backends.linknet import base_problem
+
+    if shutil.which("wget") is None:
+        pytest.skip("wget is not installed")
+    why = base_problem()
+    if why:
+        pytest.skip(why)
+    spec = _write_spec(tmp_path, name="term", repeats=1, backend="local", warmup=False, link=["100mbit"],
+                       servers=[{"name": "tpd"}],
+                       workloads=[{"name": "retr_concurrent", "params": {"clients": 8, "file_size": "8M",
+                                                                         "driver": "wget"}}])
+    proc = subprocess.Popen(XFERLAB + ["run", str(spec)], env=xferlab_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline, seen = time.monotonic() + 120, []
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.name() == "wget"]
+            if len(seen) == 8:
+                break
+            time.sleep(0.1)
+        assert len(seen) == 8, "the wget clients did not start in time"
+        family = psutil.Process(proc.pid).children(recursive=True)  # clientspawn, wget, tpd
+        time.sleep(0.5)  # mid-transfer: 64 MiB take about 6 s over 100 Mbit/s
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    gone, alive = psutil.wait_procs(family, timeout=5)
+    assert not alive, [(p.pid, p.name()) for p in alive]
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"xl-{proc.pid}-" not in names
