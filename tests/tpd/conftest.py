@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from .tls_support import TlsFiles, make_tls_files
+
 REPO = Path(__file__).resolve().parents[2]
 TPD_DIR = REPO / "servers" / "tpd"
 BUILD = TPD_DIR / "build"
@@ -56,9 +58,13 @@ class TpdServer:
 
     def __init__(self, binary: Path, tmp: Path, *, http: bool = True,
                  extra: list[str] | None = None, first_user_ro: bool = False,
-                 prefix: list[str] | None = None, asan_options: str = ""):
+                 prefix: list[str] | None = None, asan_options: str = "",
+                 tls: TlsFiles | None = None):
         """Start tpd from `binary` with its home under `tmp`.
 
+        tls: certificate files; with them tpd gets --tls-cert/--tls-key and
+        an implicit-FTPS (``ftps_port``) and an HTTPS (``https_port``, with
+        http) listener; ``self.tls`` keeps them (None: no TLS).
         extra: more tpd options; asan_options: appended to ASAN_OPTIONS;
         prefix: a command the server is run under
         that execs it (e.g. ``["prlimit", "--nofile=40:40", "--"]``), so
@@ -85,6 +91,9 @@ class TpdServer:
         self.users.write_text("\n".join(lines) + "\n")
         self.ftp_port = free_port()
         self.http_port = free_port() if http else None
+        self.tls = tls
+        self.ftps_port = free_port() if tls else None
+        self.https_port = free_port() if tls and http else None
         self.log_path = tmp / f"tpd-{self.ftp_port}.log"
         args = [str(binary), "--ftp-listen", f"127.0.0.1:{self.ftp_port}",
                 "--users", str(self.users), "--pasv-ports", "40000-44999",
@@ -92,6 +101,11 @@ class TpdServer:
                 "--log-level", "info"]
         if http:
             args += ["--http-listen", f"127.0.0.1:{self.http_port}"]
+        if tls:
+            args += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key),
+                     "--ftps-listen", f"127.0.0.1:{self.ftps_port}"]
+            if http:
+                args += ["--https-listen", f"127.0.0.1:{self.https_port}"]
         args += extra or []
         args = list(prefix or []) + args
         self.args = args
@@ -153,17 +167,25 @@ def _check_clean(srv: TpdServer) -> None:
     assert rc == 0, f"tpd exit status {rc}\n{text[-3000:]}"
 
 
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory) -> TlsFiles:
+    """A test CA and a server certificate for 127.0.0.1 / localhost (once
+    per session)."""
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
 @pytest.fixture
-def make_server(tpd_binary, tmp_path):
+def make_server(tpd_binary, tmp_path, tls_files):
     """Factory: start extra servers (with options); all are checked on exit.
     ``binary=`` overrides the session's binary (e.g. BUILD / "tpd" for RSS
-    measurements, which ASan's quarantine and shadow memory would distort)."""
+    measurements, which ASan's quarantine and shadow memory would distort);
+    ``tls=True`` gives the server the session's certificate (TpdServer)."""
     servers: list[TpdServer] = []
 
-    def factory(binary: Path | None = None, **kw) -> TpdServer:
+    def factory(binary: Path | None = None, tls: bool = False, **kw) -> TpdServer:
         d = tmp_path / f"srv{len(servers)}"
         d.mkdir()
-        srv = TpdServer(binary or tpd_binary, d, **kw)
+        srv = TpdServer(binary or tpd_binary, d, tls=tls_files if tls else None, **kw)
         servers.append(srv)
         return srv
 

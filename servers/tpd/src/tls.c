@@ -104,13 +104,20 @@ fail:
 #endif
 }
 
-/* OpenSSL's reason for the last failure, or strerror(errno). */
+/* OpenSSL's reasons for the last failure, oldest first ("; "-joined), or
+ * strerror(errno) when its error queue is empty. */
 static const char *ossl_reason(char *buf, size_t sz)
 {
-    unsigned long e = ERR_peek_last_error();
-    if (e)
-        ERR_error_string_n(e, buf, sz);
-    else
+    size_t o = 0;
+    unsigned long e;
+    buf[0] = '\0';
+    while ((e = ERR_get_error()) != 0 && o + 8 < sz) {
+        if (o)
+            o += (size_t)snprintf(buf + o, sz - o, "; ");
+        ERR_error_string_n(e, buf + o, sz - o);
+        o += strlen(buf + o);
+    }
+    if (!o)
         snprintf(buf, sz, "%s", strerror(errno));
     ERR_clear_error();
     return buf;
@@ -139,7 +146,7 @@ static bool readable(const char *what, const char *path)
  */
 int tls_init(void)
 {
-    char why[256];
+    char why[512];
     ktls_probe();
     bool cert = g_cfg.tls_cert[0], key = g_cfg.tls_key[0];
     if (cert != key) {
