@@ -111,7 +111,9 @@ int tls_handshake(struct handler *h)
 
 /*
  * Read plaintext into buf until it holds cap bytes or nothing more can be
- * read without waiting; *got is the count.  Several records may be read
+ * read without waiting; *got is the count (0 unless IO_OK: bytes read
+ * before an EOF or an error are delivered first, with IO_OK, and the EOF
+ * or error is reported by the next call).  Several records may be read
  * (each SSL_read returns at most one record, 16 KiB), so an upload buffer
  * fills as it would from recv().  Returns IO_OK (*got > 0), IO_AGAIN,
  * IO_EOF (close_notify received and no bytes read), or IO_SOCK_ERR.
@@ -134,8 +136,8 @@ int tls_read(struct handler *h, void *buf, size_t cap, size_t *got)
             continue;
         }
         int r = map_result(h, 0, TLS_RD_WANTS_WR, true);
-        if (*got > 0 && (r == IO_AGAIN || r == IO_EOF))
-            return IO_OK;          /* an EOF is reported again next call */
+        if (*got > 0)
+            return IO_OK;  /* bytes first: an EOF or error recurs next call */
         return r;
     }
     return IO_OK;
