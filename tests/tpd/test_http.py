@@ -10,6 +10,8 @@ import urllib.request
 
 import pytest
 
+from .tls_support import https_conn
+
 
 def url(srv, path):
     return f"http://127.0.0.1:{srv.http_port}{path}"
@@ -66,8 +68,22 @@ def test_directory_listing_and_redirect(server):
     assert r.status == 200 and r.read() == b"x.txt\r\n"
 
 
-def test_symlink_escape_forbidden(server):
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_symlink_escape_forbidden(make_server, tls):
+    server = make_server(tls=tls)
     os.symlink(server.outside / "secret.txt", server.home / "leak")
+    (server.home / "ok.txt").write_text("ok")
+    if tls:
+        c = https_conn(server)
+        for path, code in (("/leak", 403), ("/%2e%2e/outside/secret.txt", 404),
+                           ("/../outside/secret.txt", 404), ("/ok.txt", 200)):
+            c.request("GET", path)
+            r = c.getresponse()
+            body = r.read()
+            assert r.status == code, path
+            assert b"top secret" not in body
+        c.close()
+        return
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(url(server, "/leak"))
     assert e.value.code == 403

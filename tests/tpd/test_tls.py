@@ -152,6 +152,11 @@ def test_explicit_ftps_login_list_retr_stor(make_server, sendfile):
     f.storbinary("STOR empty", io.BytesIO(b""))
     assert (srv.home / "empty").read_bytes() == b""
     assert retr(f, "empty") == b""
+    f.set_pasv(False)                            # PORT: tpd connects, TLS server
+    assert retr(f, "big.bin") == data
+    f.storbinary("STOR d/active.bin", io.BytesIO(up[:100_000]))
+    assert (srv.home / "d" / "active.bin").read_bytes() == up[:100_000]
+    f.set_pasv(True)
     f.prot_c()                                   # clear data, TLS control
     assert retr(f, "big.bin") == data
     f.quit()
@@ -223,6 +228,11 @@ def test_rfc4217_command_order(make_server):
     assert r.cmd("PROT P").startswith("200")
     assert r.cmd("AUTH TLS").startswith("503")
     r.login()
+    # a passive port opened before PROT is dropped by it: no data connection
+    # runs at a protection level other than the one in force
+    assert r.cmd("PASV").startswith("227")
+    assert r.cmd("PROT C").startswith("200")
+    assert r.cmd("LIST").startswith("425")
     assert r.cmd("PWD").startswith("257")
     assert r.cmd("QUIT").startswith("221")
     r.close()

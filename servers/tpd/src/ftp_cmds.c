@@ -115,12 +115,16 @@ static void cmd_feat(struct ftp_sess *s, const char *arg)
  * After a 234 the rest of the plaintext input is discarded - a command
  * the client (or someone in the path) sent before TLS must not run as if
  * it came over TLS - and TLS starts once the reply is out (ctl_update).
+ * PROT drops a data connection (or passive listener) set up before it, so
+ * none runs at a protection level other than the one in force.
  */
 static void do_sec(struct ftp_sess *s, int id, const char *arg)
 {
     const char *text;
     bool was = s->sec.tls;
     int code = ftp_sec_cmd(&s->sec, id, arg, &text);
+    if (id == FC_PROT && code == 200)
+        ftp_data_reset(s);     /* a data connection set up before: redo */
     ftp_reply(s, code, "%s", text);
     if (!was && s->sec.tls) {
         s->auth_pending = true;
