@@ -54,7 +54,9 @@
 #define LIST_LINE_MAX  (VPATH_MAX * 2 + 512) /* one formatted listing line */
 #define LIST_CHUNK     (32 * 1024)    /* listing bytes generated at a time */
 #define HTTP_OBUF_LIMIT (256 * 1024)  /* buffered HTTP response bytes     */
+#ifndef TLS_BUF_SIZE
 #define TLS_BUF_SIZE   (64 * 1024)    /* TLS RETR/GET without kTLS: pread chunk */
+#endif
 
 /* ---- logging ------------------------------------------------------------ */
 enum { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
