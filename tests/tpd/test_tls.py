@@ -323,6 +323,47 @@ def test_fifty_concurrent_tls_sessions(make_server):
         assert (srv.home / f"u{i}.bin").read_bytes() == data[i:], i
 
 
+def test_plaintext_buffered_in_openssl_is_served(make_server):
+    """More plaintext in one TLS record than the server's buffer takes (FTP
+    command buffer 2 KiB, HTTP head buffer 8 KiB): the rest waits inside
+    OpenSSL (SSL_pending) with no socket readiness, and must still be served
+    without any further traffic from the client."""
+    srv = make_server(tls=True, extra=["--log-level", "warn"])
+    (srv.home / "p.txt").write_bytes(b"pipelined")
+    f = ftps_connect(srv)
+    f.sock.sendall(b"NOOP\r\n" * 1000)               # 6000 bytes: one record
+    f.sock.settimeout(5)
+    replies = b""
+    while replies.count(b"\r\n") < 1000:
+        chunk = f.sock.recv(65536)
+        assert chunk, replies[-200:]
+        replies += chunk
+    assert replies == b"200 NOOP ok.\r\n" * 1000
+    f.quit()
+    s = srv.tls.client_context().wrap_socket(
+        socket.create_connection(("127.0.0.1", srv.https_port), timeout=5),
+        server_hostname="127.0.0.1")
+    req = b"GET /p.txt HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"y" * 60 + b"\r\n\r\n"
+    s.sendall(req * 99 + b"GET /p.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    s.close()
+    assert out.count(b"HTTP/1.1 200 OK") == 100 and out.count(b"pipelined") == 100
+
+
+def test_stor_with_records_across_buffer_ends(make_server):
+    """A 20 MiB STOR in 10,000-byte records: the 256 KiB upload buffer fills
+    in the middle of records, leaving plaintext in OpenSSL; byte-exact."""
+    srv = make_server(tls=True, extra=["--log-level", "warn"])
+    data = os.urandom(20 * 1024 * 1024 + 3)
+    f = ftps_connect(srv)
+    f.storbinary("STOR s.bin", io.BytesIO(data), blocksize=10_000)
+    assert hashlib.sha256((srv.home / "s.bin").read_bytes()).digest() == \
+        hashlib.sha256(data).digest()
+    f.quit()
+
+
 # --------------------------------------------------------------------------
 # handshakes that stall or fail
 # --------------------------------------------------------------------------

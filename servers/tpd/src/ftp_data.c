@@ -437,8 +437,13 @@ void ftp_data_event(struct ftp_sess *s, uint32_t events)
     case X_FILE_OUT: send_file(s); break;
     case X_BUF_OUT:  send_list(s); break;
     case X_FILE_IN:  recv_file(s); break;
-    default:         ev_set(&s->data, 0); break;
+    default:         break;
     }
+    /* re-arm even when the direction is unchanged: over TLS the interest
+     * depends on what the last SSL call needs, and plaintext left in
+     * OpenSSL (SSL_pending) must put the socket on tls.c's list */
+    if (s->data.fd >= 0)
+        xfer_io(s);
 }
 
 /* PASV: open a passive listener, reply 227 (425/501 on failure). */
