@@ -189,7 +189,7 @@ static void xfer_io(struct ftp_sess *s)
  */
 static int data_open(struct ftp_sess *s)
 {
-    if (s->sec.prot_p && tls_attach(&s->data) < 0) {
+    if (s->sec.prot_p && tls_attach(&s->data, false) < 0) {
         log_warn("ftp %s: cannot start TLS on the data connection",
                  s->base.peer_str);
         ev_close(&s->data);

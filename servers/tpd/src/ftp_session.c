@@ -90,7 +90,7 @@ static void ctl_update(struct ftp_sess *s)
     size_t pend = obuf_pending(&s->out);
     if (s->auth_pending && pend == 0) {
         s->auth_pending = false;
-        if (tls_attach(&s->ctl) < 0) {
+        if (tls_attach(&s->ctl, true) < 0) {
             log_warn("ftp %s: cannot start TLS", s->base.peer_str);
             conn_kill(&s->base);
             return;
@@ -274,7 +274,7 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer, bool tls)
     log_debug("ftp %s: connected%s", s->base.peer_str, tls ? " (implicit TLS)" : "");
     s->sec.can_tls = tls_enabled();
     if (tls) {
-        if (tls_attach(&s->ctl) < 0) {
+        if (tls_attach(&s->ctl, true) < 0) {
             conn_kill(&s->base);
             return;
         }

@@ -884,7 +884,7 @@ void http_accept(int fd, const struct sockaddr_storage *peer, bool tls)
     sockaddr_to_str((const struct sockaddr *)peer, c->base.peer_str,
                     sizeof(c->base.peer_str));
     conn_register(&c->base);
-    if (tls && tls_attach(&c->h) < 0) {
+    if (tls && tls_attach(&c->h, true) < 0) {
         conn_kill(&c->base);
         return;
     }

@@ -233,10 +233,15 @@ void tls_print_info(FILE *f)
 
 /*
  * Give h (an accepted or connected socket) a server-side TLS session; the
- * handshake is then run by the protocol code (tls_handshake).  Returns 0,
- * or -1 when OpenSSL cannot allocate one.
+ * handshake is then run by the protocol code (tls_handshake).  tickets
+ * false: no TLS 1.3 session tickets after the handshake (FTP data
+ * connections: a client uploading never reads them, and closing a socket
+ * with unread bytes sends a TCP RST that can destroy the end of the upload
+ * before tpd has read it - seen with lftp; nor does any client resume a
+ * session from a data connection).  Returns 0, or -1 when OpenSSL cannot
+ * allocate one.
  */
-int tls_attach(struct handler *h)
+int tls_attach(struct handler *h, bool tickets)
 {
     SSL *ssl = SSL_new(g_ctx);
     if (!ssl)
@@ -247,6 +252,8 @@ int tls_attach(struct handler *h)
         return -1;
     }
     SSL_set_accept_state(ssl);
+    if (!tickets)
+        SSL_set_num_tickets(ssl, 0);
     h->ssl = ssl;
     h->tls_flags = TLS_HANDSHAKE;
     return 0;

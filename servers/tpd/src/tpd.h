@@ -217,7 +217,7 @@ int io_write_all(int fd, const void *p, size_t n);
 int  tls_init(void);                 /* 0, or -1 (logged; exit status 2) */
 bool tls_enabled(void);              /* --tls-cert/--tls-key configured  */
 void tls_print_info(FILE *f);        /* the --tls-info JSON line         */
-int  tls_attach(struct handler *h);  /* server-side TLS on h->fd; 0/-1   */
+int  tls_attach(struct handler *h, bool tickets); /* server TLS on h->fd */
 void tls_detach(struct handler *h);  /* free h->ssl (no close_notify)    */
 void tls_done_log(struct handler *h, const char *what); /* after handshake */
 uint32_t tls_interest(struct handler *h, uint32_t events);
