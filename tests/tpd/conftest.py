@@ -8,6 +8,7 @@ TPD_TEST_BINARY=plain is set.
 from __future__ import annotations
 
 import os
+import random
 import resource
 import signal
 import socket
@@ -32,6 +33,42 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(n: int) -> list[int]:
+    """Return n distinct TCP ports on 127.0.0.1 that tpd can listen on now.
+
+    They are picked at random below the kernel's ephemeral range
+    (net.ipv4.ip_local_port_range), where no connect() can take them between
+    this check and tpd's bind: on a host busy with loopback load tests the
+    ephemeral ports run out (tens of thousands in TIME_WAIT were seen).  Each
+    is checked by binding it with SO_REUSEADDR, as tpd does, and all are held
+    at once so none repeats.  Raises RuntimeError when 400 tries find fewer.
+    """
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            eph_lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        eph_lo = 32768
+    rnd = random.Random()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(400):
+            if len(socks) == n:
+                break
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", rnd.randrange(10000, max(eph_lo, 10001))))
+                socks.append(s)
+            except OSError:
+                s.close()
+        if len(socks) < n:
+            raise RuntimeError(f"found {len(socks)} of {n} free ports below {eph_lo}")
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def raise_nofile(target: int = 20000) -> int:
@@ -89,12 +126,29 @@ class TpdServer:
             lines.insert(0, lines.pop(1))
         self.users = tmp / "users.txt"
         self.users.write_text("\n".join(lines) + "\n")
-        self.ftp_port = free_port()
-        self.http_port = free_port() if http else None
         self.tls = tls
-        self.ftps_port = free_port() if tls else None
-        self.https_port = free_port() if tls and http else None
-        self.log_path = tmp / f"tpd-{self.ftp_port}.log"
+        # a port found free may be taken before tpd binds it (other tests and
+        # programs on this host): start again with new ports, at most 3 times
+        for attempt in range(3):
+            self._start(binary, http, tls, extra, prefix, asan_options)
+            try:
+                self._wait_ready()
+                return
+            except RuntimeError as e:
+                if attempt == 2 or "Address already in use" not in str(e):
+                    raise
+                self.log.close()
+
+    def _start(self, binary: Path, http: bool, tls: TlsFiles | None,
+               extra: list[str] | None, prefix: list[str] | None,
+               asan_options: str) -> None:
+        """Pick ports and start the tpd process (see __init__)."""
+        ports = free_ports(4)
+        self.ftp_port = ports[0]
+        self.http_port = ports[1] if http else None
+        self.ftps_port = ports[2] if tls else None
+        self.https_port = ports[3] if tls and http else None
+        self.log_path = self.tmp / f"tpd-{self.ftp_port}.log"
         args = [str(binary), "--ftp-listen", f"127.0.0.1:{self.ftp_port}",
                 "--users", str(self.users), "--pasv-ports", "40000-44999",
                 "--max-conns", "5000", "--idle-timeout", "60",
@@ -115,7 +169,6 @@ class TpdServer:
                    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=env)
-        self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 15

@@ -518,12 +518,12 @@ def test_thousand_concurrent_sessions(make_server):
 
 def test_config_file_and_flag_override(tpd_binary, tmp_path):
     import subprocess
-    from .conftest import free_port
+    from .conftest import free_ports
     home = tmp_path / "h"
     home.mkdir()
     users = tmp_path / "users"
     users.write_text(f"# comment\nzed:{{plain}}pw:{home}:rw\n")
-    p1, p2 = free_port(), free_port()
+    p1, p2 = free_ports(2)
     conf = tmp_path / "tpd.conf"
     conf.write_text(f"# tpd config\nftp-listen = 127.0.0.1:{p1}\nusers = {users}\n"
                     "idle-timeout = 30\nlog-level = debug\nmax-conns = 10\n")

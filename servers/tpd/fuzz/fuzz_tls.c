@@ -190,6 +190,7 @@ static void fuzz_records(const uint8_t *d, size_t n)
     /* read the valid record in small pieces: the rest waits in OpenSSL */
     size_t cap = 1 + (n > 1 ? d[1] % 16 : 3);
     int r = IO_OK;
+    bool again = true;       /* would the event loop call tls_read now? */
     for (int i = 0; i < 4096 && got < sizeof(buf); i++) {
         size_t step = cap;
         if (step > sizeof(buf) - got)
@@ -199,6 +200,13 @@ static void fuzz_records(const uint8_t *d, size_t n)
         check_status(r);
         if (k > step || (r != IO_OK && k))
             abort();
+        /* an EOF or error must not hide: after a read that returned bytes,
+         * what the next one reports needs input left in the BIO (socket
+         * readiness), plaintext in OpenSSL or TLS_RD_LATER (tls.c's list) */
+        if ((r == IO_EOF || r == IO_SOCK_ERR) && !again)
+            abort();
+        again = BIO_ctrl_pending(in) > 0 || SSL_pending(srv) > 0 ||
+                (h.tls_flags & TLS_RD_LATER);
         got += k;
         if (r != IO_OK)
             break;

@@ -18,7 +18,9 @@
  * EPOLLOUT when the last SSL_read needs to write, plus EPOLLIN when the last
  * SSL_write needs to read.  Plaintext already decrypted into OpenSSL's
  * buffer (SSL_pending() > 0, left when a read filled the caller's buffer)
- * raises no readiness; such sockets, when they want to read, sit on a list
+ * raises no readiness, nor does an EOF or error a read has taken from the
+ * socket but reports only on the next call (TLS_RD_LATER, after the bytes
+ * before it); such sockets, when they want to read, sit on a list
  * the main loop serves as if EPOLLIN had fired (and it then polls with a
  * zero timeout).  Without read-ahead OpenSSL never buffers more than the
  * record it is reading, so nothing else can hide from epoll.
@@ -326,7 +328,8 @@ uint32_t tls_interest(struct handler *h, uint32_t events)
         events |= EPOLLOUT;
     if ((events & EPOLLOUT) && (h->tls_flags & TLS_WR_WANTS_RD))
         events |= EPOLLIN;
-    pend_set(h, (events & EPOLLIN) && SSL_pending(h->ssl) > 0);
+    pend_set(h, (events & EPOLLIN) && (SSL_pending(h->ssl) > 0 ||
+                                       (h->tls_flags & TLS_RD_LATER)));
     return events;
 }
 

@@ -113,7 +113,8 @@ int tls_handshake(struct handler *h)
  * Read plaintext into buf until it holds cap bytes or nothing more can be
  * read without waiting; *got is the count (0 unless IO_OK: bytes read
  * before an EOF or an error are delivered first, with IO_OK, and the EOF
- * or error is reported by the next call).  Several records may be read
+ * or error is reported by the next call; TLS_RD_LATER marks that, as no
+ * socket readiness will).  Several records may be read
  * (each SSL_read returns at most one record, 16 KiB), so an upload buffer
  * fills as it would from recv().  Returns IO_OK (*got > 0), IO_AGAIN,
  * IO_EOF (close_notify received and no bytes read), or IO_SOCK_ERR.
@@ -124,7 +125,7 @@ int tls_read(struct handler *h, void *buf, size_t cap, size_t *got)
 {
     char *p = buf;
     *got = 0;
-    h->tls_flags &= ~TLS_RD_WANTS_WR;
+    h->tls_flags &= ~(TLS_RD_WANTS_WR | TLS_RD_LATER);
     if (h->tls_flags & TLS_HANDSHAKE)
         return IO_AGAIN;
     while (*got < cap) {
@@ -136,8 +137,13 @@ int tls_read(struct handler *h, void *buf, size_t cap, size_t *got)
             continue;
         }
         int r = map_result(h, 0, TLS_RD_WANTS_WR, true);
-        if (*got > 0)
-            return IO_OK;  /* bytes first: an EOF or error recurs next call */
+        if (*got > 0) {
+            /* bytes first: the EOF or error recurs next call, but its
+             * bytes have left the socket, so no readiness will say so */
+            if (r != IO_AGAIN)
+                h->tls_flags |= TLS_RD_LATER;
+            return IO_OK;
+        }
         return r;
     }
     return IO_OK;

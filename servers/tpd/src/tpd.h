@@ -125,6 +125,8 @@ struct ssl_st;
 #define TLS_KTLS_SEND   0x10u  /* kernel TLS send offload is active         */
 #define TLS_PENDQ       0x20u  /* on the buffered-plaintext list (tls.c)    */
 #define TLS_SHUT_SENT   0x40u  /* close_notify sent                         */
+#define TLS_RD_LATER    0x80u  /* tls_read owes an EOF or error it already
+                                  took from the socket: call it again      */
 
 /* One registered descriptor; epoll_event.data.ptr points here. */
 struct handler {
