@@ -39,7 +39,7 @@ def _name(cn: str) -> x509.Name:
 def make_tls_files(d: Path) -> TlsFiles:
     """Write ca.pem, cert.pem and key.pem (ECDSA P-256, valid for one day,
     server certificate for IP 127.0.0.1 and DNS localhost) into d."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (x509.CertificateBuilder().subject_name(_name("tpd test CA"))
                .issuer_name(_name("tpd test CA")).public_key(ca_key.public_key())
