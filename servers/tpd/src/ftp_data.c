@@ -202,7 +202,10 @@ static int data_open(struct ftp_sess *s)
 /*
  * The data went out (or came in) whole: on a TLS data connection send
  * close_notify first (waiting for EPOLLOUT if the socket is full), then
- * end the transfer with 226 `msg` (426 if close_notify cannot be sent).
+ * end the transfer with 226 `msg`.  A RETR or listing whose close_notify
+ * cannot be sent ends with 426 (the client cannot tell the end from a
+ * cut); an upload already ended with the client's close_notify, so its
+ * data is whole and it gets 226 even if the client has gone meanwhile.
  */
 static void data_finish(struct ftp_sess *s, const char *msg)
 {
@@ -217,7 +220,7 @@ static void data_finish(struct ftp_sess *s, const char *msg)
         xfer_io(s);
         return;
     }
-    if (r == IO_OK)
+    if (r == IO_OK || s->xfer == X_FILE_IN)
         ftp_xfer_done(s, 226, msg);
     else
         ftp_xfer_done(s, 426, "Connection closed; transfer aborted.");
