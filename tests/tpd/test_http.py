@@ -17,9 +17,19 @@ def url(srv, path):
     return f"http://127.0.0.1:{srv.http_port}{path}"
 
 
-def raw_exchange(srv, data: bytes, timeout=10) -> bytes:
-    """Send raw bytes, read until the server closes (or timeout)."""
-    s = socket.create_connection(("127.0.0.1", srv.http_port), timeout=timeout)
+def raw_connect(srv, timeout: float = 10, tls: bool = False) -> socket.socket:
+    """A socket to srv's HTTP port, or with tls to its HTTPS port (TLS
+    handshake done, certificate verified)."""
+    if not tls:
+        return socket.create_connection(("127.0.0.1", srv.http_port), timeout=timeout)
+    s = socket.create_connection(("127.0.0.1", srv.https_port), timeout=timeout)
+    return srv.tls.client_context().wrap_socket(s, server_hostname="127.0.0.1")
+
+
+def raw_exchange(srv, data: bytes, timeout=10, tls: bool = False) -> bytes:
+    """Send raw bytes (over HTTPS with tls), read until the server closes
+    (or timeout)."""
+    s = raw_connect(srv, timeout, tls)
     s.sendall(data)
     out = b""
     deadline = time.monotonic() + timeout
