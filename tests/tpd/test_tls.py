@@ -441,6 +441,28 @@ def test_stalled_client_hello_is_timed_out_while_others_are_served(make_server):
     assert srv.log_text().count("idle timeout (during the TLS handshake)") >= 3
 
 
+def test_stalled_data_connection_handshake_times_out(make_server):
+    """A client that opens the PROT P data connection and never starts its
+    TLS handshake: the session is closed at the idle timeout (the 421 comes
+    over the TLS control connection), and another session meanwhile works."""
+    srv = make_server(tls=True, extra=["--idle-timeout", "2"])
+    (srv.home / "f.bin").write_bytes(b"q" * 100_000)
+    f = ftps_connect(srv)
+    port = int(f.sendcmd("EPSV").split("|||")[1].rstrip("|)"))
+    data = socket.create_connection(("127.0.0.1", port), timeout=5)
+    assert f.sendcmd("RETR f.bin").startswith("150")
+    g = ftps_connect(srv)
+    assert retr(g, "f.bin") == b"q" * 100_000
+    g.quit()
+    t0 = time.monotonic()
+    with pytest.raises(ftplib.error_temp, match="421"):
+        f.voidresp()
+    assert time.monotonic() - t0 < 6
+    assert _wait_closed(data, 5) < 5
+    data.close()
+    f.close()
+
+
 def test_failed_handshakes_close_only_that_connection(make_server):
     srv = make_server(tls=True, extra=["--log-level", "info"])
     (srv.home / "f.txt").write_bytes(b"still here")
