@@ -8,6 +8,7 @@ TPD_TEST_BINARY=plain is set.
 from __future__ import annotations
 
 import os
+import random
 import resource
 import signal
 import socket
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from .tls_support import TlsFiles, make_tls_files
 
 REPO = Path(__file__).resolve().parents[2]
 TPD_DIR = REPO / "servers" / "tpd"
@@ -30,6 +33,42 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(n: int) -> list[int]:
+    """Return n distinct TCP ports on 127.0.0.1 that tpd can listen on now.
+
+    They are picked at random below the kernel's ephemeral range
+    (net.ipv4.ip_local_port_range), where no connect() can take them between
+    this check and tpd's bind: on a host busy with loopback load tests the
+    ephemeral ports run out (tens of thousands in TIME_WAIT were seen).  Each
+    is checked by binding it with SO_REUSEADDR, as tpd does, and all are held
+    at once so none repeats.  Raises RuntimeError when 400 tries find fewer.
+    """
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            eph_lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        eph_lo = 32768
+    rnd = random.Random()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(400):
+            if len(socks) == n:
+                break
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", rnd.randrange(10000, max(eph_lo, 10001))))
+                socks.append(s)
+            except OSError:
+                s.close()
+        if len(socks) < n:
+            raise RuntimeError(f"found {len(socks)} of {n} free ports below {eph_lo}")
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def raise_nofile(target: int = 20000) -> int:
@@ -56,9 +95,13 @@ class TpdServer:
 
     def __init__(self, binary: Path, tmp: Path, *, http: bool = True,
                  extra: list[str] | None = None, first_user_ro: bool = False,
-                 prefix: list[str] | None = None, asan_options: str = ""):
+                 prefix: list[str] | None = None, asan_options: str = "",
+                 tls: TlsFiles | None = None):
         """Start tpd from `binary` with its home under `tmp`.
 
+        tls: certificate files; with them tpd gets --tls-cert/--tls-key and
+        an implicit-FTPS (``ftps_port``) and an HTTPS (``https_port``, with
+        http) listener; ``self.tls`` keeps them (None: no TLS).
         extra: more tpd options; asan_options: appended to ASAN_OPTIONS;
         prefix: a command the server is run under
         that execs it (e.g. ``["prlimit", "--nofile=40:40", "--"]``), so
@@ -83,15 +126,40 @@ class TpdServer:
             lines.insert(0, lines.pop(1))
         self.users = tmp / "users.txt"
         self.users.write_text("\n".join(lines) + "\n")
-        self.ftp_port = free_port()
-        self.http_port = free_port() if http else None
-        self.log_path = tmp / f"tpd-{self.ftp_port}.log"
+        self.tls = tls
+        # a port found free may be taken before tpd binds it (other tests and
+        # programs on this host): start again with new ports, at most 3 times
+        for attempt in range(3):
+            self._start(binary, http, tls, extra, prefix, asan_options)
+            try:
+                self._wait_ready()
+                return
+            except RuntimeError as e:
+                if attempt == 2 or "Address already in use" not in str(e):
+                    raise
+                self.log.close()
+
+    def _start(self, binary: Path, http: bool, tls: TlsFiles | None,
+               extra: list[str] | None, prefix: list[str] | None,
+               asan_options: str) -> None:
+        """Pick ports and start the tpd process (see __init__)."""
+        ports = free_ports(4)
+        self.ftp_port = ports[0]
+        self.http_port = ports[1] if http else None
+        self.ftps_port = ports[2] if tls else None
+        self.https_port = ports[3] if tls and http else None
+        self.log_path = self.tmp / f"tpd-{self.ftp_port}.log"
         args = [str(binary), "--ftp-listen", f"127.0.0.1:{self.ftp_port}",
                 "--users", str(self.users), "--pasv-ports", "40000-44999",
                 "--max-conns", "5000", "--idle-timeout", "60",
                 "--log-level", "info"]
         if http:
             args += ["--http-listen", f"127.0.0.1:{self.http_port}"]
+        if tls:
+            args += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key),
+                     "--ftps-listen", f"127.0.0.1:{self.ftps_port}"]
+            if http:
+                args += ["--https-listen", f"127.0.0.1:{self.https_port}"]
         args += extra or []
         args = list(prefix or []) + args
         self.args = args
@@ -101,7 +169,6 @@ class TpdServer:
                    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=env)
-        self._wait_ready()
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 15
@@ -153,17 +220,25 @@ def _check_clean(srv: TpdServer) -> None:
     assert rc == 0, f"tpd exit status {rc}\n{text[-3000:]}"
 
 
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory) -> TlsFiles:
+    """A test CA and a server certificate for 127.0.0.1 / localhost (once
+    per session)."""
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
 @pytest.fixture
-def make_server(tpd_binary, tmp_path):
+def make_server(tpd_binary, tmp_path, tls_files):
     """Factory: start extra servers (with options); all are checked on exit.
     ``binary=`` overrides the session's binary (e.g. BUILD / "tpd" for RSS
-    measurements, which ASan's quarantine and shadow memory would distort)."""
+    measurements, which ASan's quarantine and shadow memory would distort);
+    ``tls=True`` gives the server the session's certificate (TpdServer)."""
     servers: list[TpdServer] = []
 
-    def factory(binary: Path | None = None, **kw) -> TpdServer:
+    def factory(binary: Path | None = None, tls: bool = False, **kw) -> TpdServer:
         d = tmp_path / f"srv{len(servers)}"
         d.mkdir()
-        srv = TpdServer(binary or tpd_binary, d, **kw)
+        srv = TpdServer(binary or tpd_binary, d, tls=tls_files if tls else None, **kw)
         servers.append(srv)
         return srv
 

@@ -5,15 +5,22 @@ import ftplib
 import io
 import os
 import socket
+import ssl
 import threading
 import time
 
 import pytest
 
 from .conftest import PASSWORD_HASH_SECRET, raise_nofile
+from .tls_support import ftps_connect
+
+TLS_IDS = ["plain", "tls"]
 
 
-def connect(srv, user="alice", pw="secret") -> ftplib.FTP:
+def connect(srv, user="alice", pw="secret", tls=False) -> ftplib.FTP:
+    """Log in with ftplib; tls: explicit FTPS with PROT P (tls_support)."""
+    if tls:
+        return ftps_connect(srv, user, pw)
     f = ftplib.FTP(timeout=20)
     f.connect("127.0.0.1", srv.ftp_port)
     f.login(user, pw)
@@ -269,13 +276,15 @@ def test_read_only_user(server):
 # confinement
 # --------------------------------------------------------------------------
 
-def test_paths_cannot_leave_home(server):
+@pytest.mark.parametrize("tls", [False, True], ids=TLS_IDS)
+def test_paths_cannot_leave_home(make_server, tls):
+    server = make_server(tls=tls)
     (server.home / "in.txt").write_text("inside")
     os.symlink(server.outside / "secret.txt", server.home / "abs_link")
     os.symlink("../outside/secret.txt", server.home / "rel_link")
     os.symlink(str(server.outside), server.home / "dir_link")
     os.symlink("in.txt", server.home / "good_link")
-    f = connect(server)
+    f = connect(server, tls=tls)
     f.cwd("../../..")
     assert f.pwd() == "/"
     assert retr(f, "../../../in.txt") == b"inside"      # clamped at the root
@@ -364,11 +373,19 @@ def test_slow_and_stalled_clients_do_not_block_others(server):
     stalled.close()
 
 
-def test_max_conns(make_server):
-    srv = make_server(extra=["--max-conns", "3"])
+@pytest.mark.parametrize("tls", [False, True], ids=TLS_IDS)
+def test_max_conns(make_server, tls):
+    srv = make_server(extra=["--max-conns", "3"], tls=tls)
     time.sleep(0.3)                     # let the readiness probe's close land
-    conns = [Raw(srv.ftp_port) for _ in range(3)]
-    assert all(c.greeting.startswith("220") for c in conns)
+    if tls:
+        # TLS sessions count; over the limit the implicit-FTPS listener
+        # closes at once (no plaintext reply can precede the handshake)
+        conns = [connect(srv, tls=True) for _ in range(3)]
+        with pytest.raises((ssl.SSLError, OSError, EOFError)):
+            ftps_connect(srv, implicit=True)
+    else:
+        conns = [Raw(srv.ftp_port) for _ in range(3)]
+        assert all(c.greeting.startswith("220") for c in conns)
     s = socket.create_connection(("127.0.0.1", srv.ftp_port), timeout=5)
     assert s.recv(100).startswith(b"421")
     s.close()
@@ -376,10 +393,21 @@ def test_max_conns(make_server):
         c.close()
     time.sleep(0.3)
     Raw(srv.ftp_port).close()
+    if tls:
+        ftps_connect(srv, implicit=True).quit()
 
 
-def test_idle_timeout(make_server):
-    srv = make_server(extra=["--idle-timeout", "1"])
+@pytest.mark.parametrize("tls", [False, True], ids=TLS_IDS)
+def test_idle_timeout(make_server, tls):
+    srv = make_server(extra=["--idle-timeout", "1"], tls=tls)
+    if tls:
+        # a logged-in FTPS session gets its 421 over TLS, then the close
+        f = connect(srv, tls=True)
+        time.sleep(2.5)
+        with pytest.raises(ftplib.error_temp, match="421"):
+            f.voidresp()
+        f.close()
+        return
     r = Raw(srv.ftp_port)
     time.sleep(2.5)
     r.s.settimeout(5)
@@ -490,12 +518,12 @@ def test_thousand_concurrent_sessions(make_server):
 
 def test_config_file_and_flag_override(tpd_binary, tmp_path):
     import subprocess
-    from .conftest import free_port
+    from .conftest import free_ports
     home = tmp_path / "h"
     home.mkdir()
     users = tmp_path / "users"
     users.write_text(f"# comment\nzed:{{plain}}pw:{home}:rw\n")
-    p1, p2 = free_port(), free_port()
+    p1, p2 = free_ports(2)
     conf = tmp_path / "tpd.conf"
     conf.write_text(f"# tpd config\nftp-listen = 127.0.0.1:{p1}\nusers = {users}\n"
                     "idle-timeout = 30\nlog-level = debug\nmax-conns = 10\n")

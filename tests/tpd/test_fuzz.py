@@ -1,6 +1,9 @@
 """Bounded libFuzzer runs of the FTP command parser and the HTTP request
 parser (servers/tpd/fuzz/); the HTTP target also drives the Location
-encoder (301/201 headers) and the directory-listing line formatter.  Skipped when clang is not installed; a failing
+encoder (301/201 headers) and the directory-listing line formatter; the
+TLS target drives tpd's OpenSSL state machine through memory BIOs (a
+handshake fed the input, a real handshake followed by the input as
+records) and the AUTH/PBSZ/PROT states.  Skipped when clang is not installed; a failing
 build with clang present (e.g. libclang-rt-14-dev missing) is a test failure.
 TPD_FUZZ_SECONDS (default 25) sets the time per target."""
 from __future__ import annotations
@@ -12,6 +15,7 @@ import subprocess
 import pytest
 
 from .conftest import BUILD, TPD_DIR
+from .tls_support import client_hello
 
 SEEDS = {
     "fuzz_ftp": [b"USER alice\r\n", b"PORT 127,0,0,1,4,1\r\n", b"EPRT |2|::1|5000|\r\n",
@@ -23,6 +27,15 @@ SEEDS = {
                   b"GET /%2fevil.example.com%2f%2e%2e HTTP/1.1\r\nHost: x\r\n\r\n",
                   b"GET /%0d%0aSet-Cookie:%20x=1%0d%0aX:/.. HTTP/1.1\r\n\r\n",
                   b"PUT /a%20b/%C3%A9%25?q HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
+    # first byte: 0 handshake fed the rest (a length byte, then a real
+    # ClientHello), 1 records after a real handshake, 2 AUTH/PBSZ/PROT lines
+    "fuzz_tls": [b"\x00\xff" + client_hello(),
+                 b"\x01\x00\x17\x03\x03\x00\x10" + b"A" * 16,
+                 b"\x01\x01\x15\x03\x03\x00\x02\x01\x00",
+                 b"\x02\x01AUTH TLS\r\nPBSZ 0\r\nPROT P\r\nUSER a\r\nPASS b\r\nAUTH TLS\r\n",
+                 b"\x02\x01PROT P\r\nAUTH SSL\r\nauth tls-c\r\nPBSZ 99999999999999999999999\r\n"
+                 b"PROT E\r\nPROT C\r\n",
+                 b"\x02\x00AUTH TLS\r\nPBSZ 0\r\n"],
 }
 
 
@@ -37,7 +50,7 @@ def fuzzers():
     return BUILD
 
 
-@pytest.mark.parametrize("target", ["fuzz_ftp", "fuzz_http"])
+@pytest.mark.parametrize("target", ["fuzz_ftp", "fuzz_http", "fuzz_tls"])
 def test_fuzz_target(fuzzers, target, tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -10,14 +10,26 @@ import urllib.request
 
 import pytest
 
+from .tls_support import https_conn
+
 
 def url(srv, path):
     return f"http://127.0.0.1:{srv.http_port}{path}"
 
 
-def raw_exchange(srv, data: bytes, timeout=10) -> bytes:
-    """Send raw bytes, read until the server closes (or timeout)."""
-    s = socket.create_connection(("127.0.0.1", srv.http_port), timeout=timeout)
+def raw_connect(srv, timeout: float = 10, tls: bool = False) -> socket.socket:
+    """A socket to srv's HTTP port, or with tls to its HTTPS port (TLS
+    handshake done, certificate verified)."""
+    if not tls:
+        return socket.create_connection(("127.0.0.1", srv.http_port), timeout=timeout)
+    s = socket.create_connection(("127.0.0.1", srv.https_port), timeout=timeout)
+    return srv.tls.client_context().wrap_socket(s, server_hostname="127.0.0.1")
+
+
+def raw_exchange(srv, data: bytes, timeout=10, tls: bool = False) -> bytes:
+    """Send raw bytes (over HTTPS with tls), read until the server closes
+    (or timeout)."""
+    s = raw_connect(srv, timeout, tls)
     s.sendall(data)
     out = b""
     deadline = time.monotonic() + timeout
@@ -66,8 +78,22 @@ def test_directory_listing_and_redirect(server):
     assert r.status == 200 and r.read() == b"x.txt\r\n"
 
 
-def test_symlink_escape_forbidden(server):
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_symlink_escape_forbidden(make_server, tls):
+    server = make_server(tls=tls)
     os.symlink(server.outside / "secret.txt", server.home / "leak")
+    (server.home / "ok.txt").write_text("ok")
+    if tls:
+        c = https_conn(server)
+        for path, code in (("/leak", 403), ("/%2e%2e/outside/secret.txt", 404),
+                           ("/../outside/secret.txt", 404), ("/ok.txt", 200)):
+            c.request("GET", path)
+            r = c.getresponse()
+            body = r.read()
+            assert r.status == code, path
+            assert b"top secret" not in body
+        c.close()
+        return
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(url(server, "/leak"))
     assert e.value.code == 403

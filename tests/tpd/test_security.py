@@ -21,7 +21,9 @@ import pytest
 
 from .conftest import BUILD
 from .test_ftp import Raw, connect, retr
-from .test_http import raw_exchange
+from .test_http import raw_connect, raw_exchange
+from .test_http import raw_exchange as _raw_exchange
+from .tls_support import https_conn
 
 
 def head_of(resp: bytes) -> tuple[int, dict[str, str], list[str]]:
@@ -45,7 +47,12 @@ def pasv_port(reply: str) -> int:
 # 1. Location: header injection and open redirect
 # --------------------------------------------------------------------------
 
-def test_location_cannot_inject_headers_or_redirect_off_site(server):
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_location_cannot_inject_headers_or_redirect_off_site(make_server, tls):
+    server = make_server(tls=tls)
+
+    def raw_exchange(srv, data: bytes, timeout=10) -> bytes:
+        return _raw_exchange(srv, data, timeout, tls=tls)
     (server.home / "a b%c").mkdir()
     # CR LF in the decoded path: refused with 400, nothing injected
     out = raw_exchange(server, b"GET /%0d%0aSet-Cookie:%20x=1%0d%0aX:/.. HTTP/1.1\r\n"
@@ -67,7 +74,8 @@ def test_location_cannot_inject_headers_or_redirect_off_site(server):
     status, headers, _ = head_of(out)
     assert status == 404 or not headers.get("location", "").startswith("//"), out[:300]
     # directory redirect and PUT 201 carry the percent-encoded path
-    c = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
+    c = (https_conn(server) if tls
+         else http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10))
     c.request("GET", "/a%20b%25c")
     r = c.getresponse()
     r.read()
@@ -267,10 +275,15 @@ def _no_temp_files(d) -> bool:
     return not [p for p in os.listdir(d) if p.startswith(".tpd-up")]
 
 
-def test_failed_http_put_keeps_old_file(server):
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_failed_http_put_keeps_old_file(make_server, tls):
+    server = make_server(tls=tls)
+
+    def raw_exchange(srv, data: bytes, timeout=10) -> bytes:
+        return _raw_exchange(srv, data, timeout, tls=tls)
     target = server.home / "keep.txt"
     target.write_bytes(b"old content\n")
-    s = socket.create_connection(("127.0.0.1", server.http_port), timeout=10)
+    s = raw_connect(server, 10, tls)
     s.sendall(b"PUT /keep.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
               + b"z" * 5000)
     time.sleep(0.5)

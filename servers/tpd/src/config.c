@@ -30,6 +30,11 @@ static void usage(FILE *f)
 "  --log-level LEVEL         error|warn|info|debug (info)\n"
 "  --no-sendfile             use read/write instead of sendfile()\n"
 "  --max-body BYTES          largest HTTP PUT/POST body (413 above it; 0 = no limit)\n"
+"  --tls-cert FILE           PEM certificate (chain): enables AUTH TLS (RFC 4217)\n"
+"  --tls-key FILE            PEM private key of --tls-cert (both or neither)\n"
+"  --ftps-listen ADDR:PORT   implicit FTPS listener (TLS from the first byte)\n"
+"  --https-listen ADDR:PORT  HTTPS listener (the HTTP handler over TLS)\n"
+"  --tls-info                print TLS/kTLS support as one JSON line, exit 0\n"
 "  --config FILE             'key = value' file with the same keys\n");
 }
 
@@ -114,6 +119,19 @@ static int apply_option(const char *key, const char *val)
         long long v = strtoll(val, &end, 10);
         if (errno || end == val || *end || v < 0) return -1;
         g_cfg.max_body = v;
+    } else if (!strcmp(key, "tls-cert") || !strcmp(key, "tls-key")) {
+        char *dst = key[4] == 'c' ? g_cfg.tls_cert : g_cfg.tls_key;
+        if (!*val || strlen(val) >= sizeof(g_cfg.tls_cert)) return -1;
+        strcpy(dst, val);
+    } else if (!strcmp(key, "ftps-listen")) {
+        if (strlen(val) >= sizeof(g_cfg.ftps_listen)) return -1;
+        strcpy(g_cfg.ftps_listen, val);
+    } else if (!strcmp(key, "https-listen")) {
+        if (strlen(val) >= sizeof(g_cfg.https_listen)) return -1;
+        strcpy(g_cfg.https_listen, val);
+    } else if (!strcmp(key, "tls-info")) {
+        if (parse_bool(val, &b)) return -1;
+        g_cfg.tls_info = b;
     } else if (!strcmp(key, "sendfile")) {
         if (parse_bool(val, &b)) return -1;
         g_cfg.use_sendfile = b;
@@ -206,6 +224,11 @@ static int parse_args(int argc, char **argv)
         { "log-level", required_argument, 0, 0 },
         { "no-sendfile", no_argument, 0, 0 },
         { "max-body", required_argument, 0, 0 },
+        { "tls-cert", required_argument, 0, 0 },
+        { "tls-key", required_argument, 0, 0 },
+        { "ftps-listen", required_argument, 0, 0 },
+        { "https-listen", required_argument, 0, 0 },
+        { "tls-info", no_argument, 0, 0 },
         { "config", required_argument, 0, 0 },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 }
@@ -245,7 +268,7 @@ static int parse_args(int argc, char **argv)
         log_error("unexpected argument '%s'", argv[optind]);
         return -1;
     }
-    if (!g_cfg.users_file[0]) {
+    if (!g_cfg.users_file[0] && !g_cfg.tls_info) {
         log_error("--users FILE is required");
         return -1;
     }

@@ -69,7 +69,9 @@ static void cmd_pass(struct ftp_sess *s, const char *arg)
             s->broken = true;
             return;
         }
-        log_info("ftp %s: user %s logged in", s->base.peer_str, u->name);
+        s->sec.logged_in = true;
+        log_info("ftp %s: user %s logged in%s", s->base.peer_str, u->name,
+                 s->sec.tls ? " (TLS)" : "");
         ftp_reply(s, 230, "Login successful.");
     } else {
         log_info("ftp %s: failed login for '%s'", s->base.peer_str,
@@ -84,8 +86,12 @@ static void cmd_pass(struct ftp_sess *s, const char *arg)
 
 static void cmd_feat(struct ftp_sess *s, const char *arg)
 {
-    static const char feat[] =
+    static const char feat_tls[] =
         "211-Features:\r\n"
+        " AUTH TLS\r\n"
+        " PBSZ\r\n"
+        " PROT\r\n";
+    static const char feat[] =
         " EPRT\r\n"
         " EPSV\r\n"
         " MDTM\r\n"
@@ -97,8 +103,39 @@ static void cmd_feat(struct ftp_sess *s, const char *arg)
         " UTF8\r\n"
         "211 End\r\n";
     (void)arg;
+    if (s->sec.can_tls)
+        ftp_reply_raw(s, feat_tls, sizeof(feat_tls) - 1);
+    else
+        ftp_reply_raw(s, feat_tls, 15);        /* "211-Features:\r\n" */
     ftp_reply_raw(s, feat, sizeof(feat) - 1);
 }
+
+/*
+ * AUTH, PBSZ and PROT (RFC 4217; the rules are in ftp_sec_cmd, parse.c).
+ * After a 234 the rest of the plaintext input is discarded - a command
+ * the client (or someone in the path) sent before TLS must not run as if
+ * it came over TLS - and TLS starts once the reply is out (ctl_update).
+ * PROT drops a data connection (or passive listener) set up before it, so
+ * none runs at a protection level other than the one in force.
+ */
+static void do_sec(struct ftp_sess *s, int id, const char *arg)
+{
+    const char *text;
+    bool was = s->sec.tls;
+    int code = ftp_sec_cmd(&s->sec, id, arg, &text);
+    if (id == FC_PROT && code == 200)
+        ftp_data_reset(s);     /* a data connection set up before: redo */
+    ftp_reply(s, code, "%s", text);
+    if (!was && s->sec.tls) {
+        s->auth_pending = true;
+        s->inlen = 0;
+        s->discarding = false;
+    }
+}
+
+static void cmd_auth(struct ftp_sess *s, const char *arg) { do_sec(s, FC_AUTH, arg); }
+static void cmd_pbsz(struct ftp_sess *s, const char *arg) { do_sec(s, FC_PBSZ, arg); }
+static void cmd_prot(struct ftp_sess *s, const char *arg) { do_sec(s, FC_PROT, arg); }
 
 static void cmd_opts(struct ftp_sess *s, const char *arg)
 {
@@ -305,7 +342,7 @@ static void cmd_retr(struct ftp_sess *s, const char *arg)
         ftp_reply(s, 550, "Failed to open file.");
         return;
     }
-    if (!g_cfg.use_sendfile) {
+    if (!g_cfg.use_sendfile && !s->sec.prot_p) {   /* TLS: see send_file */
         s->xbuf = malloc(XFER_BUF_SIZE);
         if (!s->xbuf) {
             close(fd);
@@ -565,9 +602,9 @@ static const struct cmd_def g_cmds[FC__COUNT] = {
     [FC_HELP] = { "HELP", NULL, cmd_help, 0, NULL, NULL, 0, "[<verb>]: this list, or one command" },
     [FC_ALLO] = { "ALLO", NULL, FIXED(202, "ALLO command ignored."), F_AUTH, "<bytes>: ignored" },
     [FC_SITE] = { "SITE", NULL, NOTIMPL, F_AUTH, NULL },
-    [FC_AUTH] = { "AUTH", NULL, NOTIMPL, 0, NULL },
-    [FC_PBSZ] = { "PBSZ", NULL, NOTIMPL, 0, NULL },
-    [FC_PROT] = { "PROT", NULL, NOTIMPL, 0, NULL },
+    [FC_AUTH] = { "AUTH", NULL, cmd_auth, 0, NULL, NULL, F_ARG, "TLS: start TLS (RFC 4217; with --tls-cert)" },
+    [FC_PBSZ] = { "PBSZ", NULL, cmd_pbsz, 0, NULL, NULL, F_ARG, "0: protection buffer size (after AUTH)" },
+    [FC_PROT] = { "PROT", NULL, cmd_prot, 0, NULL, NULL, F_ARG, "P | C: protect data connections (after PBSZ)" },
     [FC_LANG] = { "LANG", NULL, NOTIMPL, 0, NULL },
     [FC_HOST] = { "HOST", NULL, NOTIMPL, 0, NULL },
     [FC_CLNT] = { "CLNT", NULL, FIXED(200, "Noted."), 0, "<client name>: noted" },

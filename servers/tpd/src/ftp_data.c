@@ -6,6 +6,16 @@
  * STOR/APPE through io_recv() + io_write_all(), listings LIST_CHUNK bytes
  * at a time.  Every transfer ends in ftp_xfer_done(), which sends the
  * final reply and resumes the commands queued behind it.
+ *
+ * With PROT P (RFC 4217) every data connection gets a server-side TLS
+ * session as soon as it is accepted or connected; the handshake runs in
+ * the loop, the transfer starts once it has finished, and a transfer that
+ * ends well sends close_notify before its 226 (for STOR: after the
+ * client's close_notify; a TCP EOF without one is a truncated upload,
+ * 426).  RETR over TLS uses SSL_sendfile() when kTLS took the socket's
+ * send side, otherwise pread + SSL_write through a TLS_BUF_SIZE buffer.
+ * Data-connection TLS sessions are not required to resume the control
+ * connection's session.
  */
 #include "ftp_int.h"
 
@@ -135,6 +145,7 @@ void ftp_xfer_done(struct ftp_sess *s, int code, const char *msg)
                  (unsigned long long)s->xbytes, secs, code);
     }
     ftp_data_reset(s);
+    s->finishing = false;
     if (s->file_fd >= 0)
         close(s->file_fd);
     s->file_fd = -1;
@@ -158,10 +169,61 @@ void ftp_xfer_done(struct ftp_sess *s, int code, const char *msg)
     ftp_process_lines(s);          /* resume commands queued behind the transfer */
 }
 
-/* Data connection ready: arm the direction the transfer needs. */
+/* Data connection ready: arm the direction the transfer needs (during a
+ * TLS handshake tls_interest() uses the handshake's instead; with no
+ * transfer yet, nothing). */
 static void xfer_io(struct ftp_sess *s)
 {
-    ev_set(&s->data, s->xfer == X_FILE_IN ? EPOLLIN : EPOLLOUT);
+    if (s->finishing)
+        ev_set(&s->data, EPOLLOUT);
+    else if (s->xfer == X_NONE)
+        ev_set(&s->data, 0);
+    else
+        ev_set(&s->data, s->xfer == X_FILE_IN ? EPOLLIN : EPOLLOUT);
+}
+
+/*
+ * A new data connection (accepted or connected): with PROT P give it a
+ * TLS session, whose handshake starts at once.  Returns 0, or -1 when TLS
+ * cannot be set up (the connection is closed).
+ */
+static int data_open(struct ftp_sess *s)
+{
+    if (s->sec.prot_p && tls_attach(&s->data, false) < 0) {
+        log_warn("ftp %s: cannot start TLS on the data connection",
+                 s->base.peer_str);
+        ev_close(&s->data);
+        return -1;
+    }
+    xfer_io(s);
+    return 0;
+}
+
+/*
+ * The data went out (or came in) whole: on a TLS data connection send
+ * close_notify first (waiting for EPOLLOUT if the socket is full), then
+ * end the transfer with 226 `msg`.  A RETR or listing whose close_notify
+ * cannot be sent ends with 426 (the client cannot tell the end from a
+ * cut); an upload already ended with the client's close_notify, so its
+ * data is whole and it gets 226 even if the client has gone meanwhile.
+ */
+static void data_finish(struct ftp_sess *s, const char *msg)
+{
+    if (!s->data.ssl) {
+        ftp_xfer_done(s, 226, msg);
+        return;
+    }
+    s->fin_msg = msg;
+    int r = tls_close_notify(&s->data);
+    if (r == IO_AGAIN) {
+        s->finishing = true;
+        xfer_io(s);
+        return;
+    }
+    if (r == IO_OK || s->xfer == X_FILE_IN)
+        ftp_xfer_done(s, 226, msg);
+    else
+        ftp_xfer_done(s, 426, "Connection closed; transfer aborted.");
 }
 
 /*
@@ -248,8 +310,8 @@ void ftp_pasv_accept(struct ftp_sess *s)
     }
     ev_close(&s->pasv);               /* one connection per PASV */
     s->data.fd = fd;
-    if (s->xfer != X_NONE)
-        xfer_io(s);
+    if (data_open(s) < 0 && s->xfer != X_NONE)
+        ftp_xfer_done(s, 425, "Failed to establish connection.");
 }
 
 /* RETR: sendfile() (or pread+send) up to SEND_BUDGET bytes (io.c). */
@@ -262,7 +324,21 @@ static void send_file(struct ftp_sess *s)
         [IO_SOCK_ERR] = { 426, "Connection closed; transfer aborted." },
     };
     unsigned fl = g_cfg.use_sendfile ? IO_SENDFILE : 0;
-    int r = io_send_file(s->data.fd, &s->src, SEND_BUDGET, fl, &s->xbytes);
+    if (s->data.ssl && !(g_cfg.use_sendfile && (s->data.tls_flags & TLS_KTLS_SEND))
+        && !s->src.buf) {
+        /* TLS without kTLS: pread + SSL_write through a bounded buffer */
+        if (!(s->xbuf = malloc(TLS_BUF_SIZE))) {
+            ftp_xfer_done(s, 451, "Out of memory.");
+            return;
+        }
+        s->src.buf = s->xbuf;
+        s->src.cap = TLS_BUF_SIZE;
+    }
+    int r = io_send_file(&s->data, &s->src, SEND_BUDGET, fl, &s->xbytes);
+    if (r == IO_OK) {
+        data_finish(s, end[r].msg);
+        return;
+    }
     if (r != IO_AGAIN) {
         ftp_xfer_done(s, end[r].code, end[r].msg);
         return;
@@ -281,7 +357,7 @@ static void send_list(struct ftp_sess *s)
             char chunk[LIST_CHUNK];
             ssize_t n = vfs_list_read(s->lister, chunk, sizeof(chunk));
             if (n == 0) {
-                ftp_xfer_done(s, 226, "Directory send OK.");
+                data_finish(s, "Directory send OK.");
                 return;
             }
             if (obuf_append(&s->list, chunk, (size_t)n, LIST_CHUNK) < 0) {
@@ -290,7 +366,7 @@ static void send_list(struct ftp_sess *s)
             }
         }
         size_t before = obuf_pending(&s->list);
-        int r = obuf_flush(s->data.fd, &s->list);
+        int r = obuf_flush(&s->data, &s->list);
         s->xbytes += before - obuf_pending(&s->list);
         if (r < 0) {
             ftp_xfer_done(s, 426, "Connection closed; transfer aborted.");
@@ -307,14 +383,17 @@ static void recv_file(struct ftp_sess *s)
 {
     for (int i = 0; i < 16; i++) {
         size_t n;
-        int r = io_recv(s->data.fd, s->xbuf, XFER_BUF_SIZE, &n);
+        int r = io_recv(&s->data, s->xbuf, XFER_BUF_SIZE, &n);
         if (r == IO_AGAIN)
             break;
         if (r == IO_EOF) {
-            ftp_xfer_done(s, 226, "Transfer complete.");
+            data_finish(s, "Transfer complete.");
             return;
         }
         if (r != IO_OK) {
+            if (s->data.ssl)
+                log_info("ftp %s: TLS %s data connection failed: %s",
+                         s->base.peer_str, s->xverb, tls_last_error());
             ftp_xfer_done(s, 426, "Connection closed; transfer aborted.");
             return;
         }
@@ -343,18 +422,31 @@ void ftp_data_event(struct ftp_sess *s, uint32_t events)
             return;
         }
         s->connecting = false;
-        if (s->xfer == X_NONE)
-            ev_set(&s->data, 0);
-        else
-            xfer_io(s);
+        if (data_open(s) < 0 && s->xfer != X_NONE)
+            ftp_xfer_done(s, 425, "Failed to establish connection.");
+        return;
+    }
+    if (s->data.ssl && (s->data.tls_flags & TLS_HANDSHAKE)) {
+        ftp_tls_step(s, &s->data, "ftp-data");
+        if (s->data.fd >= 0)
+            xfer_io(s);      /* the handshake's direction, or the transfer's */
+        return;
+    }
+    if (s->finishing) {
+        data_finish(s, s->fin_msg);
         return;
     }
     switch (s->xfer) {
     case X_FILE_OUT: send_file(s); break;
     case X_BUF_OUT:  send_list(s); break;
     case X_FILE_IN:  recv_file(s); break;
-    default:         ev_set(&s->data, 0); break;
+    default:         break;
     }
+    /* re-arm even when the direction is unchanged: over TLS the interest
+     * depends on what the last SSL call needs, and plaintext left in
+     * OpenSSL (SSL_pending) must put the socket on tls.c's list */
+    if (s->data.fd >= 0)
+        xfer_io(s);
 }
 
 /* PASV: open a passive listener, reply 227 (425/501 on failure). */

@@ -31,6 +31,10 @@ struct ftp_sess {
     bool epsv_all;
     bool port_set;                 /* PORT/EPRT address pending */
     bool connecting;               /* active-mode connect in progress */
+    bool auth_pending;             /* 234 sent: start TLS once it is out */
+    bool finishing;                /* TLS data: close_notify to send */
+    const char *fin_msg;           /* the 226 text after close_notify */
+    struct ftp_sec sec;            /* AUTH / PBSZ / PROT state (RFC 4217) */
     struct sockaddr_storage port_addr;
     socklen_t port_len;
     int xfer;                      /* X_* */
@@ -53,6 +57,7 @@ void ftp_reply_raw(struct ftp_sess *s, const char *text, size_t len);
 void ftp_reply(struct ftp_sess *s, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ftp_process_lines(struct ftp_sess *s);
+bool ftp_tls_step(struct ftp_sess *s, struct handler *h, const char *what);
 
 /* ftp_cmds.c */
 void ftp_dispatch(struct ftp_sess *s, const struct ftp_cmd *cmd);

@@ -48,7 +48,7 @@ void ftp_reply_raw(struct ftp_sess *s, const char *text, size_t len)
         s->broken = true;
         return;
     }
-    if (obuf_flush(s->ctl.fd, &s->out) < 0)
+    if (obuf_flush(&s->ctl, &s->out) < 0)
         s->broken = true;
 }
 
@@ -78,16 +78,62 @@ void ftp_reply(struct ftp_sess *s, int code, const char *fmt, ...)
     ftp_reply_raw(s, buf, (size_t)n);
 }
 
-/* Set the control connection's epoll interest from the session state. */
+/*
+ * Set the control connection's epoll interest from the session state.
+ * After AUTH TLS, once the 234 reply is out, TLS starts on the control
+ * connection (nothing is read in between: bytes the client sent after
+ * AUTH were discarded with the rest of the plaintext input).
+ */
 static void ctl_update(struct ftp_sess *s)
 {
     uint32_t ev = 0;
     size_t pend = obuf_pending(&s->out);
+    if (s->auth_pending && pend == 0) {
+        s->auth_pending = false;
+        if (tls_attach(&s->ctl, true) < 0) {
+            log_warn("ftp %s: cannot start TLS", s->base.peer_str);
+            conn_kill(&s->base);
+            return;
+        }
+    }
     if (pend)
         ev |= EPOLLOUT;
-    if (!s->quitting && s->inlen < FTP_LINE_MAX && pend < 16384)
+    if (!s->quitting && !s->auth_pending && s->inlen < FTP_LINE_MAX &&
+        pend < 16384)
         ev |= EPOLLIN;
     ev_set(&s->ctl, ev);
+}
+
+/*
+ * Run one TLS handshake step on h (the control or data connection of s,
+ * named `what` in logs).  Returns true when the handshake has finished
+ * (now or before); false while it waits, or after it failed: then the
+ * control connection's session is marked broken, a data connection is
+ * closed (a transfer waiting for it ends with 425).  A failed handshake
+ * is logged at info level and costs only this connection.
+ */
+bool ftp_tls_step(struct ftp_sess *s, struct handler *h, const char *what)
+{
+    if (!h->ssl || !(h->tls_flags & TLS_HANDSHAKE))
+        return true;
+    int r = tls_handshake(h);
+    if (r == IO_OK) {
+        tls_done_log(h, what);
+        return true;
+    }
+    if (r == IO_AGAIN)
+        return false;
+    log_info("ftp %s: TLS handshake failed on the %s connection: %s",
+             s->base.peer_str, h == &s->ctl ? "control" : "data",
+             tls_last_error());
+    if (h == &s->ctl) {
+        s->broken = true;
+    } else {
+        ev_close(h);
+        if (s->xfer != X_NONE)
+            ftp_xfer_done(s, 425, "TLS handshake failed on the data connection.");
+    }
+    return false;
 }
 
 /* Drop the first n bytes of the input buffer. */
@@ -112,8 +158,8 @@ void ftp_process_lines(struct ftp_sess *s)
     if (s->in_process)
         return;
     s->in_process = true;
-    for (int guard = 0; guard < FTP_LINE_MAX && !s->broken && !s->quitting;
-         guard++) {
+    for (int guard = 0; guard < FTP_LINE_MAX && !s->broken && !s->quitting &&
+         !s->auth_pending; guard++) {
         if (obuf_pending(&s->out) > 16384)
             break;
         char *nl = memchr(s->in, '\n', s->inlen);
@@ -150,7 +196,7 @@ void ftp_process_lines(struct ftp_sess *s)
 /* Read from the control connection and run what arrived. */
 static void ctl_read(struct ftp_sess *s)
 {
-    int r = io_recv_append(s->ctl.fd, s->in, &s->inlen, FTP_LINE_MAX);
+    int r = io_recv_append(&s->ctl, s->in, &s->inlen, FTP_LINE_MAX);
     if (r == IO_EOF)
         log_debug("ftp %s: client closed control connection",
                   s->base.peer_str);
@@ -170,10 +216,15 @@ void ftp_event(struct handler *h, uint32_t events)
 
     switch (h->type) {
     case H_FTP_CTL:
+        if (s->ctl.ssl && (s->ctl.tls_flags & TLS_HANDSHAKE)) {
+            if (!ftp_tls_step(s, &s->ctl, "ftp"))
+                break;
+            events = EPOLLOUT;     /* done: send what is queued (220) */
+        }
         if (events & EPOLLOUT) {
-            if (obuf_flush(s->ctl.fd, &s->out) < 0)
+            if (obuf_flush(&s->ctl, &s->out) < 0)
                 s->broken = true;
-            else if (obuf_pending(&s->out) == 0)
+            else if (obuf_pending(&s->out) == 0 && !s->auth_pending)
                 ftp_process_lines(s);      /* resume after back-pressure */
         }
         if (!s->broken && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
@@ -192,8 +243,12 @@ void ftp_event(struct handler *h, uint32_t events)
         ctl_update(s);
 }
 
-/* New control connection: allocate the session and greet. */
-void ftp_accept(int fd, const struct sockaddr_storage *peer)
+/*
+ * New control connection: allocate the session and greet (with tls, the
+ * implicit-FTPS listener's connections: the greeting waits for the TLS
+ * handshake, and data connections are protected as after PROT P).
+ */
+void ftp_accept(int fd, const struct sockaddr_storage *peer, bool tls)
 {
     struct ftp_sess *s = calloc(1, sizeof(*s));
     int one = 1;
@@ -203,9 +258,9 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer)
         return;
     }
     s->base.kind = C_FTP;
-    s->ctl = (struct handler){ H_FTP_CTL, fd, 0, &s->base };
-    s->pasv = (struct handler){ H_FTP_PASV, -1, 0, &s->base };
-    s->data = (struct handler){ H_FTP_DATA, -1, 0, &s->base };
+    s->ctl = (struct handler){ .type = H_FTP_CTL, .fd = fd, .conn = &s->base };
+    s->pasv = (struct handler){ .type = H_FTP_PASV, .fd = -1, .conn = &s->base };
+    s->data = (struct handler){ .type = H_FTP_DATA, .fd = -1, .conn = &s->base };
     s->file_fd = -1;
     s->src.fd = -1;
     s->up.dirfd = s->up.fd = -1;
@@ -216,7 +271,15 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer)
     sockaddr_to_str((const struct sockaddr *)peer, s->base.peer_str,
                     sizeof(s->base.peer_str));
     conn_register(&s->base);
-    log_debug("ftp %s: connected", s->base.peer_str);
+    log_debug("ftp %s: connected%s", s->base.peer_str, tls ? " (implicit TLS)" : "");
+    s->sec.can_tls = tls_enabled();
+    if (tls) {
+        if (tls_attach(&s->ctl, true) < 0) {
+            conn_kill(&s->base);
+            return;
+        }
+        s->sec.tls = s->sec.pbsz = s->sec.prot_p = true;
+    }
     ftp_reply(s, 220, "tpd FTP server ready.");
     if (s->broken)
         conn_kill(&s->base);
@@ -229,9 +292,15 @@ void ftp_timeout(struct conn *c)
 {
     struct ftp_sess *s = (struct ftp_sess *)c;
     static const char msg[] = "421 Timeout.\r\n";
-    ssize_t r = send(s->ctl.fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)r;
-    log_info("ftp %s: idle timeout", c->peer_str);
+    size_t n;
+    /* over TLS only between records: a half-written reply must be retried
+     * with the same bytes, and nothing can go before the handshake */
+    if (!s->ctl.ssl || (!(s->ctl.tls_flags & TLS_HANDSHAKE) &&
+                        obuf_pending(&s->out) == 0))
+        (void)io_send(&s->ctl, msg, sizeof(msg) - 1, &n);
+    log_info("ftp %s: idle timeout%s", c->peer_str,
+             s->ctl.ssl && (s->ctl.tls_flags & TLS_HANDSHAKE)
+                 ? " (during the TLS handshake)" : "");
 }
 
 /* Close every descriptor of the session (memory freed by ftp_free). */

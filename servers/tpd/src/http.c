@@ -11,9 +11,17 @@
  *   HS_DRAIN  after a "Connection: close" response: write side shut down,
  *             unread input discarded until EOF (so the kernel does not
  *             reset the connection under the response)
+ *   HS_SHUT   (TLS) close_notify waits for room in the socket, then
+ *             HS_DRAIN
  * Request bodies of refused uploads are read and discarded, so the
  * connection can stay alive; if the client waits for 100-continue the
  * refusal is sent at once and the connection is closed instead.
+ *
+ * HTTPS (--https-listen) runs the same machine over TLS: the handshake
+ * comes first (in the loop, nothing read or sent before it is done), a
+ * GET body goes out with SSL_sendfile() under kTLS or else pread +
+ * SSL_write through a TLS_BUF_SIZE buffer held only while a body is
+ * being sent, and a closing response ends with close_notify.
  */
 #include "tpd.h"
 
@@ -28,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { HS_READ, HS_BODY, HS_SEND, HS_DRAIN };
+enum { HS_READ, HS_BODY, HS_SEND, HS_DRAIN, HS_SHUT };
 
 struct http_conn {
     struct conn base;          /* must be first */
@@ -52,6 +60,7 @@ struct http_conn {
     int64_t up_remaining;      /* Content-Length bytes still expected */
     struct chunk_dec dec;
     char *upbuf;
+    char *tlsbuf;              /* TLS_BUF_SIZE: GET body over TLS, no kTLS */
     char *location;            /* Location for 201 */
     size_t drained;
     /* request log */
@@ -468,7 +477,7 @@ static void start_upload(struct http_conn *c, const char *vp, const char *raw,
     if (!err && req->expect_continue) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         if (obuf_append(&c->out, cont, sizeof(cont) - 1, 1 << 20) < 0 ||
-            obuf_flush(c->h.fd, &c->out) < 0) {
+            obuf_flush(&c->h, &c->out) < 0) {
             c->broken = true;
             if (fd >= 0)
                 close(fd);
@@ -589,15 +598,37 @@ static bool try_request(struct http_conn *c)
     return true;
 }
 
+/*
+ * Closing response sent: (TLS) close_notify, then shut the write side and
+ * drain input (HS_DRAIN); HS_SHUT while close_notify waits for room.
+ */
+static void start_close(struct http_conn *c)
+{
+    if (c->h.ssl) {
+        int r = tls_close_notify(&c->h);
+        if (r == IO_AGAIN) {
+            c->state = HS_SHUT;
+            return;
+        }
+        if (r != IO_OK) {
+            c->broken = true;
+            return;
+        }
+    }
+    shutdown(c->h.fd, SHUT_WR);
+    c->state = HS_DRAIN;
+    c->drained = 0;
+}
+
 /* Response fully sent: log, then keep-alive or start the lingering close. */
 static void response_done(struct http_conn *c)
 {
     log_info("http %s %s %d %llu", c->base.peer_str, c->method, c->status,
              (unsigned long long)c->sent);
+    free(c->tlsbuf);
+    c->tlsbuf = NULL;
     if (!c->keepalive) {
-        shutdown(c->h.fd, SHUT_WR);
-        c->state = HS_DRAIN;
-        c->drained = 0;
+        start_close(c);
         return;
     }
     c->state = HS_READ;
@@ -607,7 +638,7 @@ static void response_done(struct http_conn *c)
 static bool send_some(struct http_conn *c)
 {
     if (obuf_pending(&c->out)) {
-        int r = obuf_flush(c->h.fd, &c->out);
+        int r = obuf_flush(&c->h, &c->out);
         if (r < 0) {
             c->broken = true;
             return false;
@@ -618,10 +649,24 @@ static bool send_some(struct http_conn *c)
     if (c->file_fd >= 0) {
         char buf[65536];               /* --no-sendfile bounce buffer */
         unsigned fl = g_cfg.use_sendfile ? IO_SENDFILE : IO_NOKEEP;
-        c->body.buf = buf;
-        c->body.cap = sizeof(buf);
-        int r = io_send_file(c->h.fd, &c->body, SEND_BUDGET, fl, &c->sent);
-        c->body.buf = NULL;
+        int r;
+        if (c->h.ssl && !(g_cfg.use_sendfile && (c->h.tls_flags & TLS_KTLS_SEND))) {
+            /* TLS without kTLS: SSL_write must be offered the same bytes
+             * again after IO_AGAIN, so the buffer outlives the wakeup */
+            if (!c->tlsbuf && !(c->tlsbuf = malloc(TLS_BUF_SIZE))) {
+                c->broken = true;
+                return false;
+            }
+            c->body.buf = c->tlsbuf;
+            c->body.cap = TLS_BUF_SIZE;
+            r = io_send_file(&c->h, &c->body, SEND_BUDGET, 0, &c->sent);
+        } else {
+            c->body.buf = buf;
+            c->body.cap = sizeof(buf);
+            r = io_send_file(&c->h, &c->body, SEND_BUDGET,
+                             c->h.ssl ? IO_SENDFILE : fl, &c->sent);
+            c->body.buf = NULL;
+        }
         if (r != IO_OK && r != IO_AGAIN) {
             /* error or file shrank: the length promised is wrong, close */
             c->broken = true;
@@ -665,7 +710,7 @@ static bool send_some(struct http_conn *c)
 /* Read more of the request head. */
 static void read_head(struct http_conn *c)
 {
-    int r = io_recv_append(c->h.fd, c->in, &c->inlen, HTTP_HDR_MAX);
+    int r = io_recv_append(&c->h, c->in, &c->inlen, HTTP_HDR_MAX);
     if (r != IO_OK) {
         if (r != IO_AGAIN)
             c->broken = true;
@@ -686,7 +731,7 @@ static void read_body(struct http_conn *c)
         if (!c->up_chunked && (int64_t)cap > c->up_remaining)
             cap = (size_t)c->up_remaining;
         size_t n;
-        int r = io_recv(c->h.fd, c->upbuf, cap, &n);
+        int r = io_recv(&c->h, c->upbuf, cap, &n);
         if (r == IO_EOF) {
             log_info("http %s: client closed during upload",
                      c->base.peer_str);
@@ -715,21 +760,23 @@ static void read_body(struct http_conn *c)
     }
 }
 
-/* Discard input after a closing response until EOF (bounded). */
+/* Discard input after a closing response until EOF (bounded; over TLS
+ * the plaintext, so nothing stays buffered in OpenSSL). */
 static void drain(struct http_conn *c)
 {
     char buf[16384];
     for (int i = 0; i < 8; i++) {
-        ssize_t n = recv(c->h.fd, buf, sizeof(buf), 0);
-        if (n > 0) {
-            c->drained += (size_t)n;
+        size_t n;
+        int r = io_recv(&c->h, buf, sizeof(buf), &n);
+        if (r == IO_OK) {
+            c->drained += n;
             if (c->drained > (1u << 20)) {
                 c->broken = true;
                 return;
             }
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (r == IO_AGAIN)
             return;
         c->broken = true;             /* EOF or error: done */
         return;
@@ -752,6 +799,7 @@ static void http_update(struct http_conn *c)
         ev = EPOLLIN;
         break;
     case HS_SEND:
+    case HS_SHUT:
         ev = EPOLLOUT;
         break;
     }
@@ -765,6 +813,22 @@ void http_event(struct handler *h, uint32_t events)
     bool readable = events & (EPOLLIN | EPOLLHUP | EPOLLERR);
 
     c->kick = false;
+    if (c->h.ssl && (c->h.tls_flags & TLS_HANDSHAKE)) {
+        int r = tls_handshake(&c->h);
+        if (r == IO_OK) {
+            tls_done_log(&c->h, "https");
+        } else {
+            if (r != IO_AGAIN) {
+                log_info("http %s: TLS handshake failed: %s",
+                         c->base.peer_str, tls_last_error());
+                c->broken = true;
+            }
+            goto out;
+        }
+        readable = false;      /* the request comes with the next wakeup */
+    }
+    if (c->state == HS_SHUT && (events & EPOLLOUT))
+        start_close(c);
     if (readable) {
         if (c->state == HS_READ)
             read_head(c);
@@ -787,14 +851,15 @@ void http_event(struct handler *h, uint32_t events)
     }
     if (guard == 32 && c->state == HS_READ && c->inlen > 0)
         c->kick = true;
+out:
     if (c->broken)
         conn_kill(&c->base);
     else
         http_update(c);
 }
 
-/* New HTTP connection. */
-void http_accept(int fd, const struct sockaddr_storage *peer)
+/* New HTTP connection (tls: from the HTTPS listener, handshake first). */
+void http_accept(int fd, const struct sockaddr_storage *peer, bool tls)
 {
     struct http_conn *c = malloc(sizeof(*c));
     if (!c) {
@@ -811,7 +876,7 @@ void http_accept(int fd, const struct sockaddr_storage *peer)
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->base.kind = C_HTTP;
-    c->h = (struct handler){ H_HTTP, fd, 0, &c->base };
+    c->h = (struct handler){ .type = H_HTTP, .fd = fd, .conn = &c->base };
     c->file_fd = -1;
     c->up_fd = -1;
     c->up.dirfd = c->up.fd = -1;
@@ -819,6 +884,10 @@ void http_accept(int fd, const struct sockaddr_storage *peer)
     sockaddr_to_str((const struct sockaddr *)peer, c->base.peer_str,
                     sizeof(c->base.peer_str));
     conn_register(&c->base);
+    if (tls && tls_attach(&c->h, true) < 0) {
+        conn_kill(&c->base);
+        return;
+    }
     http_update(c);
 }
 
@@ -849,6 +918,7 @@ void http_free(struct conn *cc)
     struct http_conn *c = (struct http_conn *)cc;
     obuf_free(&c->out);
     free(c->upbuf);
+    free(c->tlsbuf);
     free(c->location);
     free(c);
 }

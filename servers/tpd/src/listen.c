@@ -1,5 +1,6 @@
 /*
- * listen.c - the FTP and HTTP listening sockets: address parsing, bind and
+ * listen.c - the FTP and HTTP listening sockets (and their implicit-TLS
+ * twins, FTPS and HTTPS): address parsing, bind and
  * listen, accepting new connections (with the --max-conns "busy" reply),
  * and descriptor-exhaustion recovery (a reserved descriptor, then a short
  * pause of both listeners that the event loop lifts).
@@ -14,8 +15,13 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-static struct handler g_ftp_listen = { H_LISTEN_FTP, -1, 0, NULL };
-static struct handler g_http_listen = { H_LISTEN_HTTP, -1, 0, NULL };
+static struct handler g_ftp_listen = { .type = H_LISTEN_FTP, .fd = -1 };
+static struct handler g_http_listen = { .type = H_LISTEN_HTTP, .fd = -1 };
+static struct handler g_ftps_listen = { .type = H_LISTEN_FTPS, .fd = -1 };
+static struct handler g_https_listen = { .type = H_LISTEN_HTTPS, .fd = -1 };
+static struct handler *const g_listeners[] = {
+    &g_ftp_listen, &g_http_listen, &g_ftps_listen, &g_https_listen };
+#define NLISTENERS (sizeof(g_listeners) / sizeof(g_listeners[0]))
 static int g_reserve_fd = -1;                  /* for EMFILE recovery */
 static int64_t g_listen_resume;                 /* ms; 0 = listeners armed */
 #define LISTEN_BACKOFF_MS 250
@@ -91,8 +97,10 @@ static int open_listener(const char *spec, struct handler *h)
     }
     h->fd = fd;
     ev_set(h, EPOLLIN);
-    log_info("listening on %s (%s)", spec,
-             h->type == H_LISTEN_FTP ? "ftp" : "http");
+    static const char *names[] = { [H_LISTEN_FTP] = "ftp",
+        [H_LISTEN_HTTP] = "http", [H_LISTEN_FTPS] = "ftps (implicit TLS)",
+        [H_LISTEN_HTTPS] = "https" };
+    log_info("listening on %s (%s)", spec, names[h->type]);
     return 0;
 }
 /*
@@ -133,8 +141,8 @@ static void do_accept(struct handler *h)
                     /* cannot even drop the connection: stop listening for
                      * a while instead of spinning on level-triggered
                      * readiness (re-armed by the main loop) */
-                    ev_set(&g_ftp_listen, 0);
-                    ev_set(&g_http_listen, 0);
+                    for (size_t k = 0; k < NLISTENERS; k++)
+                        ev_set(g_listeners[k], 0);
                     g_listen_resume = g_now + LISTEN_BACKOFF_MS;
                 }
                 if (dropped || !handled || g_reserve_fd < 0)
@@ -145,6 +153,14 @@ static void do_accept(struct handler *h)
                 log_warn("accept: %s", strerror(errno));
             }
             return;
+        }
+        bool tls = h->type == H_LISTEN_FTPS || h->type == H_LISTEN_HTTPS;
+        if (g_nconns >= g_cfg.max_conns && tls) {
+            /* no plaintext reply can go before a handshake: just close */
+            close(fd);
+            log_debug("TLS connection refused: max-conns %d reached",
+                      g_cfg.max_conns);
+            continue;
         }
         if (g_nconns >= g_cfg.max_conns) {
             static const char ftp_busy[] =
@@ -160,16 +176,16 @@ static void do_accept(struct handler *h)
                       g_cfg.max_conns);
             continue;
         }
-        if (h->type == H_LISTEN_FTP)
-            ftp_accept(fd, &peer);
+        if (h->type == H_LISTEN_FTP || h->type == H_LISTEN_FTPS)
+            ftp_accept(fd, &peer, tls);
         else
-            http_accept(fd, &peer);
+            http_accept(fd, &peer, tls);
     }
 }
 
 /*
- * Open the reserve descriptor and the listeners of g_cfg (HTTP only when
- * configured).  Returns 0, or -1 after logging why a listener could not be
+ * Open the reserve descriptor and the listeners of g_cfg (HTTP, FTPS and
+ * HTTPS only when configured).  Returns 0, or -1 after logging why a listener could not be
  * opened.
  */
 int listen_start(void)
@@ -178,6 +194,10 @@ int listen_start(void)
     if (open_listener(g_cfg.ftp_listen, &g_ftp_listen))
         return -1;
     if (g_cfg.http_listen[0] && open_listener(g_cfg.http_listen, &g_http_listen))
+        return -1;
+    if (g_cfg.ftps_listen[0] && open_listener(g_cfg.ftps_listen, &g_ftps_listen))
+        return -1;
+    if (g_cfg.https_listen[0] && open_listener(g_cfg.https_listen, &g_https_listen))
         return -1;
     return 0;
 }
@@ -200,8 +220,8 @@ void listen_resume(void)
 {
     if (g_listen_resume && g_now >= g_listen_resume) {
         g_listen_resume = 0;
-        ev_set(&g_ftp_listen, EPOLLIN);
-        ev_set(&g_http_listen, EPOLLIN);
+        for (size_t k = 0; k < NLISTENERS; k++)
+            ev_set(g_listeners[k], EPOLLIN);
         if (g_reserve_fd < 0)
             g_reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     }
@@ -210,8 +230,8 @@ void listen_resume(void)
 /* Close the listeners and the reserve descriptor (no errors). */
 void listen_stop(void)
 {
-    ev_close(&g_ftp_listen);
-    ev_close(&g_http_listen);
+    for (size_t k = 0; k < NLISTENERS; k++)
+        ev_close(g_listeners[k]);
     if (g_reserve_fd >= 0)
         close(g_reserve_fd);
     g_reserve_fd = -1;

@@ -35,7 +35,7 @@ int64_t g_now;
 int g_nconns;
 
 static int g_epfd = -1;
-static struct handler g_sigh = { H_SIGNAL, -1, 0, NULL };
+static struct handler g_sigh = { .type = H_SIGNAL, .fd = -1 };
 static struct conn *g_lru_head, *g_lru_tail;   /* oldest first */
 static struct conn *g_free_list;               /* killed this batch */
 static volatile int g_stop;
@@ -87,7 +87,11 @@ void ev_set(struct handler *h, uint32_t events)
     struct epoll_event ev;
     int op;
 
-    if (h->fd < 0 || h->events == events)
+    if (h->fd < 0)
+        return;
+    if (h->ssl)
+        events = tls_interest(h, events);
+    if (h->events == events)
         return;
     if (events == 0)
         op = EPOLL_CTL_DEL;
@@ -103,9 +107,11 @@ void ev_set(struct handler *h, uint32_t events)
     h->events = events;
 }
 
-/* Deregister and close h's descriptor (no-op when already closed). */
+/* Free h's TLS session, deregister and close h's descriptor (no-op when
+ * already closed). */
 void ev_close(struct handler *h)
 {
+    tls_detach(h);
     if (h->fd < 0)
         return;
     if (h->events)
@@ -259,23 +265,24 @@ int obuf_printf(struct obuf *b, size_t limit, const char *fmt, ...)
 }
 
 /*
- * Write as much of b as the socket takes.  Returns 1 when b is empty,
- * 0 when the socket is full, -1 on a write error.  Small buffers are
+ * Write as much of b as socket h takes (send(), or SSL_write on a TLS
+ * socket; nothing before its handshake is done).  Returns 1 when b is
+ * empty, 0 when the socket is full, -1 on a write error.  Small buffers are
  * released once drained so idle sessions hold no output memory.
  */
-int obuf_flush(int fd, struct obuf *b)
+int obuf_flush(struct handler *h, struct obuf *b)
 {
-    while (b->off < b->len) {
-        ssize_t n = send(fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return 0;
+    for (int guard = 0; b->off < b->len && guard < 4096; guard++) {
+        size_t n;
+        int r = io_send(h, b->data + b->off, b->len - b->off, &n);
+        if (r == IO_AGAIN)
+            return 0;
+        if (r != IO_OK)
             return -1;
-        }
-        b->off += (size_t)n;
+        b->off += n;
     }
+    if (b->off < b->len)
+        return 0;
     b->off = b->len = 0;
     if (b->cap > 4096) {
         obuf_free(b);
@@ -309,10 +316,54 @@ void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz)
 }
 
 /* ------------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------------ */
 /* main loop                                                                 */
 /* ------------------------------------------------------------------------ */
+
+/* Run the handler of readiness `e` on h. */
+static void dispatch(struct handler *h, uint32_t e)
+{
+    if (h->conn && h->conn->dead)
+        return;
+    e = tls_events(h, e);
+    switch (h->type) {
+    case H_LISTEN_FTP:
+    case H_LISTEN_HTTP:
+    case H_LISTEN_FTPS:
+    case H_LISTEN_HTTPS:
+        listen_event(h);
+        break;
+    case H_SIGNAL: {
+        struct signalfd_siginfo si;
+        while (read(h->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+            log_info("signal %u: shutting down", si.ssi_signo);
+            g_stop = 1;
+        }
+        break;
+    }
+    case H_FTP_CTL:
+    case H_FTP_PASV:
+    case H_FTP_DATA:
+        ftp_event(h, e);
+        break;
+    case H_HTTP:
+        http_event(h, e);
+        break;
+    }
+}
+
+/*
+ * Serve TLS sockets that hold decrypted plaintext and want to read (epoll
+ * cannot report it): each is run once as if EPOLLIN had fired, and goes
+ * back on the list while plaintext remains.
+ */
+static void run_tls_pending(void)
+{
+    struct handler *hs[512];
+    int n = tls_pending_take(hs, 512);
+    for (int i = 0; i < n; i++)
+        if (hs[i]->fd >= 0 && hs[i]->ssl)
+            dispatch(hs[i], EPOLLIN);
+}
 
 /* Close connections idle for longer than --idle-timeout. */
 static void expire_idle(void)
@@ -367,8 +418,18 @@ int main(int argc, char **argv)
 
     if (config_load(argc, argv))
         return 2;
+    if (g_cfg.tls_info) {
+        int r = tls_init();
+        tls_print_info(stdout);
+        tls_cleanup();
+        return r ? 2 : 0;
+    }
     if (users_load(g_cfg.users_file))
         return 2;
+    if (tls_init()) {
+        users_free();
+        return 2;
+    }
     raise_nofile();
     signal(SIGPIPE, SIG_IGN);
 
@@ -392,44 +453,20 @@ int main(int argc, char **argv)
     if (listen_start())
         return 1;
     log_info("tpd ready: epoll level-triggered, sendfile %s, max-conns %d, "
-             "idle-timeout %ds", g_cfg.use_sendfile ? "on" : "off",
-             g_cfg.max_conns, g_cfg.idle_timeout);
+             "idle-timeout %ds, TLS %s", g_cfg.use_sendfile ? "on" : "off",
+             g_cfg.max_conns, g_cfg.idle_timeout, tls_enabled() ? "on" : "off");
 
     while (!g_stop) {
-        int n = epoll_wait(g_epfd, evs, 512, next_timeout_ms());
+        int n = epoll_wait(g_epfd, evs, 512,
+                           tls_have_pending() ? 0 : next_timeout_ms());
         if (n < 0 && errno != EINTR) {
             log_error("epoll_wait: %s", strerror(errno));
             break;
         }
         g_now = mono_ms();
-        for (int i = 0; i < n; i++) {
-            struct handler *h = evs[i].data.ptr;
-            uint32_t e = evs[i].events;
-            if (h->conn && h->conn->dead)
-                continue;
-            switch (h->type) {
-            case H_LISTEN_FTP:
-            case H_LISTEN_HTTP:
-                listen_event(h);
-                break;
-            case H_SIGNAL: {
-                struct signalfd_siginfo si;
-                while (read(h->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                    log_info("signal %u: shutting down", si.ssi_signo);
-                    g_stop = 1;
-                }
-                break;
-            }
-            case H_FTP_CTL:
-            case H_FTP_PASV:
-            case H_FTP_DATA:
-                ftp_event(h, e);
-                break;
-            case H_HTTP:
-                http_event(h, e);
-                break;
-            }
-        }
+        for (int i = 0; i < n; i++)
+            dispatch(evs[i].data.ptr, evs[i].events);
+        run_tls_pending();
         expire_idle();
         free_dead();
         listen_resume();
@@ -444,6 +481,7 @@ int main(int argc, char **argv)
     ev_close(&g_sigh);
     close(g_epfd);
     users_free();
+    tls_cleanup();
     log_info("tpd stopped");
     return 0;
 }

@@ -792,3 +792,89 @@ int list_format_line(int style, const char *name, const struct stat *st,
     }
     return n;
 }
+
+/*
+ * The RFC 4217 security commands AUTH, PBSZ and PROT (id FC_AUTH, FC_PBSZ,
+ * FC_PROT; arg non-empty) on session state st.  Returns the reply code and
+ * sets *text to the reply text; updates st:
+ *   AUTH TLS | TLS-C  234 (st->tls set: the caller sends the reply, then
+ *                     starts the handshake; PBSZ and PROT are reset);
+ *                     503 when TLS is already on or the user is logged
+ *                     in; 504 for another mechanism
+ *   PBSZ n            200 "PBSZ=0" (TLS protects whole records, so the
+ *                     buffer size is 0 whatever was asked); 503 before
+ *                     AUTH; 501 when n is not a decimal number
+ *   PROT P | C        200 (st->prot_p set / cleared); 503 before PBSZ
+ *                     (RFC 4217 section 9); 536 for S and E; 504 else
+ * Without a certificate (st->can_tls false) all three answer 502.
+ * Invariants (checked by fuzz/fuzz_tls.c): prot_p implies pbsz, pbsz
+ * implies tls, tls implies can_tls.
+ */
+int ftp_sec_cmd(struct ftp_sec *st, int id, const char *arg,
+                const char **text)
+{
+    if (!st->can_tls) {
+        *text = "Command not implemented.";
+        return 502;
+    }
+    if (id == FC_AUTH) {
+        if (strcasecmp(arg, "TLS") && strcasecmp(arg, "TLS-C")) {
+            *text = "AUTH mechanism not supported; use AUTH TLS.";
+            return 504;
+        }
+        if (st->tls) {
+            *text = "TLS is already on.";
+            return 503;
+        }
+        if (st->logged_in) {
+            *text = "AUTH TLS must come before USER and PASS.";
+            return 503;
+        }
+        st->tls = true;
+        st->pbsz = st->prot_p = false;
+        *text = "AUTH TLS OK, starting TLS.";
+        return 234;
+    }
+    if (id == FC_PBSZ) {
+        if (!st->tls) {
+            *text = "PBSZ needs AUTH TLS first.";
+            return 503;
+        }
+        for (const char *p = arg; *p; p++)
+            if (!isdigit((unsigned char)*p) || p - arg > 20) {
+                *text = "Bad PBSZ argument.";
+                return 501;
+            }
+        st->pbsz = true;
+        *text = "PBSZ=0";
+        return 200;
+    }
+    if (id == FC_PROT) {
+        if (!st->pbsz) {
+            *text = "PROT needs PBSZ first.";
+            return 503;
+        }
+        char level = (char)toupper((unsigned char)arg[0]);
+        if (arg[1] != '\0')
+            level = '?';
+        switch (level) {
+        case 'P':
+            st->prot_p = true;
+            *text = "Data connections are protected with TLS.";
+            return 200;
+        case 'C':
+            st->prot_p = false;
+            *text = "Data connections are clear.";
+            return 200;
+        case 'S':
+        case 'E':
+            *text = "PROT level not supported by TLS.";
+            return 536;
+        default:
+            *text = "Bad PROT level.";
+            return 504;
+        }
+    }
+    *text = "Command not implemented.";
+    return 502;
+}

@@ -19,6 +19,11 @@
  *            ftp_cmds.c (command table, handlers), ftp_data.c (data
  *            channel, transfers); shared declarations in ftp_int.h
  *   http.c   HTTP/1.1 connections
+ *   tls.c    TLS configuration (OpenSSL context from --tls-cert/--tls-key),
+ *            the kernel-TLS probe, --tls-info, attaching TLS to a socket,
+ *            the list of TLS sockets with buffered plaintext
+ *   tls_io.c non-blocking OpenSSL state machine steps (handshake, read,
+ *            write, close_notify) mapped to io_status codes; fuzzed
  */
 #ifndef TPD_H
 #define TPD_H
@@ -49,6 +54,9 @@
 #define LIST_LINE_MAX  (VPATH_MAX * 2 + 512) /* one formatted listing line */
 #define LIST_CHUNK     (32 * 1024)    /* listing bytes generated at a time */
 #define HTTP_OBUF_LIMIT (256 * 1024)  /* buffered HTTP response bytes     */
+#ifndef TLS_BUF_SIZE
+#define TLS_BUF_SIZE   (64 * 1024)    /* TLS RETR/GET without kTLS: pread chunk */
+#endif
 
 /* ---- logging ------------------------------------------------------------ */
 enum { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
@@ -87,6 +95,11 @@ struct config {
     struct in_addr masq_addr;
     bool use_sendfile;
     long long max_body;        /* largest HTTP upload body, bytes; 0 = no limit */
+    char tls_cert[1024];       /* PEM certificate (chain); "" = no TLS     */
+    char tls_key[1024];        /* PEM private key                          */
+    char ftps_listen[128];     /* implicit FTPS listener, "" = none        */
+    char https_listen[128];    /* HTTPS listener, "" = none                */
+    bool tls_info;             /* --tls-info: print JSON and exit          */
 };
 extern struct config g_cfg;
 int config_load(int argc, char **argv);
@@ -96,12 +109,24 @@ bool config_getline(FILE *f, char *line, int size, int *lineno, int max);
 
 /* ---- event loop objects ------------------------------------------------- */
 enum htype {
-    H_LISTEN_FTP, H_LISTEN_HTTP, H_SIGNAL,
+    H_LISTEN_FTP, H_LISTEN_HTTP, H_LISTEN_FTPS, H_LISTEN_HTTPS, H_SIGNAL,
     H_FTP_CTL, H_FTP_PASV, H_FTP_DATA, H_HTTP
 };
 enum ckind { C_FTP, C_HTTP };
 
 struct conn;
+struct ssl_st;
+
+/* TLS state bits of a handler (tls_flags). */
+#define TLS_HANDSHAKE   0x01u  /* handshake not finished yet               */
+#define TLS_HS_WRITE    0x02u  /* the handshake waits for EPOLLOUT          */
+#define TLS_RD_WANTS_WR 0x04u  /* the last SSL_read needs EPOLLOUT          */
+#define TLS_WR_WANTS_RD 0x08u  /* the last SSL_write needs EPOLLIN          */
+#define TLS_KTLS_SEND   0x10u  /* kernel TLS send offload is active         */
+#define TLS_PENDQ       0x20u  /* on the buffered-plaintext list (tls.c)    */
+#define TLS_SHUT_SENT   0x40u  /* close_notify sent                         */
+#define TLS_RD_LATER    0x80u  /* tls_read owes an EOF or error it already
+                                  took from the socket: call it again      */
 
 /* One registered descriptor; epoll_event.data.ptr points here. */
 struct handler {
@@ -109,6 +134,9 @@ struct handler {
     int fd;                /* -1 when closed                            */
     uint32_t events;       /* current epoll interest (0 = unregistered) */
     struct conn *conn;     /* owning connection (NULL for listeners)    */
+    struct ssl_st *ssl;    /* TLS session (OpenSSL SSL *), NULL = plain  */
+    unsigned tls_flags;    /* TLS_* bits                                */
+    struct handler *pend_prev, *pend_next;  /* TLS_PENDQ list links     */
 };
 
 /* Common head of FTP sessions and HTTP connections: idle LRU list. */
@@ -139,7 +167,7 @@ void conn_kill(struct conn *c);
 int  obuf_append(struct obuf *b, const void *data, size_t len, size_t limit);
 int  obuf_printf(struct obuf *b, size_t limit, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int  obuf_flush(int fd, struct obuf *b);
+int  obuf_flush(struct handler *h, struct obuf *b);
 size_t obuf_pending(const struct obuf *b);
 void obuf_free(struct obuf *b);
 void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
@@ -151,13 +179,13 @@ int64_t listen_resume_at(void);
 void listen_resume(void);
 void listen_stop(void);
 
-/* ftp_session.c / http.c entry points */
-void ftp_accept(int fd, const struct sockaddr_storage *peer);
+/* ftp_session.c / http.c entry points (tls: TLS from the first byte) */
+void ftp_accept(int fd, const struct sockaddr_storage *peer, bool tls);
 void ftp_event(struct handler *h, uint32_t events);
 void ftp_timeout(struct conn *c);
 void ftp_close(struct conn *c);
 void ftp_free(struct conn *c);
-void http_accept(int fd, const struct sockaddr_storage *peer);
+void http_accept(int fd, const struct sockaddr_storage *peer, bool tls);
 void http_event(struct handler *h, uint32_t events);
 void http_timeout(struct conn *c);
 void http_close(struct conn *c);
@@ -180,11 +208,31 @@ struct io_src {
     char *buf;             /* bounce buffer without sendfile (else NULL)  */
     size_t cap, len, pos;  /* its size, bytes held, bytes already sent    */
 };
-int io_send_file(int sock, struct io_src *x, size_t budget, unsigned flags,
-                 uint64_t *sent);
-int io_recv(int sock, void *buf, size_t cap, size_t *got);
-int io_recv_append(int sock, char *buf, size_t *len, size_t cap);
+int io_send_file(struct handler *h, struct io_src *x, size_t budget,
+                 unsigned flags, uint64_t *sent);
+int io_send(struct handler *h, const void *p, size_t len, size_t *n);
+int io_recv(struct handler *h, void *buf, size_t cap, size_t *got);
+int io_recv_append(struct handler *h, char *buf, size_t *len, size_t cap);
 int io_write_all(int fd, const void *p, size_t n);
+
+/* ---- tls.c / tls_io.c ---------------------------------------------------- */
+int  tls_init(void);                 /* 0, or -1 (logged; exit status 2) */
+bool tls_enabled(void);              /* --tls-cert/--tls-key configured  */
+void tls_print_info(FILE *f);        /* the --tls-info JSON line         */
+int  tls_attach(struct handler *h, bool tickets); /* server TLS on h->fd */
+void tls_detach(struct handler *h);  /* free h->ssl (no close_notify)    */
+void tls_done_log(struct handler *h, const char *what); /* after handshake */
+uint32_t tls_interest(struct handler *h, uint32_t events);
+uint32_t tls_events(const struct handler *h, uint32_t events);
+int  tls_pending_take(struct handler **out, int max);
+bool tls_have_pending(void);
+void tls_cleanup(void);
+/* tls_io.c: steps on h->ssl, returning enum io_status; h->fd unused */
+int tls_handshake(struct handler *h);
+int tls_read(struct handler *h, void *buf, size_t cap, size_t *got);
+int tls_write(struct handler *h, const void *buf, size_t len, size_t *n);
+int tls_close_notify(struct handler *h);
+const char *tls_last_error(void);
 
 /* ---- parse.c: pure parsers (no I/O, no allocation) ----------------------- */
 enum ftp_cmd_id {
@@ -246,6 +294,16 @@ int list_format_line(int style, const char *name, const struct stat *st,
                      char *line, size_t sz);
 int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
                   char *buf, size_t sz);
+/* RFC 4217 security state of an FTP session, and its commands. */
+struct ftp_sec {
+    bool can_tls;          /* a certificate is configured               */
+    bool tls;              /* the control connection is (becoming) TLS  */
+    bool pbsz;             /* PBSZ 0 accepted                           */
+    bool prot_p;           /* PROT P: data connections use TLS          */
+    bool logged_in;
+};
+int ftp_sec_cmd(struct ftp_sec *st, int id, const char *arg,
+                const char **text);
 
 /* ---- vfs.c --------------------------------------------------------------- */
 int vfs_open(const struct user *u, const char *vpath, int flags, mode_t mode);
