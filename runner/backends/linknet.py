@@ -1,27 +1,42 @@
-"""The shaped path itself: two network namespaces, a veth pair between them, ``tc`` on
-both ends (the link of runner.backends.link).
+"""The shaped path itself: three network namespaces, client, router and server, two veth
+pairs through the router, and ``tc`` on the router's two egress devices (the link of
+runner.backends.link).
 
 ::
 
-    client namespace xl-PID-N-c            server namespace xl-PID-N-s (local backend)
-    (the load generator joins it:          or the server container's own namespace
-     Target.netns)                         (docker backend; named with `ip netns attach`)
-      xl-client 10.213.a.b+1/30  <-veth->  xl-server 10.213.a.b+2/30
-      egress: tbf / netem                  egress: tbf / netem
+    client namespace xl-PID-N-c     router namespace xl-PID-N-r       server namespace xl-PID-N-s
+    (the load generator joins it:                                     (local backend) or the
+     Target.netns)                                                    server container's own
+      xl-client 10.213.0.6/30 <-veth-> xl-rc 10.213.0.5                (docker: `ip netns attach`)
+                                       xl-rs 10.213.0.1 <-veth-> xl-server 10.213.0.2/30
+                                       egress of xl-rc and xl-rs:
+                                       tbf / netem
 
-Both ends' egress is shaped, so a RETR (server -> client) and a STOR (client -> server)
-see the same link. The veth pair is created inside the client namespace with its peer
-put straight into the server namespace: nothing appears in the machine's own
-namespace but the two names under ``/run/netns``. Every link uses the same /30,
-10.213.0.0/30: each pair of namespaces is a network of its own, so links never meet,
-and a server's configuration (its listen address) is the same in every cell over a
-link, so its config hash and build row are too. Offloads (GSO/TSO) keep the veth defaults;
-tbf's burst covers a 64 KiB GSO packet (runner.backends.link).
+The queues are in the router, as a switch's or a router's are on a real path, and not on
+an egress of the client or the server: a packet a sender's own qdisc drops never left the
+sender, so its TCP sees no loss to repair (no duplicate ACK, no SACK) but a local error,
+and a socket that has nothing in flight then waits on its probe timer, whose failures an
+orphaned socket (closed by the server with its file still queued) survives only 8 times
+(``tcp_orphan_retries``) before it is destroyed without a word to the client. Measured
+with the queues on the two veth ends (2026-11-25, 512 wget downloads of 1 MiB over
+100mbit, local backend): tpd left 211 clients waiting for data that never came (211
+``aborts on timeout`` in the server's namespace, 14,023 drops, 28 retransmits), vsftpd
+the same way. Through the router, drops are the path's: the sender retransmits them.
+
+The router's egress towards the client (``xl-rc``) carries a RETR's data, the one
+towards the server (``xl-rs``) a STOR's; both are shaped, and so are the ACKs and
+commands going back. Every link uses the same addresses, 10.213.0.0/30 on the server
+side and 10.213.0.4/30 on the client side: each set of namespaces is a network of its
+own, so links never meet, and a server's configuration (its listen address, 10.213.0.2)
+is the same in every cell over a link, so its config hash and build row are too. A
+container keeps its default route (its bridge) and gets one route to the client side
+through the router. Offloads (GSO/TSO) keep the veth defaults; tbf's burst covers a 64
+KiB GSO packet (runner.backends.link).
 
 Teardown (:meth:`LinkNet.close`, also when creation fails half way) deletes the client
-namespace (which destroys the veth pair) and the server namespace's name (a namespace
-the lab made dies with its last process; a container's lives on with the container).
-:func:`sweep_stale` deletes ``xl-`` namespaces whose creating process is gone.
+and router namespaces (which destroys both veth pairs) and the server namespace's name (a
+namespace the lab made dies with its last process; a container's lives on with the
+container). :func:`sweep_stale` deletes ``xl-`` namespaces whose creating process is gone.
 
 Needs root (``ip netns add`` mounts, setns(2) needs CAP_SYS_ADMIN, ``tc`` and veth
 CAP_NET_ADMIN), ``ip`` and ``tc`` (iproute2), and netem in the kernel for a delay or a
@@ -46,11 +61,15 @@ from .base import ServerRequest, ServerSkipped
 from .link import LinkError, LinkSpec, parse_link, parse_qdisc_json, qdisc_argvs
 
 NETNS_DIR = "/run/netns"
-#: The lab's namespace names: ``xl-<creator pid>-<n>-<c|s>`` and ``xl-<pid>-probe``.
-NAME_RE = re.compile(r"^xl-(\d+)-(?:\d+-[cs]|probe)$")
-#: The link's /30: client .1, server .2 (module docstring).
+#: The lab's namespace names: ``xl-<creator pid>-<n>-<c|r|s>`` and ``xl-<pid>-probe``.
+NAME_RE = re.compile(r"^xl-(\d+)-(?:\d+-[crs]|probe)$")
+#: The link's two /30s (module docstring): server side router .1, server .2; client side
+#: router .5, client .6.
 SUBNET = ipaddress.ip_network("10.213.0.0/30")
+CLIENT_SUBNET = ipaddress.ip_network("10.213.0.4/30")
 CLIENT_DEV, SERVER_DEV = "xl-client", "xl-server"
+#: The router's devices: towards the client (a RETR's data leaves by it) and the server.
+ROUTER_CLIENT_DEV, ROUTER_SERVER_DEV = "xl-rc", "xl-rs"
 COMMAND_TIMEOUT_S = 10.0
 #: Per-namespace sysctls read from both ends of every link and stored with it: a new
 #: namespace takes its own values of these (the kernel's defaults or the initial
@@ -223,7 +242,10 @@ class LinkNet:
 
     Attributes:
         link: what it shapes.
-        client / server: the two ends.
+        client / server: the two ends (the load's namespace, the server's).
+        router: the router namespace's name; its egress devices hold the queues
+            (:data:`ROUTER_CLIENT_DEV`: server -> client, :data:`ROUTER_SERVER_DEV`: client ->
+            server).
         applied: the tc commands run, in order (argv lists).
         owns_server_ns: the server namespace was created here (local backend), not
             attached to a container's.
@@ -232,49 +254,53 @@ class LinkNet:
     link: LinkSpec
     client: LinkEnd
     server: LinkEnd
+    router: str = ""
     applied: list[list[str]] = field(default_factory=list)
     owns_server_ns: bool = True
     closed: bool = False
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def qdiscs(self) -> dict[str, list[dict[str, Any]]]:
-        """``{"client": [...], "server": [...]}``: each end's qdiscs with their counters
-        now (runner.backends.link.parse_qdisc_json: kind, options, bytes sent, packets,
-        drops, overlimits, backlog).
+        """``{"client": [...], "server": [...]}``: the qdiscs, with their counters now, of
+        the queue each side sends into (``server``: the router's egress towards the client,
+        ``client``: towards the server; runner.backends.link.parse_qdisc_json: kind,
+        options, bytes sent, packets, drops, overlimits, backlog).
 
         Raises:
             LinkFailed: tc failed or printed no JSON.
         """
         out = {}
-        for side, end in (("client", self.client), ("server", self.server)):
-            text = _run(["tc", "-n", end.netns, "-s", "-j", "qdisc", "show", "dev", end.dev])
+        for side, dev in (("client", ROUTER_SERVER_DEV), ("server", ROUTER_CLIENT_DEV)):
+            text = _run(["tc", "-n", self.router, "-s", "-j", "qdisc", "show", "dev", dev])
             try:
                 out[side] = parse_qdisc_json(json.loads(text))
             except ValueError as exc:
-                raise LinkFailed(f"tc qdisc show dev {end.dev}: {exc}") from None
+                raise LinkFailed(f"tc qdisc show dev {dev}: {exc}") from None
         return out
 
     def record(self) -> dict[str, Any]:
         """What the cell stores about its link: ``{"link": text, "client_address",
-        "server_address", "server_namespace": "lab" or "container", "tc": [commands as
-        text, without the per-cell namespace name],
+        "server_address", "server_namespace": "lab" or "container", "queues": "router",
+        "tc": [commands as text, without the per-cell namespace name],
         "sysctls": {"client": {...}, "server": {...}}}`` (:data:`NS_SYSCTLS` of each end),
-        e.g. ``"tc qdisc add dev xl-server root handle 1: tbf rate 100000000bit burst 65536
+        e.g. ``"tc qdisc add dev xl-rc root handle 1: tbf rate 100000000bit burst 65536
         latency 50ms"``."""
         return {"link": self.link.text(), "client_address": self.client.address,
                 "server_address": self.server.address,
-                "server_namespace": "lab" if self.owns_server_ns else "container",
+                "server_namespace": "lab" if self.owns_server_ns else "container", "queues": "router",
                 "tc": [" ".join(a[:1] + a[3:] if a[1:2] == ["-n"] else a) for a in self.applied],
                 "sysctls": self.sysctls}
 
     def close(self) -> None:
-        """Delete the client namespace (and with it the veth pair) and the server
-        namespace's name. Idempotent; never raises (what cannot be deleted is left for
-        :func:`sweep_stale`)."""
+        """Delete the client and router namespaces (and with them both veth pairs) and the
+        server namespace's name. Idempotent; never raises (what cannot be deleted is left
+        for :func:`sweep_stale`)."""
         if self.closed:
             return
         self.closed = True
         _delete_netns(self.client.netns)
+        if self.router:
+            _delete_netns(self.router)
         _delete_netns(self.server.netns)
 
 
@@ -298,25 +324,34 @@ def open_link(link: LinkSpec, *, server_pid: int | None = None) -> LinkNet:
         raise LinkUnavailable(why)
     sweep_stale()
     n = next(_counter)
-    cname, sname = f"xl-{os.getpid()}-{n}-c", f"xl-{os.getpid()}-{n}-s"
-    caddr, saddr = str(SUBNET.network_address + 1), str(SUBNET.network_address + 2)
+    cname, rname, sname = (f"xl-{os.getpid()}-{n}-{k}" for k in "crs")
+    caddr, saddr = str(CLIENT_SUBNET.network_address + 2), str(SUBNET.network_address + 2)
+    r_c, r_s = str(CLIENT_SUBNET.network_address + 1), str(SUBNET.network_address + 1)
     net = LinkNet(link, LinkEnd(cname, f"{NETNS_DIR}/{cname}", CLIENT_DEV, caddr),
-                  LinkEnd(sname, f"{NETNS_DIR}/{sname}", SERVER_DEV, saddr), owns_server_ns=server_pid is None)
+                  LinkEnd(sname, f"{NETNS_DIR}/{sname}", SERVER_DEV, saddr), router=rname,
+                  owns_server_ns=server_pid is None)
     try:
         _run(["ip", "netns", "add", cname])
+        _run(["ip", "netns", "add", rname])
         if server_pid is None:
             _run(["ip", "netns", "add", sname])
         else:
             _run(["ip", "netns", "attach", sname, str(server_pid)])
-        for ns in (cname, sname):
+        for ns in (cname, rname, sname):
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
-        _run(["ip", "-n", cname, "link", "add", "name", CLIENT_DEV, "type", "veth",
+        _run(["ip", "-n", rname, "link", "add", "name", ROUTER_CLIENT_DEV, "type", "veth",
+              "peer", "name", CLIENT_DEV, "netns", cname])
+        _run(["ip", "-n", rname, "link", "add", "name", ROUTER_SERVER_DEV, "type", "veth",
               "peer", "name", SERVER_DEV, "netns", sname])
-        for end in (net.client, net.server):
-            _run(["ip", "-n", end.netns, "addr", "add", f"{end.address}/30", "dev", end.dev])
-            _run(["ip", "-n", end.netns, "link", "set", end.dev, "up"])
-        for end in (net.client, net.server):
-            for argv in qdisc_argvs(link, end.dev, end.netns):
+        for ns, dev, addr in ((cname, CLIENT_DEV, caddr), (rname, ROUTER_CLIENT_DEV, r_c),
+                              (rname, ROUTER_SERVER_DEV, r_s), (sname, SERVER_DEV, saddr)):
+            _run(["ip", "-n", ns, "addr", "add", f"{addr}/30", "dev", dev])
+            _run(["ip", "-n", ns, "link", "set", dev, "up"])
+        _run(["ip", "-n", cname, "route", "add", str(SUBNET), "via", r_c, "dev", CLIENT_DEV])
+        _run(["ip", "-n", sname, "route", "add", str(CLIENT_SUBNET), "via", r_s, "dev", SERVER_DEV])
+        _run(["ip", "netns", "exec", rname, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"])
+        for dev in (ROUTER_CLIENT_DEV, ROUTER_SERVER_DEV):
+            for argv in qdisc_argvs(link, dev, rname):
                 _run(argv)
                 net.applied.append(argv)
         net.sysctls = {side: ns_sysctls(end.path) for side, end in (("client", net.client), ("server", net.server))}

@@ -71,8 +71,9 @@ def test_xferlab_ftp_retr_over_100mbit(backend, server):
     assert sent.raw["after"]["server"][0]["kind"] == "tbf"
     assert sent.raw["after"]["server"][0]["options"]["rate"] == 12_500_000
     assert ("link_qdisc", "server_drops") in rows
-    assert out.build_info["link"]["tc"][1] == ("tc qdisc add dev xl-server root handle 1: tbf rate 100000000bit "
-                                               "burst 65536 latency 50ms")
+    assert out.build_info["link"]["tc"] == [f"tc qdisc add dev {dev} root handle 1: tbf rate 100000000bit "
+                                            "burst 65536 latency 50ms" for dev in ("xl-rc", "xl-rs")]
+    assert out.build_info["link"]["queues"] == "router"
 
 
 def test_xferlab_ftp_stor_is_shaped_too(backend):

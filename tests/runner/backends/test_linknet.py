@@ -58,7 +58,7 @@ def _stream(net: linknet.LinkNet, seconds: float) -> tuple[int, float]:
 
 def test_100mbit_link_measures_100mbit():
     with linknet.link_net(parse_link("100mbit")) as net:
-        assert len(_mine()) == 2
+        assert len(_mine()) == 3  # client, router, server
         before = net.qdiscs()
         n, secs = _stream(net, 3.0)
         after = net.qdiscs()
