@@ -38,9 +38,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner.backends.base import ServerRequest
-from runner.backends.variants import STORAGE_KINDS, check_variant
+from runner.backends.variants import check_variant
 from runner.drivers import DEFAULT_DRIVER, driver_names, driver_refuses, get_driver
 from runner.pairing import no_valid_pair
+from runner.spec_axes import expand_axes
 from runner.spec_placement import HostsSpec, Pinning
 from runner.spec_yaml import MAX_YAML_NODES, load_yaml
 from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
@@ -209,29 +210,18 @@ class CampaignSpec(BaseModel):
         description="storage axis (seed 002: SSD vs tmpfs): each server without its own variant storage "
                     "runs once per kind listed; disk is the default and adds nothing to a label")
 
+    tls: list[Literal["none", "explicit", "implicit"]] = Field(
+        default_factory=lambda: ["none"], min_length=1,
+        description="TLS axis (issue 16): none (plain FTP), explicit (AUTH TLS) or implicit FTPS; each FTP "
+                    "server without its own variant tls runs once per mode listed (runner.spec_axes)")
+    tls_key: Literal["ecdsa-p256", "rsa-2048"] = Field(
+        "ecdsa-p256", description="key type of the campaign's TLS certificates (runner.backends.certs)")
+
     @model_validator(mode="before")
     @classmethod
-    def _storage_axis(cls, data: Any) -> Any:
-        """Expand the storage axis into the servers list: a server whose variant has no
-        ``storage`` key becomes one server per kind in ``storage`` (``disk`` alone leaves
-        it as it is). Idempotent: expanded servers carry their storage key."""
-        if not isinstance(data, dict) or not isinstance(data.get("storage"), list) \
-                or not isinstance(data.get("servers"), list):
-            return data
-        kinds = [k for k in dict.fromkeys(data["storage"]) if k in STORAGE_KINDS]
-        if len(kinds) != len(set(data["storage"])) or kinds == ["disk"]:
-            return data  # bad kinds are reported by the field's own validation
-        servers = []
-        for srv in data["servers"]:
-            variant = srv.get("variant") if isinstance(srv, dict) else None
-            if not isinstance(srv, dict) or srv.get("name") == "external" or \
-                    (isinstance(variant, dict) and "storage" in variant):
-                servers.append(srv)
-                continue
-            for kind in kinds:
-                servers.append({**srv, "variant": {**(variant or {}), "storage": kind},
-                                **({"label": f"{srv['label']} [{kind}]"} if srv.get("label") else {})})
-        return {**data, "servers": servers}
+    def _axes(cls, data: Any) -> Any:
+        """Expand the storage and TLS axes into the servers list (runner.spec_axes)."""
+        return expand_axes(data)
 
     @model_validator(mode="before")
     @classmethod

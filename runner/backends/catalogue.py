@@ -74,6 +74,36 @@ UNAVAILABLE_SERVERS: dict[str, str] = {
 }
 
 
+#: FTPS (RFC 4217) each server does as xferlab configures it: ``explicit`` (AUTH TLS on the
+#: FTP port, then PBSZ 0 / PROT P) and ``implicit`` (TLS from the first byte on a port of
+#: its own). A server or mode not listed is a skipped cell with :func:`tls_skip_reason`'s reason.
+FTPS_MODES: dict[str, tuple[str, ...]] = {
+    "pyftpdlib": ("explicit",),
+    "vsftpd": ("explicit", "implicit"),
+    "proftpd": ("explicit", "implicit"),
+    "pureftpd": ("explicit",),
+    "tpd": ("explicit", "implicit"),
+}
+
+#: Why a server lacks an FTPS mode.
+FTPS_NOTES: dict[str, str] = {
+    "twisted": "Twisted's FTP server (twisted.protocols.ftp) has no FTPS: it answers AUTH TLS with 500",
+    "pyftpdlib": "pyftpdlib's TLS_FTPHandler does explicit FTPS (AUTH TLS) only, no implicit listener",
+    "pureftpd": "pure-ftpd does implicit FTPS only when built with --with-implicittls (then it has no plain "
+                "listener); Debian's build has explicit FTPS (--tls) only",
+}
+
+
+def tls_skip_reason(server: str, mode: str) -> str | None:
+    """Why ``server`` cannot serve FTPS ``mode`` (``explicit``/``implicit``), or None when
+    it can (or when ``mode`` is ``none``), e.g. ``tls_skip_reason("twisted", "explicit")``
+    -> the note on Twisted."""
+    if mode in ("none", "", None) or mode in FTPS_MODES.get(server, ()):
+        return None
+    why = FTPS_NOTES.get(server, f"{server} has no FTPS support in xferlab")
+    return f"{server}: no {mode} FTPS: {why}"
+
+
 def speaks(server: str, protocol: str) -> bool:
     """True when ``server`` (a ServerRequest name) speaks ``protocol`` (``ftp`` or
     ``http``); False for unknown servers."""
