@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from runner.backends.catalogue import speaks, upload_skip_reason
+from runner.backends.catalogue import speaks, tls_skip_reason, upload_skip_reason
 from runner.workloads import WORKLOADS, WorkloadParams
 
 
@@ -31,6 +31,25 @@ def pair_skip_reason(server: str, workload: str, params: WorkloadParams | Mappin
     if workload == "http_upload":
         method = params.method if isinstance(params, WorkloadParams) else str(params.get("method", "put"))
         return upload_skip_reason(server, method)
+    return None
+
+
+def tls_pair_skip_reason(server: str, variant: Mapping[str, Any], workload: str, driver: Any) -> str | None:
+    """Why a cell with ``variant`` (its ``tls`` key: ``none``/``explicit``/``implicit``) cannot
+    run ``workload`` on ``server`` with ``driver`` (an object with ``name`` and, when it
+    speaks FTPS, ``tls_modes``), or None. Reasons: the server lacks the mode
+    (runner.backends.catalogue.tls_skip_reason), the workload is an HTTP one (HTTPS is
+    not built yet), or the driver has no FTPS."""
+    mode = str(variant.get("tls", "none"))
+    if mode == "none":
+        return None
+    info = WORKLOADS.get(workload)
+    if info is not None and info.protocol != "ftp":
+        return f"tls={mode} is FTPS; {workload} is an HTTP workload and xferlab has no HTTPS load yet"
+    if why := tls_skip_reason(server, mode):
+        return why
+    if mode not in getattr(driver, "tls_modes", ()):
+        return f"driver {getattr(driver, 'name', driver)!r} has no {mode} FTPS (xferlab-ftp has)"
     return None
 
 

@@ -90,7 +90,7 @@ def make_certificates(folder: Path, key_type: str = KEY_TYPES[0]) -> TlsFiles:
     """
     ca_key = _private_key(key_type)
     key = _private_key(key_type)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     start, end = now - dt.timedelta(hours=1), now + dt.timedelta(days=VALID_DAYS)
     ca_name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "xferlab"),
                          x509.NameAttribute(NameOID.COMMON_NAME, f"xferlab campaign CA ({folder.name})")])
@@ -160,7 +160,7 @@ def campaign_certificates(campaign_id: int | str, key_type: str = KEY_TYPES[0],
             meta = json.loads((where / "meta.json").read_text())
             fresh = (meta.get("key_type") == key_type and all(p.is_file() for p in (files.ca_cert, files.cert,
                                                                                     files.key, files.chain))
-                     and dt.datetime.fromisoformat(meta["not_after"]) - dt.datetime.now(dt.timezone.utc)
+                     and dt.datetime.fromisoformat(meta["not_after"]) - dt.datetime.now(dt.UTC)
                      > dt.timedelta(days=VALID_DAYS / 2))
         except (OSError, ValueError, KeyError):
             fresh = False

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from .. import variants
 from ..base import ServerFailed, ServerRequest, ServerSkipped
+from ..catalogue import tls_skip_reason
 from ..external import ExternalHandle, check_external, start_external
 from ..system import free_port
 from .process import LocalServerHandle, spawn
@@ -66,7 +67,8 @@ class LocalBackend:
     def check_variant(req: ServerRequest) -> None:
         """Raise ServerSkipped when ``req.variant`` has a key this backend cannot apply
         (docker-only keys such as ``memory``, ``network``; see runner.backends.variants)."""
-        reason = variants.backend_problem(req.name, req.variant, "local")
+        reason = variants.backend_problem(req.name, req.variant, "local") or \
+            tls_skip_reason(req.name, str(req.variant.get("tls", "none")))
         if reason:
             raise ServerSkipped(reason)
 

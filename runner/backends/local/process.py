@@ -183,14 +183,16 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
             "run_dir": str(run.path), "argv": [a if a != launch.target.password else "***"
                                                for a in launch.argv],
             "cpu": list(cpu) if cpu else None, "max_clients": req.max_clients,
-            "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type}
+            "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type,
+            **({"tls_mode": launch.target.tls.mode, "tls_key_type": launch.target.tls.key_type}
+               if launch.target.tls is not None else {})}
     handle = LocalServerHandle(proc, launch.target, info, run, keep_run_dir, stop_timeout)
     t = launch.target
     try:
         if t.speaks_ftp:
             greeting, waited = wait_ready(t.host, t.port, t.user, t.password,
                                           timeout=ready_timeout or launch.ready_timeout,
-                                          alive=lambda: proc.poll() is None)
+                                          alive=lambda: proc.poll() is None, tls=t.tls)
         else:  # HTTP only: any HTTP reply on http_port
             assert t.http_port is not None, "a server without FTP must have an HTTP port"
             greeting, waited = wait_http_ready(t.host, t.http_port, timeout=ready_timeout or launch.ready_timeout,
