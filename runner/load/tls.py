@@ -160,9 +160,9 @@ class TlsTransfers:
         done = loop.create_future()
         proto = _RetrProtocol(scratch_buffer(self.buffer_size), done)
         sock = await self._open_raw(port)
+        # No SO_RCVLOWAT: a server that waits for the client's close_notify before its FIN
+        # (vsftpd) would leave a tail below the mark unread, and both sides would wait.
         transport = await self._data_tls(sock, proto, f"RETR {path}")
-        if self.rcvlowat:  # after the handshake: its records are smaller than the mark
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.rcvlowat)
         try:
             try:
                 await done
