@@ -10,7 +10,6 @@ from ..rundir import RunDir
 from .base import Launch, pasv_range, render, server_file, target_tls, tls_mode
 from .debian import DebianRecipe
 
-
 #: vsftpd's FTPS settings (vsftpd.conf(5)): TLS required for logins and data, TLS 1.2
 #: and 1.3 only (SSLv2/v3, TLS 1.0 off), ``ssl_ciphers=HIGH`` (vsftpd 3.0.3's default is
 #: DES-CBC3-SHA alone, which OpenSSL 3 refuses), and ``require_ssl_reuse=NO``: xferlab's
