@@ -394,8 +394,7 @@ class FTPSession(RetrReceivers, TlsTransfers):
         Returns the bytes sent and confirmed by ``226``."""
         port = await self._passive_port()
         if self.tls_mode is not None:
-            sent = await self._stor_tls(port, path, file, count)
-            await self._final(f"STOR {path}")
+            sent = await self._stor_tls(port, path, file, count)  # with its final 226
             if sent < count:
                 raise FTPError("short_transfer", f"STOR {path}: only {sent} of {count} bytes sent")
             return sent

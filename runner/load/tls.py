@@ -28,7 +28,7 @@ import time
 from functools import lru_cache
 from typing import TYPE_CHECKING, BinaryIO
 
-from runner.load.replies import FTPError
+from runner.load.replies import FTPError, Reply
 from runner.load.retr import _RetrProtocol, scratch_buffer
 
 #: STOR over TLS: bytes read from the file and written per step (the TLS layer copies them
@@ -111,6 +111,7 @@ class TlsTransfers:
         _data_transports: set[asyncio.Transport]
 
         def send(self, line: str) -> None: ...
+        async def _final(self, what: str) -> Reply: ...
         async def _preliminary(self, what: str) -> None: ...
         async def _open_raw(self, port: int) -> socket.socket: ...
         def _drop_sock(self, sock: socket.socket) -> None: ...
@@ -175,7 +176,8 @@ class TlsTransfers:
 
     async def _stor_tls(self, port: int, path: str, file: BinaryIO, count: int) -> int:
         """STOR over a TLS data connection: ``count`` bytes of ``file`` from offset 0 in
-        :data:`STOR_CHUNK` writes, then close_notify and close. Returns the bytes written."""
+        :data:`STOR_CHUNK` writes, then close_notify and close, and the final ``226``.
+        Returns the bytes written."""
         proto = _TlsSendProtocol()
         sock = await self._open_raw(port)
         transport = await self._data_tls(sock, proto, f"STOR {path}")
@@ -193,10 +195,19 @@ class TlsTransfers:
                     break
                 transport.write(chunk)
                 sent += len(chunk)
-            transport.close()  # flushes, sends close_notify, closes
-            exc = await proto.lost
-            if exc is not None:
-                raise exc
+            # Flush, send close_notify, and wait for the server's close_notify (asyncio then
+            # closes TCP) or for its 226, whichever comes first: a server that answers 226
+            # on our close_notify without one of its own is not left waiting for our FIN.
+            transport.close()
+            final = asyncio.ensure_future(self._final(f"STOR {path}"))
+            try:
+                await asyncio.wait((proto.lost, final), return_when=asyncio.FIRST_COMPLETED)
+                if final.done() or proto.lost.result() is None:
+                    await final
+                else:
+                    raise proto.lost.result()
+            finally:
+                final.cancel()
         except OSError as e:
             raise FTPError("reset", f"STOR {path}: data connection: {e}") from e
         finally:
