@@ -89,6 +89,9 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
     storage = [k.strip() for k in form.get("storage", "").split(",") if k.strip()]
     if storage:
         spec["storage"] = storage
+    tls = [k.strip() for k in form.get("tls", "").split(",") if k.strip()]
+    if tls:
+        spec["tls"] = tls
     pin = {}
     for f in ("server", "client"):
         text = form.get(f"pinning.{f}", "").strip()
@@ -120,7 +123,7 @@ def field_of(path: str, rows: list[int]) -> str:
         return "servers"
     if parts[0] == "pinning" and len(parts) >= 2:
         return f"pinning.{parts[1]}"
-    if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup", "storage"):
+    if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup", "storage", "tls"):
         return parts[0]
     return ""
 

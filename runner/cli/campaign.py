@@ -56,6 +56,10 @@ def _build_spec(args: argparse.Namespace):
             w.setdefault("params", {}).update(overrides)
     if args.storage:
         data["storage"] = [k.strip() for k in args.storage.split(",") if k.strip()]
+    if getattr(args, "tls", None):
+        data["tls"] = [k.strip() for k in args.tls.split(",") if k.strip()]
+    if getattr(args, "tls_key", None):
+        data["tls_key"] = args.tls_key
     if args.no_pin:
         data["pinning"] = {}
     if getattr(args, "inventory", None):

@@ -60,11 +60,11 @@ def tls_error(exc: BaseException, what: str) -> FTPError:
     unknown CA, wrong name, expired), ``tls_timeout`` (handshake not done in time),
     ``reset`` (connection closed during the handshake), else ``tls_error``."""
     if isinstance(exc, ssl.SSLCertVerificationError):
-        return FTPError("tls_verify", f"{what}: certificate verify failed: {exc.verify_message or exc}")
+        return FTPError("tls_verify", f"{what}: certificate verify failed: {getattr(exc, 'verify_message', None) or exc}")
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return FTPError("tls_timeout", f"{what}: TLS handshake not done in time")
     if isinstance(exc, ssl.SSLError):
-        return FTPError("tls_error", f"{what}: {exc.reason or exc}")
+        return FTPError("tls_error", f"{what}: {getattr(exc, 'reason', None) or exc}")
     if isinstance(exc, (ConnectionError, EOFError)):
         return FTPError("reset", f"{what}: connection closed during the TLS handshake: {exc}")
     if isinstance(exc, OSError):
