@@ -160,6 +160,7 @@ class DockerBackend:
             return
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
+        _no_tls(req)
         self.image(req)
 
     # ------------------------------------------------------------------ start
@@ -217,6 +218,7 @@ class DockerBackend:
             return start_external(req, None)
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
+        _no_tls(req)
         from runner import images
 
         tag, image_id, built = self.image(req)
@@ -307,3 +309,12 @@ class DockerBackend:
             chash = (self.client.images.get(image_id).labels or {}).get("xferlab.context_hash")
             info["version"] = req.version or (f"src-{chash}" if chash else None)
         return handle
+
+
+def _no_tls(req: ServerRequest) -> None:
+    """FTPS (variant ``tls``) runs on the local backend only so far: a container would
+    serve plain FTP under an FTPS label, so the cell is skipped with the reason."""
+    mode = str(req.variant.get("tls", "none"))
+    if mode != "none":
+        raise ServerSkipped(f"{req.label}: tls={mode}: FTPS runs on the local backend only (the docker backend "
+                            "does not pass certificates to containers yet); use backend: local")

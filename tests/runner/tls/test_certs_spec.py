@@ -145,3 +145,12 @@ def test_tls_error_kinds():
     assert tls_error(ssl.SSLError(1, "no shared cipher"), "h").kind == "tls_error"
     assert tls_error(ConnectionResetError(), "h").kind == "reset"
     assert FTPError("tls_refused", "x").kind == "tls_refused"
+
+
+def test_docker_backend_skips_ftps_instead_of_serving_plain_ftp():
+    from runner.backends.base import ServerRequest, ServerSkipped
+    from runner.backends.docker.backend import _no_tls
+
+    _no_tls(ServerRequest("vsftpd", variant={"tls": "none"}))
+    with pytest.raises(ServerSkipped, match="FTPS runs on the local backend only"):
+        _no_tls(ServerRequest("vsftpd", variant={"tls": "explicit"}))
