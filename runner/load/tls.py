@@ -60,7 +60,8 @@ def tls_error(exc: BaseException, what: str) -> FTPError:
     unknown CA, wrong name, expired), ``tls_timeout`` (handshake not done in time),
     ``reset`` (connection closed during the handshake), else ``tls_error``."""
     if isinstance(exc, ssl.SSLCertVerificationError):
-        return FTPError("tls_verify", f"{what}: certificate verify failed: {getattr(exc, 'verify_message', None) or exc}")
+        why = getattr(exc, "verify_message", None) or exc
+        return FTPError("tls_verify", f"{what}: certificate verify failed: {why}")
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return FTPError("tls_timeout", f"{what}: TLS handshake not done in time")
     if isinstance(exc, ssl.SSLError):

@@ -31,7 +31,8 @@ def _run(args, env):
 def test_run_tls_explicit_end_to_end_and_rst_export(tmp_path, xferlab_env, db_url):
     xferlab_env["XFERLAB_DATA_DIR"] = str(tmp_path / "data")  # the campaign's certificates go there
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"name": "ftps", "repeats": 1, "servers": [{"name": "pyftpdlib"}, {"name": "twisted"}],
+    spec.write_text(yaml.safe_dump({"name": "ftps", "repeats": 1,
+                                    "servers": [{"name": "pyftpdlib"}, {"name": "twisted"}],
                                     "workloads": [{"name": "login", "params": SMALL},
                                                   {"name": "retr", "params": SMALL}]}))
     out = _run(["run", str(spec), "--tls", "explicit", "--no-pin", "--backend", "local"], xferlab_env)
