@@ -168,6 +168,10 @@ def _default_storage() -> list[Literal["disk", "tmpfs"]]:
     return ["disk"]
 
 
+def _default_tls() -> list[Literal["none", "explicit", "implicit"]]:
+    return ["none"]
+
+
 #: ``repeats: auto``: at least 3 repeats of each cell group, at most 10 (runner.repeats).
 AUTO_REPEATS = (3, 10)
 
@@ -211,7 +215,7 @@ class CampaignSpec(BaseModel):
                     "runs once per kind listed; disk is the default and adds nothing to a label")
 
     tls: list[Literal["none", "explicit", "implicit"]] = Field(
-        default_factory=lambda: ["none"], min_length=1,
+        default_factory=_default_tls, min_length=1,
         description="TLS axis (issue 16): none (plain FTP), explicit (AUTH TLS) or implicit FTPS; each FTP "
                     "server without its own variant tls runs once per mode listed (runner.spec_axes)")
     tls_key: Literal["ecdsa-p256", "rsa-2048"] = Field(

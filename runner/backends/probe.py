@@ -42,10 +42,13 @@ def _client(tls: TargetTls | None) -> ftplib.FTP:
         ftp._server_name = tls.server_name  # type: ignore[attr-defined]
         return ftp
 
+    name = tls.server_name
+
     class _Explicit(ftplib.FTP_TLS):  # AUTH TLS verified against the certificate's name, not the address
         def auth(self) -> str:
             resp = self.voidcmd("AUTH TLS")
-            self.sock = self.context.wrap_socket(self.sock, server_hostname=tls.server_name)
+            assert self.sock is not None  # connected: AUTH TLS was answered on it
+            self.sock = self.context.wrap_socket(self.sock, server_hostname=name)
             self.file = self.sock.makefile(mode="r", encoding=self.encoding)
             return resp
 
