@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from .base import ServerRequest, ServerSkipped, TargetTls
 from .venvs import FileLock
 
 #: The DNS name in every server certificate, and the name the client verifies.
@@ -165,3 +166,26 @@ def campaign_certificates(campaign_id: int | str, key_type: str = KEY_TYPES[0],
         except (OSError, ValueError, KeyError):
             fresh = False
         return files if fresh else make_certificates(where, key_type)
+
+
+def tls_mode(req: ServerRequest) -> str | None:
+    """The request's FTPS mode (``explicit``/``implicit``), or None for plain FTP.
+
+    Raises:
+        ServerSkipped: the variant asks for TLS but the request carries no certificates
+            (``ServerRequest.tls``, set by the cell runner from the campaign's).
+    """
+    mode = str(req.variant.get("tls", "none"))
+    if mode == "none":
+        return None
+    if req.tls is None:
+        raise ServerSkipped(f"{req.name}: tls={mode} but no certificates were given (ServerRequest.tls)")
+    return mode
+
+
+def target_tls(req: ServerRequest) -> TargetTls | None:
+    """The client side of the request's FTPS (runner.backends.base.TargetTls), None for plain FTP."""
+    mode = tls_mode(req)
+    if mode is None:
+        return None
+    return TargetTls(mode, str(req.tls.ca_cert), req.tls.server_name, req.tls.key_type)

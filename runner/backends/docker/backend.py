@@ -12,6 +12,8 @@ import docker.errors
 from runner.config import get_settings
 
 from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
+from ..catalogue import tls_skip_reason
+from ..certs import target_tls
 from ..external import check_external, start_external
 from ..netns import can_join_netns
 from ..probe import ProbeError, wait_http_ready, wait_ready
@@ -160,7 +162,7 @@ class DockerBackend:
             return
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
-        _no_tls(req)
+        _tls_problem(req)
         self.image(req)
 
     # ------------------------------------------------------------------ start
@@ -218,7 +220,7 @@ class DockerBackend:
             return start_external(req, None)
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
-        _no_tls(req)
+        _tls_problem(req)
         from runner import images
 
         tag, image_id, built = self.image(req)
@@ -259,7 +261,7 @@ class DockerBackend:
         port = spec.port
         handle = DockerServerHandle(self.client, container,
                                     Target(spec.bind if spec.network == "host" else "127.0.0.1", port, FTP_USER,
-                                           password), info, spec.volume, stop_timeout=self.stop_timeout)
+                                           password, tls=target_tls(req)), info, spec.volume, stop_timeout=self.stop_timeout)
         try:
             handle._attach_pid()
             handle.record_storage_fs(FTP_HOME)
@@ -277,13 +279,15 @@ class DockerBackend:
                 # netns: the same address, reached from inside the container's namespace,
                 # is a local address there: the kernel loops it back without the veth
                 handle.target = Target(ip, port, FTP_USER, password, root, http_port=spec.http_port,
-                                       netns=f"/proc/{handle.pid}/ns/net" if spec.network == "netns" else None)
+                                       netns=f"/proc/{handle.pid}/ns/net" if spec.network == "netns" else None,
+                                       tls=target_tls(req))
             elif spec.http_port is not None:
-                handle.target = Target(spec.bind, port, FTP_USER, password, root, http_port=spec.http_port)
+                handle.target = Target(spec.bind, port, FTP_USER, password, root, http_port=spec.http_port,
+                                       tls=target_tls(req))
             t = handle.target
             if t.speaks_ftp:
                 greeting, waited = wait_ready(t.host, t.port, t.user, t.password, timeout=self.ready_timeout,
-                                              alive=handle.alive)
+                                              alive=handle.alive, tls=t.tls)
             else:
                 assert t.http_port is not None
                 greeting, waited = wait_http_ready(t.host, t.http_port, timeout=self.ready_timeout,
@@ -311,10 +315,8 @@ class DockerBackend:
         return handle
 
 
-def _no_tls(req: ServerRequest) -> None:
-    """FTPS (variant ``tls``) runs on the local backend only so far: a container would
-    serve plain FTP under an FTPS label, so the cell is skipped with the reason."""
-    mode = str(req.variant.get("tls", "none"))
-    if mode != "none":
-        raise ServerSkipped(f"{req.label}: tls={mode}: FTPS runs on the local backend only (the docker backend "
-                            "does not pass certificates to containers yet); use backend: local")
+def _tls_problem(req: ServerRequest) -> None:
+    """ServerSkipped when the server has no FTPS of the requested mode (catalogue)."""
+    why = tls_skip_reason(req.name, str(req.variant.get("tls", "none")))
+    if why:
+        raise ServerSkipped(why)

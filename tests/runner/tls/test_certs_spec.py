@@ -147,10 +147,25 @@ def test_tls_error_kinds():
     assert FTPError("tls_refused", "x").kind == "tls_refused"
 
 
-def test_docker_backend_skips_ftps_instead_of_serving_plain_ftp():
+def test_docker_container_gets_the_certificates(tmp_path):
     from runner.backends.base import ServerRequest, ServerSkipped
-    from runner.backends.docker.backend import _no_tls
+    from runner.backends.docker.backend import _tls_problem
+    from runner.backends.docker.spec import CONTAINER_FTPS_PORT, TLS_DIR, ContainerSettings, container_spec
 
-    _no_tls(ServerRequest("vsftpd", variant={"tls": "none"}))
-    with pytest.raises(ServerSkipped, match="FTPS runs on the local backend only"):
-        _no_tls(ServerRequest("vsftpd", variant={"tls": "explicit"}))
+    files = make_certificates(tmp_path / "c")
+    settings = ContainerSettings(network="bridge", bind="127.0.0.1", labels={}, nofile=1024)
+
+    def spec(name, mode):
+        return container_spec(ServerRequest(name, variant={"tls": mode}, tls=files), settings, image_id="i",
+                              image_tag="t", built=False, name="n", password="p", pick_port=lambda: 4242)
+
+    v = spec("vsftpd", "implicit")
+    assert v.env["TLS_MODE"] == "implicit" and v.env["TLS_CERT"] == f"{TLS_DIR}/server.pem"
+    assert v.kwargs["volumes"][str(files.cert.parent)] == {"bind": TLS_DIR, "mode": "ro"} and v.port == 21
+    t = spec("tpd", "implicit")
+    assert t.port == CONTAINER_FTPS_PORT and t.env["FTPS_PORT"] == str(CONTAINER_FTPS_PORT)
+    assert t.env["FTP_PORT"] == "21"
+    assert "TLS_MODE" not in spec("vsftpd", "none").env
+    _tls_problem(ServerRequest("vsftpd", variant={"tls": "implicit"}))
+    with pytest.raises(ServerSkipped, match="Twisted's FTP server"):
+        _tls_problem(ServerRequest("twisted", variant={"tls": "explicit"}))

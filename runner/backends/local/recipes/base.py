@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ... import paths, variants
-from ...base import ServerRequest, ServerSkipped, Target, TargetTls
+from ...base import ServerRequest, ServerSkipped, Target
+from ...certs import target_tls, tls_mode  # noqa: F401 - the recipes take them from here
 
 if TYPE_CHECKING:
     from ..rundir import RunDir
@@ -94,29 +95,6 @@ def pasv_range(variant: dict[str, Any]) -> tuple[int, int] | None:
         return variants.parse_port_range(v)
     except ValueError as e:
         raise ServerSkipped(f"invalid pasv_ports: {e}") from None
-
-
-def tls_mode(req: ServerRequest) -> str | None:
-    """The request's FTPS mode (``explicit``/``implicit``), or None for plain FTP.
-
-    Raises:
-        ServerSkipped: the variant asks for TLS but the request carries no certificates
-            (``ServerRequest.tls``, set by the cell runner from the campaign's).
-    """
-    mode = str(req.variant.get("tls", "none"))
-    if mode == "none":
-        return None
-    if req.tls is None:
-        raise ServerSkipped(f"{req.name}: tls={mode} but no certificates were given (ServerRequest.tls)")
-    return mode
-
-
-def target_tls(req: ServerRequest) -> TargetTls | None:
-    """The client side of the request's FTPS (runner.backends.base.TargetTls), None for plain FTP."""
-    mode = tls_mode(req)
-    if mode is None:
-        return None
-    return TargetTls(mode, str(req.tls.ca_cert), req.tls.server_name, req.tls.key_type)
 
 
 def sha256(text: str) -> str:
