@@ -261,7 +261,8 @@ class DockerBackend:
         port = spec.port
         handle = DockerServerHandle(self.client, container,
                                     Target(spec.bind if spec.network == "host" else "127.0.0.1", port, FTP_USER,
-                                           password, tls=target_tls(req)), info, spec.volume, stop_timeout=self.stop_timeout)
+                                           password, tls=target_tls(req)), info, spec.volume,
+                                    stop_timeout=self.stop_timeout)
         try:
             handle._attach_pid()
             handle.record_storage_fs(FTP_HOME)
