@@ -67,7 +67,7 @@ def _python(name: str) -> ServerImage:
 def _debian(name: str, package: str, extra: str = "") -> ServerImage:
     """A server from Debian's ``package`` (and the packages ``extra``, space-separated) with an
     AuthUserFile-style user (servers/Dockerfile.debian)."""
-    args = {"SERVER": name, "PACKAGE": package, **({"EXTRA": extra} if extra else {})}
+    args = {"SERVER": name, "PACKAGE": package, "EXTRA": extra}
     return ServerImage(name, SERVERS_DIR / name, "../Dockerfile.debian", args)
 
 
