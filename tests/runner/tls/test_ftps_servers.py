@@ -110,3 +110,15 @@ def test_wrong_ca_is_tls_verify_and_the_cell_records_it(certs, tmp_path, monkeyp
 def test_twisted_is_skipped_with_its_reason(certs):
     with pytest.raises(ServerSkipped, match="Twisted's FTP server"):
         LocalBackend().start(ServerRequest("twisted", variant={"tls": "explicit"}, tls=certs))
+
+
+def test_client_processes_speak_ftps_and_merge_the_handshakes(certs):
+    from runner.multihost.processes import run_client_processes
+
+    h = _start("vsftpd", "explicit", certs)
+    try:
+        r, _ = run_client_processes("login", h.target, WorkloadParams(clients=6, **SMALL), 2)
+        assert r.ops == 6 and not r.errors and len(r.tls_handshake_ms) == 6
+        assert r.tls["protocol"] in ("TLSv1.2", "TLSv1.3")
+    finally:
+        h.stop()
