@@ -62,8 +62,9 @@ def tls_error(exc: BaseException, what: str) -> FTPError:
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = getattr(exc, "verify_message", None) or exc
         return FTPError("tls_verify", f"{what}: certificate verify failed: {why}")
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return FTPError("tls_timeout", f"{what}: TLS handshake not done in time")
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or (
+            isinstance(exc, ConnectionAbortedError) and "taking longer" in str(exc)):  # ssl_handshake_timeout
+        return FTPError("tls_timeout", f"{what}: TLS handshake not done in time ({exc})")
     if isinstance(exc, ssl.SSLError):
         return FTPError("tls_error", f"{what}: {getattr(exc, 'reason', None) or exc}")
     if isinstance(exc, (ConnectionError, EOFError)):

@@ -169,3 +169,52 @@ def test_docker_container_gets_the_certificates(tmp_path):
     _tls_problem(ServerRequest("vsftpd", variant={"tls": "implicit"}))
     with pytest.raises(ServerSkipped, match="Twisted's FTP server"):
         _tls_problem(ServerRequest("twisted", variant={"tls": "explicit"}))
+
+
+class _StallingServer:
+    """A TCP server on loopback that greets, answers ``AUTH TLS`` with ``reply`` and then
+    says nothing (no TLS handshake), for ``tls_refused`` / ``tls_timeout``."""
+
+    def __init__(self, reply: bytes) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.reply = reply
+        self.conns: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(10)
+        try:
+            for _ in range(1):  # the test's one session
+                c, _ = self.sock.accept()
+                self.conns.append(c)
+                c.sendall(b"220 stalling\r\n")
+                c.settimeout(5)
+                if c.recv(100).startswith(b"AUTH TLS"):
+                    c.sendall(self.reply)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+        self.thread.join(10)
+
+
+@pytest.mark.parametrize("reply,kind", [(b"502 no TLS here\r\n", "tls_refused"), (b"234 go ahead\r\n", "tls_timeout")])
+def test_refused_auth_and_stalled_handshake_are_their_kinds(tmp_path, reply, kind):
+    from runner.backends.base import Target, TargetTls
+    from runner.drivers.base import LoadError
+    from runner.workloads import WorkloadParams
+
+    files = make_certificates(tmp_path / "c")
+    srv = _StallingServer(reply)
+    try:
+        t = Target("127.0.0.1", srv.port, "u", "p", tls=TargetTls("explicit", str(files.ca_cert), SERVER_NAME,
+                                                                   files.key_type))
+        with pytest.raises(LoadError, match=f"{kind}: "):
+            DRIVER.run("login", t, WorkloadParams(clients=1, connect_timeout=1, op_timeout=2, phase_timeout=10))
+    finally:
+        srv.close()
