@@ -37,19 +37,21 @@ def pair_skip_reason(server: str, workload: str, params: WorkloadParams | Mappin
 def tls_pair_skip_reason(server: str, variant: Mapping[str, Any], workload: str, driver: Any) -> str | None:
     """Why a cell with ``variant`` (its ``tls`` key: ``none``/``explicit``/``implicit``) cannot
     run ``workload`` on ``server`` with ``driver`` (an object with ``name`` and, when it
-    speaks FTPS, ``tls_modes``), or None. Reasons: the server lacks the mode
-    (runner.backends.catalogue.tls_skip_reason), the workload is an HTTP one (HTTPS is
-    not built yet), or the driver has no FTPS."""
+    speaks TLS, ``tls_modes``), or None. Reasons: the server lacks the mode
+    (runner.backends.catalogue.tls_skip_reason), the mode is FTPS and the workload an
+    HTTP one or the mode ``https`` and the workload an FTP one, or the driver lacks the mode."""
     mode = str(variant.get("tls", "none"))
     if mode == "none":
         return None
     info = WORKLOADS.get(workload)
-    if info is not None and info.protocol != "ftp":
-        return f"tls={mode} is FTPS; {workload} is an HTTP workload and xferlab has no HTTPS load yet"
+    if info is not None and (info.protocol == "http") != (mode == "https"):
+        what = "HTTPS, for HTTP workloads" if mode == "https" else "FTPS, for FTP workloads"
+        return f"tls={mode} is {what}; {workload} is an {info.protocol.upper()} workload"
     if why := tls_skip_reason(server, mode):
         return why
     if mode not in getattr(driver, "tls_modes", ()):
-        return f"driver {getattr(driver, 'name', driver)!r} has no {mode} FTPS (xferlab-ftp has)"
+        return (f"driver {getattr(driver, 'name', driver)!r} has no {mode} TLS "
+                f"({'xferlab-http' if mode == 'https' else 'xferlab-ftp'} has)")
     return None
 
 

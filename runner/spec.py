@@ -168,7 +168,7 @@ def _default_storage() -> list[Literal["disk", "tmpfs"]]:
     return ["disk"]
 
 
-def _default_tls() -> list[Literal["none", "explicit", "implicit"]]:
+def _default_tls() -> list[Literal["none", "explicit", "implicit", "https"]]:
     return ["none"]
 
 
@@ -214,10 +214,11 @@ class CampaignSpec(BaseModel):
         description="storage axis (seed 002: SSD vs tmpfs): each server without its own variant storage "
                     "runs once per kind listed; disk is the default and adds nothing to a label")
 
-    tls: list[Literal["none", "explicit", "implicit"]] = Field(
+    tls: list[Literal["none", "explicit", "implicit", "https"]] = Field(
         default_factory=_default_tls, min_length=1,
-        description="TLS axis (issue 16): none (plain FTP), explicit (AUTH TLS) or implicit FTPS; each FTP "
-                    "server without its own variant tls runs once per mode listed (runner.spec_axes)")
+        description="TLS axis (issue 16): none (plain), explicit (AUTH TLS) or implicit FTPS, https (HTTP "
+                    "workloads); each server without its own variant tls runs once per mode listed "
+                    "(runner.spec_axes)")
     tls_key: Literal["ecdsa-p256", "rsa-2048"] = Field(
         "ecdsa-p256", description="key type of the campaign's TLS certificates (runner.backends.certs)")
 

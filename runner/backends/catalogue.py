@@ -94,13 +94,28 @@ FTPS_NOTES: dict[str, str] = {
 }
 
 
+#: HTTP servers xferlab configures for HTTPS (the ``https`` mode of the TLS axis), with the
+#: reason of the others.
+HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn"})
+HTTPS_NOTES: dict[str, str] = {
+    "go-http": "servers/go-http has no TLS listener yet (net/http's ListenAndServeTLS is not wired)",
+    "node-http": "servers/node-http has no TLS listener yet (Node's https module is not wired)",
+    "netty": "servers/netty has no TLS handler yet (netty-handler's SslHandler is not wired)",
+}
+
+
 def tls_skip_reason(server: str, mode: str) -> str | None:
-    """Why ``server`` cannot serve FTPS ``mode`` (``explicit``/``implicit``), or None when
-    it can (or when ``mode`` is ``none``), e.g. ``tls_skip_reason("twisted", "explicit")``
-    -> the note on Twisted."""
+    """Why ``server`` cannot serve TLS ``mode`` (FTPS ``explicit``/``implicit``, or
+    ``https``), or None when it can (or when ``mode`` is ``none``), e.g.
+    ``tls_skip_reason("twisted", "explicit")`` -> the note on Twisted."""
     if mode in ("none", "", None) or mode in FTPS_MODES.get(server, ()):
         return None
-    why = FTPS_NOTES.get(server, f"{server} has no FTPS support in xferlab")
+    if mode == "https":
+        if server in HTTPS_SERVERS:
+            return None
+        return f"{server}: no HTTPS: " + HTTPS_NOTES.get(server, f"{server} does not speak HTTP")
+    why = FTPS_NOTES.get(server, f"{server} has no FTPS support in xferlab" if FTP in SERVER_PROTOCOLS.get(
+        server, frozenset()) else f"{server} does not speak FTP")
     return f"{server}: no {mode} FTPS: {why}"
 
 

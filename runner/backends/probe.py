@@ -34,7 +34,7 @@ class _ImplicitFTPS(ftplib.FTP_TLS):
 
 
 def _client(tls: TargetTls | None) -> ftplib.FTP:
-    if tls is None:
+    if tls is None or tls.mode == "https":  # HTTPS leaves the FTP listener plain (tpd)
         return ftplib.FTP()
     ctx = ssl.create_default_context(cafile=tls.ca_file)
     if tls.mode == "implicit":
@@ -133,12 +133,20 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
     raise ProbeError(f"no FTP login on {host}:{port} within {timeout:.0f} s (last probe: {last})")
 
 
-def http_probe_once(host: str, port: int, timeout: float = 3.0) -> str:
+def http_probe_once(host: str, port: int, timeout: float = 3.0, tls: TargetTls | None = None) -> str:
     """Send ``HEAD / HTTP/1.1`` and return the status line of any HTTP reply (e.g.
     ``"HTTP/1.1 200 OK"``, ``"HTTP/1.1 403 Forbidden"``: the server is up whatever it
-    answers). Raises OSError on a refused/timed-out connection, ValueError when the
-    reply is not HTTP."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
+    answers); with ``tls`` (mode ``https``) over TLS, verified against ``tls.ca_file``
+    and ``tls.server_name``. Raises OSError (ssl.SSLError included) on a refused,
+    timed-out or unverified connection, ValueError when the reply is not HTTP."""
+    raw = socket.create_connection((host, port), timeout=timeout)
+    if tls is not None and tls.mode == "https":
+        try:
+            raw = ssl.create_default_context(cafile=tls.ca_file).wrap_socket(raw, server_hostname=tls.server_name)
+        except BaseException:
+            raw.close()
+            raise
+    with raw as s:
         s.sendall(f"HEAD / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while b"\n" not in data and len(data) < 4096:
@@ -153,7 +161,7 @@ def http_probe_once(host: str, port: int, timeout: float = 3.0) -> str:
 
 
 def wait_http_ready(host: str, port: int, *, timeout: float = 20.0, alive: Callable[[], bool] | None = None,
-                    interval: float = 0.1) -> tuple[str, float]:
+                    interval: float = 0.1, tls: TargetTls | None = None) -> tuple[str, float]:
     """Poll :func:`http_probe_once` until the server answers, at most ``timeout`` s
     (``alive`` and ``interval`` as :func:`wait_ready`).
 
@@ -171,7 +179,7 @@ def wait_http_ready(host: str, port: int, *, timeout: float = 20.0, alive: Calla
         if alive is not None and not alive():
             raise ProbeError(f"server process exited during startup (last probe: {last})")
         try:
-            return http_probe_once(host, port, max(0.5, min(3.0, deadline - time.monotonic()))), \
+            return http_probe_once(host, port, max(0.5, min(3.0, deadline - time.monotonic())), tls), \
                 time.monotonic() - t0
         except ConnectionRefusedError:
             last = "connection refused"

@@ -32,9 +32,10 @@ from .catalogue import FTP_SERVERS, HTTP_SERVERS
 
 ALL_SERVERS = FTP_SERVERS | HTTP_SERVERS
 STORAGE_KINDS = ("disk", "tmpfs")
-#: The TLS axis (issue 16): ``none`` (plain FTP), ``explicit`` (AUTH TLS, RFC 4217) or
-#: ``implicit`` FTPS (TLS from the first byte on a port of its own).
-TLS_MODES = ("none", "explicit", "implicit")
+#: The TLS axis (issue 16): ``none`` (plain), ``explicit`` (AUTH TLS, RFC 4217) or
+#: ``implicit`` FTPS (TLS from the first byte on a port of its own) for FTP workloads,
+#: ``https`` for HTTP workloads.
+TLS_MODES = ("none", "explicit", "implicit", "https")
 #: Servers with a worker-process (or thread) count: node-http (cluster, round-robin),
 #: uvicorn (--workers), nginx (worker_processes), go-http (GOMAXPROCS), netty (event loops).
 WORKER_SERVERS = frozenset({"node-http", "uvicorn", "nginx", "go-http", "netty"})
@@ -154,9 +155,9 @@ VARIANT_OPTIONS: dict[str, VariantOption] = {
                                   frozenset({"pyftpdlib", "vsftpd", "proftpd", "tpd", "nginx"}), BOTH, _bool),
     "storage": VariantOption("where the server's home (FTP root, HTTP document root) lives: disk (default) or "
                              "tmpfs (seed 002's storage axis)", ALL_SERVERS, BOTH, _one_of(*STORAGE_KINDS)),
-    "tls": VariantOption("FTPS: none (default), explicit (AUTH TLS, PBSZ 0, PROT P) or implicit (TLS from the "
-                         "first byte); a server that cannot is a skipped cell (catalogue.FTPS_MODES)",
-                         FTP_SERVERS, BOTH, _one_of(*TLS_MODES)),
+    "tls": VariantOption("TLS: none (default); FTPS explicit (AUTH TLS, PBSZ 0, PROT P) or implicit (TLS from "
+                         "the first byte); https (HTTP workloads); a server that cannot is a skipped cell "
+                         "(catalogue.FTPS_MODES, HTTPS_SERVERS)", ALL_SERVERS, BOTH, _one_of(*TLS_MODES)),
     "pasv_ports": VariantOption("passive data port range LO-HI", FTP_SERVERS, BOTH, _port_range),
     "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)", FTP_SERVERS,
                                         BOTH, _address),

@@ -156,6 +156,8 @@ class FTPSession(RetrReceivers, TlsTransfers):
         self._family: int = socket.AF_INET
         self._data_socks: set[socket.socket] = set()
         self._data_transports: set[asyncio.Transport] = set()
+        if tls is not None and tls.mode == "https":  # HTTPS leaves the FTP listener plain (tpd)
+            tls = None
         self.tls_mode = tls.mode if tls is not None else None
         self.tls_context = client_context(tls.ca_file) if tls is not None else None
         self.server_name = tls.server_name if tls is not None else None

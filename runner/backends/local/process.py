@@ -196,7 +196,7 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
         else:  # HTTP only: any HTTP reply on http_port
             assert t.http_port is not None, "a server without FTP must have an HTTP port"
             greeting, waited = wait_http_ready(t.host, t.http_port, timeout=ready_timeout or launch.ready_timeout,
-                                               alive=lambda: proc.poll() is None)
+                                               alive=lambda: proc.poll() is None, tls=t.tls)
     except ProbeError as e:
         code = proc.poll()
         tail = log_tail(run.logs)

@@ -97,7 +97,7 @@ def test_tls_axis_expands_servers_and_labels():
     both = parse_spec(_spec(tls=["implicit"], storage=["disk", "tmpfs"]))
     assert both.servers[0].variant == {"storage": "disk", "tls": "implicit"} and len(both.servers) == 6
     assert parse_spec(_spec(tls=["explicit"])).tls_key == "ecdsa-p256"
-    with pytest.raises(SpecError, match="tls.0: Input should be 'none', 'explicit' or 'implicit'"):
+    with pytest.raises(SpecError, match="tls.0: Input should be 'none', 'explicit', 'implicit' or 'https'"):
         parse_spec(_spec(tls=["starttls"]))
     with pytest.raises(SpecError, match="tls_key"):
         parse_spec(_spec(tls=["explicit"], tls_key="dsa-1024"))
@@ -118,11 +118,19 @@ def test_pairing_skips_servers_and_workloads_without_ftps():
     assert "Twisted's FTP server" in tls_pair_skip_reason("twisted", {"tls": "explicit"}, "retr", DRIVER)
     assert "explicit FTPS (AUTH TLS) only" in tls_pair_skip_reason("pyftpdlib", {"tls": "implicit"}, "login", DRIVER)
     assert tls_pair_skip_reason("vsftpd", {"tls": "implicit"}, "login", DRIVER) is None
-    assert "no HTTPS" in tls_pair_skip_reason("tpd", {"tls": "explicit"}, "http_download", DRIVER)
+    assert "is FTPS, for FTP workloads" in tls_pair_skip_reason("tpd", {"tls": "explicit"}, "http_download", DRIVER)
+    from runner.drivers.xferlab_http import DRIVER as HTTP
+
+    assert tls_pair_skip_reason("nginx", {"tls": "https"}, "http_upload", HTTP) is None
+    assert "is HTTPS, for HTTP workloads" in tls_pair_skip_reason("tpd", {"tls": "https"}, "retr", DRIVER)
+    assert "no HTTPS: servers/go-http" in tls_pair_skip_reason("go-http", {"tls": "https"}, "http_upload", HTTP)
+    assert "has no https TLS (xferlab-http has)" in tls_pair_skip_reason("nginx", {"tls": "https"}, "http_upload",
+                                                                         DRIVER)
 
     class Lftp:
         name = "lftp"
-    assert "has no explicit FTPS" in tls_pair_skip_reason("vsftpd", {"tls": "explicit"}, "retr", Lftp())
+    why = tls_pair_skip_reason("vsftpd", {"tls": "explicit"}, "retr", Lftp())
+    assert "has no explicit TLS (xferlab-ftp has)" in why
 
 
 def test_handshake_and_protocol_rows():

@@ -142,6 +142,10 @@ class TpdRecipe(Recipe):
                 ftp_port = free_port(host)
                 argv += ["--ftps-listen", f"{host}:{ftp_port}"]
                 opts.append("--ftps-listen")
+            elif mode == "https":  # the target's HTTP port is the HTTPS listener; the plain one stays
+                http_port = free_port(host)
+                argv += ["--https-listen", f"{host}:{http_port}"]
+                opts.append("--https-listen")
         norm = json.dumps({"options": [o for o in opts if not o[0].isdigit()] + [
             f"pasv_width={pr[1] - pr[0] + 1}"], "binary_src": self.out_dir().name}, sort_keys=True)
         return Launch(argv, Target(host, ftp_port, FTP_USER, password, run.home, http_port=http_port,
