@@ -111,6 +111,7 @@ class TlsTransfers:
         server_name: str | None
         handshake_s: float | None
         _data_transports: set[asyncio.Transport]
+        _data_socks: set[socket.socket]
 
         def send(self, line: str) -> None: ...
         async def _final(self, what: str) -> Reply: ...
@@ -151,9 +152,13 @@ class TlsTransfers:
             transport, _ = await hs
         except BaseException as e:
             hs.cancel()
+            if hs.done() and not hs.cancelled() and hs.exception() is None:  # handshake done, reply bad
+                hs.result()[0].abort()
+            self._drop_sock(sock)
             if isinstance(e, (FTPError, asyncio.CancelledError)):
                 raise
             raise tls_error(e, f"{command}: data connection") from e
+        self._data_socks.discard(sock)  # the transport owns the socket now (closed with it)
         self._data_transports.add(transport)
         return transport
 
