@@ -242,4 +242,6 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
         "sysctls": sysctls, "rlimit_nofile": [nofile, nofile], "max_clients": req.max_clients,
         "pasv_ports": list(pasv), "config_hash": hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest(),
     }
+    if mode is not None:
+        info.update({"tls_mode": mode, "tls_key_type": req.tls.key_type})
     return ContainerSpec(kwargs, volume, labels, env, network, bind, port, http_port, info)

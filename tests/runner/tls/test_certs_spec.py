@@ -170,6 +170,7 @@ def test_docker_container_gets_the_certificates(tmp_path):
     v = spec("vsftpd", "implicit")
     assert v.env["TLS_MODE"] == "implicit" and v.env["TLS_CERT"] == f"{TLS_DIR}/server.pem"
     assert v.kwargs["volumes"][str(files.cert.parent)] == {"bind": TLS_DIR, "mode": "ro"} and v.port == 21
+    assert v.info["tls_mode"] == "implicit" and v.info["tls_key_type"] == "ecdsa-p256"
     t = spec("tpd", "implicit")
     assert t.port == CONTAINER_FTPS_PORT and t.env["FTPS_PORT"] == str(CONTAINER_FTPS_PORT)
     assert t.env["FTP_PORT"] == "21"
