@@ -56,6 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--http-port", type=int, default=None, help="HTTP port of the server (HTTP workloads)")
     p.add_argument("--netns", default=None,
                    help="join this network namespace to connect (/proc/PID/ns/net of the server; needs root)")
+    p.add_argument("--tls", default=None, help="FTPS: JSON of runner.backends.base.TargetTls (mode, ca_file, "
+                   "server_name, key_type)")
     p.add_argument("--no-environment", action="store_true",
                    help="leave the machine snapshot out of the output (a client process of this machine)")
 
@@ -92,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
     ``errors``), 2 bad arguments, 3 nothing measured."""
     from pydantic import ValidationError
 
-    from runner.backends.base import Target
+    from runner.backends.base import Target, TargetTls
     from runner.drivers import DEFAULT_DRIVER, DriverUnavailable, LoadError, get_driver
     from runner.metrics.environment import snapshot
     from runner.workloads import WORKLOADS, WorkloadParams
@@ -137,8 +139,9 @@ def main(args: argparse.Namespace) -> int:
     if wait > 0:
         time.sleep(wait)
     late = time.time() - start_at
+    tls = TargetTls(**json.loads(args.tls)) if getattr(args, "tls", None) else None
     target = Target(args.host, args.port, args.user, args.password, netns=args.netns,
-                    http_port=getattr(args, "http_port", None))
+                    http_port=getattr(args, "http_port", None), tls=tls)
     try:
         result = driver.run(args.workload, target, params)
     except LoadError as exc:

@@ -14,9 +14,11 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from runner.backends.base import Backend, ServerFailed, ServerSkipped
+from runner.backends.certs import campaign_certificates
 from runner.cell import (
     CellOutcome,
     Reporter,
@@ -30,7 +32,7 @@ from runner.cell import (
 from runner.drivers import DriverUnavailable, LoadError, get_driver
 from runner.multihost.inventory import MultiHostError
 from runner.multihost.processes import run_client_processes, splits
-from runner.pairing import pair_skip_reason
+from runner.pairing import pair_skip_reason, tls_pair_skip_reason
 from runner.server_reuse import ServerPool
 from runner.spec import CampaignSpec, ServerSpec
 from runner.store.models import Cell, Sample
@@ -214,9 +216,12 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     req = srv.request(spec.max_clients)
     params = WorkloadParams.model_validate(cell.params)
     driver = get_driver(spec.driver_of(params))
-    why = pair_skip_reason(srv.name, cell.workload, params)
-    if why is not None:  # e.g. an FTP workload on an HTTP-only server, nginx and POST
+    why = pair_skip_reason(srv.name, cell.workload, params) or \
+        tls_pair_skip_reason(srv.name, req.variant, cell.workload, driver)
+    if why is not None:  # e.g. an FTP workload on an HTTP-only server, nginx and POST, FTPS on Twisted
         return skipped(why)
+    if str(req.variant.get("tls", "none")) != "none":  # the campaign's certificates (runner.backends.certs)
+        req = replace(req, tls=campaign_certificates(cell.campaign_id, spec.tls_key))
     try:
         with clock("check"):
             driver.check()

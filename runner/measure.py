@@ -123,6 +123,27 @@ def process_samples(result: PhaseResult) -> list[Sample]:
                    unit="count")]
 
 
+def tls_samples(result: PhaseResult) -> list[Sample]:
+    """FTPS rows of a phase (none for plain FTP): metric ``tls_handshake`` (ms) with stats
+    ``p50``, ``p99``, ``max`` over its sessions' control-connection handshakes (numpy's
+    linear percentiles, as :func:`latency_stats`) and ``count``; metric ``tls`` stat
+    ``version`` (value 1.2 or 1.3, the negotiated protocol) with the mode, key type,
+    protocol and cipher in ``raw``."""
+    out: list[Sample] = []
+    hs = result.tls_handshake_ms
+    if hs:
+        for stat, v in latency_stats(hs).items():
+            if stat in ("p50", "p99", "max"):
+                out.append(Sample(metric="tls_handshake", stat=stat, value=v, unit="ms",
+                                  raw=[round(x, 3) for x in hs[:MAX_RAW_LATENCIES]] if stat == "p50" else None))
+        out.append(Sample(metric="tls_handshake", stat="count", value=float(len(hs)), unit="count"))
+    if result.tls:
+        proto = result.tls.get("protocol", "")
+        version = float(proto.removeprefix("TLSv")) if proto.removeprefix("TLSv").replace(".", "").isdigit() else 0.0
+        out.append(Sample(metric="tls", stat="version", value=version, unit="version", raw=dict(result.tls)))
+    return out
+
+
 def client_utilization(result: PhaseResult) -> float:
     """Load-generator CPU seconds / phase wall seconds (1.0 = one core fully busy), of
     the busiest load host when the result combines several (each host is one
@@ -177,6 +198,7 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
     if result.greeted_sessions:
         out.append(Sample(metric="late_sessions", stat="value", value=float(result.late_sessions), unit="count",
                           raw={"greeted": result.greeted_sessions, "threshold_s": LATE_SESSION_S}))
+    out += tls_samples(result)
     out.append(Sample(metric="client_cpu", stat="user", value=result.client_cpu_user_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="system", value=result.client_cpu_system_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="utilization", value=client_utilization(result), unit="ratio"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from runner.backends.catalogue import speaks, upload_skip_reason
+from runner.backends.catalogue import speaks, tls_skip_reason, upload_skip_reason
 from runner.workloads import WORKLOADS, WorkloadParams
 
 
@@ -31,6 +31,27 @@ def pair_skip_reason(server: str, workload: str, params: WorkloadParams | Mappin
     if workload == "http_upload":
         method = params.method if isinstance(params, WorkloadParams) else str(params.get("method", "put"))
         return upload_skip_reason(server, method)
+    return None
+
+
+def tls_pair_skip_reason(server: str, variant: Mapping[str, Any], workload: str, driver: Any) -> str | None:
+    """Why a cell with ``variant`` (its ``tls`` key: ``none``/``explicit``/``implicit``) cannot
+    run ``workload`` on ``server`` with ``driver`` (an object with ``name`` and, when it
+    speaks TLS, ``tls_modes``), or None. Reasons: the server lacks the mode
+    (runner.backends.catalogue.tls_skip_reason), the mode is FTPS and the workload an
+    HTTP one or the mode ``https`` and the workload an FTP one, or the driver lacks the mode."""
+    mode = str(variant.get("tls", "none"))
+    if mode == "none":
+        return None
+    info = WORKLOADS.get(workload)
+    if info is not None and (info.protocol == "http") != (mode == "https"):
+        what = "HTTPS, for HTTP workloads" if mode == "https" else "FTPS, for FTP workloads"
+        return f"tls={mode} is {what}; {workload} is an {info.protocol.upper()} workload"
+    if why := tls_skip_reason(server, mode):
+        return why
+    if mode not in getattr(driver, "tls_modes", ()):
+        return (f"driver {getattr(driver, 'name', driver)!r} has no {mode} TLS "
+                f"({'xferlab-http' if mode == 'https' else 'xferlab-ftp'} has)")
     return None
 
 

@@ -41,7 +41,7 @@ from runner.backends.base import ServerRequest
 from runner.backends.variants import check_variant
 from runner.drivers import DEFAULT_DRIVER, driver_names, driver_refuses, get_driver
 from runner.pairing import no_valid_pair
-from runner.spec_axes import check_link_list, link_axis, storage_axis
+from runner.spec_axes import check_link_list, expand_axes
 from runner.spec_placement import HostsSpec, Pinning
 from runner.spec_workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS: the dashboard imports it from here)
 from runner.spec_yaml import control_characters, load_yaml
@@ -152,6 +152,10 @@ def _default_link() -> list[LinkEntry]:
     return ["loopback"]
 
 
+def _default_tls() -> list[Literal["none", "explicit", "implicit", "https"]]:
+    return ["none"]
+
+
 #: ``repeats: auto``: at least 3 repeats of each cell group, at most 10 (runner.repeats).
 AUTO_REPEATS = (3, 10)
 
@@ -199,14 +203,19 @@ class CampaignSpec(BaseModel):
         description="link axis (runner.backends.link): each server without its own variant link runs once per "
                     "link listed, e.g. [loopback, 100mbit] or {rate: 100mbit, delay: 1ms, loss: 0}; loopback (the "
                     "default) shapes nothing and adds nothing to a label")
+    tls: list[Literal["none", "explicit", "implicit", "https"]] = Field(
+        default_factory=_default_tls, min_length=1,
+        description="TLS axis (issue 16): none (plain), explicit (AUTH TLS) or implicit FTPS, https (HTTP "
+                    "workloads); each server without its own variant tls runs once per mode listed "
+                    "(runner.spec_axes)")
+    tls_key: Literal["ecdsa-p256", "rsa-2048"] = Field(
+        "ecdsa-p256", description="key type of the campaign's TLS certificates (runner.backends.certs)")
 
     @model_validator(mode="before")
     @classmethod
     def _axes(cls, data: Any) -> Any:
-        """Expand the storage and link axes into the servers list (runner.spec_axes)."""
-        if not isinstance(data, dict):
-            return data
-        return link_axis(storage_axis(data))
+        """Expand the storage, TLS and link axes into the servers list (runner.spec_axes)."""
+        return expand_axes(data)
 
     @field_validator("link")
     @classmethod

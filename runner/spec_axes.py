@@ -1,10 +1,11 @@
 """The campaign-level axes that expand into server variants: ``storage`` (seed 002: disk
-vs tmpfs) and ``link`` (loopback vs a shaped path: runner.backends.link).
+vs tmpfs), ``tls`` (plain FTP vs explicit or implicit FTPS, HTTPS: runner.backends.certs)
+and ``link`` (loopback vs a shaped path: runner.backends.link).
 
 Each axis turns a server of the spec into one server per value listed, the value put
 in the server's ``variant`` (so the backend applies it and the label tells the rows
-apart: ``tpd [link=100mbit]``). The default alone (``storage: [disk]``, ``link:
-[loopback]``) adds no key, so such specs label and hash as before the axes existed; with
+apart: ``tpd [link=100mbit]``). The default alone (``storage: [disk]``, ``tls: [none]``,
+``link: [loopback]``) adds no key, so such specs label and hash as before the axes existed; with
 more values listed every copy names its value (``tpd [link=loopback]``, ``tpd
 [link=100mbit]``), which also makes the expansion idempotent: a stored spec validated
 again (runner.execute reads it back) expands to the same servers. A server whose variant already
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.backends.link import LinkError, link_text
-from runner.backends.variants import STORAGE_KINDS
+from runner.backends.variants import STORAGE_KINDS, TLS_MODES
 
 
 def expand_servers(servers: list[Any], key: str, values: list[str]) -> list[Any]:
@@ -37,15 +38,37 @@ def expand_servers(servers: list[Any], key: str, values: list[str]) -> list[Any]
     return out
 
 
+def _listed_axis(data: dict[str, Any], field: str, known: tuple[str, ...], default: str) -> dict[str, Any]:
+    """Expand the axis ``data[field]``, a list of values of ``known``, into variant key
+    ``field``; the default alone, an unknown value (the field's own validation reports
+    it) or no list leaves ``data`` as it is."""
+    values = data.get(field)
+    if not isinstance(values, list) or not isinstance(data.get("servers"), list):
+        return data
+    kinds = [k for k in dict.fromkeys(values) if isinstance(k, str) and k in known]
+    if len(kinds) != len(set(map(str, values))) or kinds == [default] or not kinds:
+        return data
+    return {**data, "servers": expand_servers(data["servers"], field, kinds)}
+
+
 def storage_axis(data: dict[str, Any]) -> dict[str, Any]:
     """Expand ``storage: [disk, tmpfs]`` into the servers (module docstring); bad kinds
     are left for the field's own validation to report."""
-    if not isinstance(data.get("storage"), list) or not isinstance(data.get("servers"), list):
+    return _listed_axis(data, "storage", STORAGE_KINDS, "disk")
+
+
+def tls_axis(data: dict[str, Any]) -> dict[str, Any]:
+    """Expand ``tls: [none, explicit]`` (``none``, ``explicit``, ``implicit``, ``https``)
+    into the servers (module docstring); bad modes are left for the field's validation."""
+    return _listed_axis(data, "tls", TLS_MODES, "none")
+
+
+def expand_axes(data: Any) -> Any:
+    """``data`` with the storage, TLS and link axes expanded, in that order; anything but
+    a mapping is returned as it is (pydantic reports it)."""
+    if not isinstance(data, dict):
         return data
-    kinds = [k for k in dict.fromkeys(data["storage"]) if k in STORAGE_KINDS]
-    if len(kinds) != len(set(data["storage"])) or kinds == ["disk"]:
-        return data
-    return {**data, "servers": expand_servers(data["servers"], "storage", kinds)}
+    return link_axis(tls_axis(storage_axis(data)))
 
 
 def link_axis(data: dict[str, Any]) -> dict[str, Any]:

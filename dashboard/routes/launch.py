@@ -92,6 +92,9 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
     link = [k.strip() for k in form.get("link", "").split(",") if k.strip()]
     if link:
         spec["link"] = link
+    tls = [k.strip() for k in form.get("tls", "").split(",") if k.strip()]
+    if tls:
+        spec["tls"] = tls
     pin = {}
     for f in ("server", "client"):
         text = form.get(f"pinning.{f}", "").strip()
@@ -123,7 +126,7 @@ def field_of(path: str, rows: list[int]) -> str:
         return "servers"
     if parts[0] == "pinning" and len(parts) >= 2:
         return f"pinning.{parts[1]}"
-    if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup", "storage", "link"):
+    if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup", "storage", "link", "tls"):
         return parts[0]
     return ""
 

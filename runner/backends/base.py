@@ -23,6 +23,25 @@ class ServerFailed(Exception):
 
 
 @dataclass(frozen=True)
+class TargetTls:
+    """How the load generator speaks TLS to a target (FTPS, RFC 4217).
+
+    Attributes:
+        mode: ``"explicit"`` (greeting, ``AUTH TLS``, handshake, ``PBSZ 0``, ``PROT P``)
+            or ``"implicit"`` (TLS from the first byte on ``Target.port``).
+        ca_file: PEM file of the CA the server certificate must chain to.
+        server_name: the DNS name verified in the certificate (SNI too), e.g.
+            ``"xferlab-server"`` (runner.backends.certs.SERVER_NAME).
+        key_type: the server key's type (``ecdsa-p256``, ``rsa-2048``), recorded per cell.
+    """
+
+    mode: str
+    ca_file: str
+    server_name: str
+    key_type: str
+
+
+@dataclass(frozen=True)
 class Target:
     """Where the load generator connects.
 
@@ -45,6 +64,8 @@ class Target:
             server's own namespace, reached over its loopback), else None: connect
             from where the load generator runs. A driver that cannot honour it must
             refuse the target (runner.backends.netns.call_in_netns does the joining).
+        tls: FTPS settings when the server runs with the ``tls`` variant, else None
+            (plain FTP). With implicit FTPS, ``port`` is the implicit listener.
     """
 
     host: str
@@ -54,6 +75,7 @@ class Target:
     root: Path | None = None
     http_port: int | None = None
     netns: str | None = None
+    tls: TargetTls | None = None
 
     @property
     def speaks_ftp(self) -> bool:
@@ -113,6 +135,9 @@ class ServerRequest:
         variant: variant options, e.g. ``{"use_sendfile": False}``.
         external: for ``name == "external"``: host, port, user, password, pid.
         max_clients: connection limit to configure (the seed's 2000).
+        tls: the campaign's certificate files (runner.backends.certs.TlsFiles) for a
+            request whose variant has ``tls`` explicit/implicit, set by the cell runner;
+            None otherwise.
     """
 
     name: str
@@ -120,6 +145,7 @@ class ServerRequest:
     variant: dict[str, Any] = field(default_factory=dict)
     external: dict[str, Any] = field(default_factory=dict)
     max_clients: int = 2000
+    tls: Any = None
 
     @property
     def label(self) -> str:

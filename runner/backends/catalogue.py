@@ -74,6 +74,51 @@ UNAVAILABLE_SERVERS: dict[str, str] = {
 }
 
 
+#: FTPS (RFC 4217) each server does as xferlab configures it: ``explicit`` (AUTH TLS on the
+#: FTP port, then PBSZ 0 / PROT P) and ``implicit`` (TLS from the first byte on a port of
+#: its own). A server or mode not listed is a skipped cell with :func:`tls_skip_reason`'s reason.
+FTPS_MODES: dict[str, tuple[str, ...]] = {
+    "pyftpdlib": ("explicit",),
+    "vsftpd": ("explicit", "implicit"),
+    "proftpd": ("explicit", "implicit"),
+    "pureftpd": ("explicit",),
+    "tpd": ("explicit", "implicit"),
+}
+
+#: Why a server lacks an FTPS mode.
+FTPS_NOTES: dict[str, str] = {
+    "twisted": "Twisted's FTP server (twisted.protocols.ftp) has no FTPS: it answers AUTH TLS with 500",
+    "pyftpdlib": "pyftpdlib's TLS_FTPHandler does explicit FTPS (AUTH TLS) only, no implicit listener",
+    "pureftpd": "pure-ftpd does implicit FTPS only when built with --with-implicittls (then it has no plain "
+                "listener); Debian's build has explicit FTPS (--tls) only",
+}
+
+
+#: HTTP servers xferlab configures for HTTPS (the ``https`` mode of the TLS axis), with the
+#: reason of the others.
+HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn"})
+HTTPS_NOTES: dict[str, str] = {
+    "go-http": "servers/go-http has no TLS listener yet (net/http's ListenAndServeTLS is not wired)",
+    "node-http": "servers/node-http has no TLS listener yet (Node's https module is not wired)",
+    "netty": "servers/netty has no TLS handler yet (netty-handler's SslHandler is not wired)",
+}
+
+
+def tls_skip_reason(server: str, mode: str) -> str | None:
+    """Why ``server`` cannot serve TLS ``mode`` (FTPS ``explicit``/``implicit``, or
+    ``https``), or None when it can (or when ``mode`` is ``none``), e.g.
+    ``tls_skip_reason("twisted", "explicit")`` -> the note on Twisted."""
+    if mode in ("none", "", None) or mode in FTPS_MODES.get(server, ()):
+        return None
+    if mode == "https":
+        if server in HTTPS_SERVERS:
+            return None
+        return f"{server}: no HTTPS: " + HTTPS_NOTES.get(server, f"{server} does not speak HTTP")
+    why = FTPS_NOTES.get(server, f"{server} has no FTPS support in xferlab" if FTP in SERVER_PROTOCOLS.get(
+        server, frozenset()) else f"{server} does not speak FTP")
+    return f"{server}: no {mode} FTPS: {why}"
+
+
 def speaks(server: str, protocol: str) -> bool:
     """True when ``server`` (a ServerRequest name) speaks ``protocol`` (``ftp`` or
     ``http``); False for unknown servers."""

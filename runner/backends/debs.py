@@ -48,7 +48,8 @@ class DebServer:
 
 DEB_SERVERS: dict[str, DebServer] = {
     "vsftpd": DebServer("vsftpd", "vsftpd", ("vsftpd",)),
-    "proftpd": DebServer("proftpd", "proftpd", ("proftpd-core",)),
+    # proftpd-mod-crypto: mod_tls (FTPS), a DSO module loaded only with the ``tls`` variant
+    "proftpd": DebServer("proftpd", "proftpd", ("proftpd-core", "proftpd-mod-crypto")),
     "pureftpd": DebServer("pureftpd", "pure-ftpd", ("pure-ftpd",), helpers=("pure-pw",)),
 }
 

@@ -15,6 +15,9 @@ backend puts the server's run folder on a tmpfs mount (``XFERLAB_TMPFS_DIR``, de
 which must not itself be a tmpfs); the docker backend mounts a fresh named volume or a
 ``tmpfs`` at the container's home (``/srv/ftp``).
 
+``tls`` is the TLS axis (runner.spec ``tls:``): ``explicit`` or ``implicit`` FTPS with the
+campaign's certificates (runner.backends.certs).
+
 The HTTP servers' keys: ``max_body`` (every HTTP server; :func:`parse_size`),
 ``keepalive`` (not tpd: it always keeps connections), ``workers`` (:data:`WORKER_SERVERS`).
 """
@@ -29,6 +32,10 @@ from .catalogue import FTP_SERVERS, HTTP_SERVERS
 
 ALL_SERVERS = FTP_SERVERS | HTTP_SERVERS
 STORAGE_KINDS = ("disk", "tmpfs")
+#: The TLS axis (issue 16): ``none`` (plain), ``explicit`` (AUTH TLS, RFC 4217) or
+#: ``implicit`` FTPS (TLS from the first byte on a port of its own) for FTP workloads,
+#: ``https`` for HTTP workloads.
+TLS_MODES = ("none", "explicit", "implicit", "https")
 #: Servers with a worker-process (or thread) count: node-http (cluster, round-robin),
 #: uvicorn (--workers), nginx (worker_processes), go-http (GOMAXPROCS), netty (event loops).
 WORKER_SERVERS = frozenset({"node-http", "uvicorn", "nginx", "go-http", "netty"})
@@ -159,6 +166,9 @@ VARIANT_OPTIONS: dict[str, VariantOption] = {
                                   frozenset({"pyftpdlib", "vsftpd", "proftpd", "tpd", "nginx"}), BOTH, _bool),
     "storage": VariantOption("where the server's home (FTP root, HTTP document root) lives: disk (default) or "
                              "tmpfs (seed 002's storage axis)", ALL_SERVERS, BOTH, _one_of(*STORAGE_KINDS)),
+    "tls": VariantOption("TLS: none (default); FTPS explicit (AUTH TLS, PBSZ 0, PROT P) or implicit (TLS from "
+                         "the first byte); https (HTTP workloads); a server that cannot is a skipped cell "
+                         "(catalogue.FTPS_MODES, HTTPS_SERVERS)", ALL_SERVERS, BOTH, _one_of(*TLS_MODES)),
     "pasv_ports": VariantOption("passive data port range LO-HI", FTP_SERVERS, BOTH, _port_range),
     "masquerade_address": VariantOption("address announced in PASV replies (NAT, other hosts)", FTP_SERVERS,
                                         BOTH, _address),

@@ -90,6 +90,10 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--link", action="append", help="link axis (runner/backends/link.py): loopback, 100mbit, "
                                                    "100mbit/1ms/0.1%%; repeat the flag or give a comma list "
                                                    "(each server once per link; a shaped link needs root)")
+    r.add_argument("--tls", help="TLS axis (FTPS): none, explicit, implicit or a comma list such as none,explicit "
+                                 "(each FTP server once per mode; servers without it: skipped cells)")
+    r.add_argument("--tls-key", choices=("ecdsa-p256", "rsa-2048"),
+                   help="key type of the campaign's certificates (default ecdsa-p256)")
     r.add_argument("--no-pin", action="store_true", help="no CPU pinning")
     r.add_argument("--format", choices=FORMATS, help="format of the printed tables (default text)")
     r.add_argument("--inventory", help="run across hosts: Ansible inventory with groups servers and clients "

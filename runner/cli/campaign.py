@@ -66,6 +66,10 @@ def _build_spec(args: argparse.Namespace):
         data["storage"] = [k.strip() for k in args.storage.split(",") if k.strip()]
     if getattr(args, "link", None):
         data["link"] = [k.strip() for item in args.link for k in item.split(",") if k.strip()]
+    if getattr(args, "tls", None):
+        data["tls"] = [k.strip() for k in args.tls.split(",") if k.strip()]
+    if getattr(args, "tls_key", None):
+        data["tls_key"] = args.tls_key
     if args.no_pin:
         data["pinning"] = {}
     if getattr(args, "inventory", None):

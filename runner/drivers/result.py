@@ -80,6 +80,16 @@ class PhaseResult:
             (3 s) for connect + greeting: the kernel retransmitted their handshake
             (docs/methodology.md, "Slow is a figure").
 
+    FTPS phases (a target with ``tls``, runner.load.tls) also fill:
+
+    Attributes:
+        tls_handshake_ms: each session's TLS handshake on the control connection (ms,
+            ClientHello sent to Finished received; the ``AUTH TLS`` round trip before it
+            excluded), one per session that completed it, setup sessions included.
+        tls: ``{"mode": "explicit", "key_type": "ecdsa-p256", "protocol": "TLSv1.3",
+            "cipher": "TLS_AES_256_GCM_SHA384", "bits": "256"}`` of the phase's first TLS
+            session; {} for plain FTP.
+
     HTTP phases (workloads of protocol ``http``; gobench's counters, seed 002) also fill:
 
     Attributes:
@@ -146,6 +156,8 @@ class PhaseResult:
     unfinished: int | None = 0
     histograms: dict[str, str] = field(default_factory=dict)
     user_rate: int = 0
+    tls_handshake_ms: list[float] = field(default_factory=list)
+    tls: dict[str, str] = field(default_factory=dict)
 
     @property
     def throughput_mib_s(self) -> float:

@@ -22,6 +22,8 @@ class XferlabFtpDriver:
 
     name = "xferlab-ftp"
     protocols: tuple[str, ...] = ("ftp",)
+    #: FTPS modes it speaks (runner.load.tls; runner.pairing.tls_pair_skip_reason).
+    tls_modes: tuple[str, ...] = ("explicit", "implicit")
     workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp")
 
     def check(self) -> None:

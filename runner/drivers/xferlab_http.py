@@ -22,6 +22,8 @@ class XferlabHttpDriver:
 
     name = "xferlab-http"
     protocols: tuple[str, ...] = ("http",)
+    #: TLS modes it speaks (runner.load.http; runner.pairing.tls_pair_skip_reason).
+    tls_modes: tuple[str, ...] = ("https",)
     workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "http")
 
     def check(self) -> None:

@@ -64,9 +64,11 @@ def _python(name: str) -> ServerImage:
                        version_arg="VERSION")
 
 
-def _debian(name: str, package: str) -> ServerImage:
-    """A server from Debian's ``package`` with an AuthUserFile-style user (servers/Dockerfile.debian)."""
-    return ServerImage(name, SERVERS_DIR / name, "../Dockerfile.debian", {"SERVER": name, "PACKAGE": package})
+def _debian(name: str, package: str, extra: str = "") -> ServerImage:
+    """A server from Debian's ``package`` (and the packages ``extra``, space-separated) with an
+    AuthUserFile-style user (servers/Dockerfile.debian)."""
+    args = {"SERVER": name, "PACKAGE": package, "EXTRA": extra}
+    return ServerImage(name, SERVERS_DIR / name, "../Dockerfile.debian", args)
 
 
 def _debian_http(name: str, package: str) -> ServerImage:
@@ -79,7 +81,7 @@ SERVER_IMAGES: dict[str, ServerImage] = {
     "pyftpdlib": _python("pyftpdlib"),
     "twisted": _python("twisted"),
     "vsftpd": ServerImage("vsftpd", SERVERS_DIR / "vsftpd"),
-    "proftpd": _debian("proftpd", "proftpd-core"),
+    "proftpd": _debian("proftpd", "proftpd-core", "proftpd-mod-crypto"),  # mod_tls: FTPS
     "pureftpd": _debian("pureftpd", "pure-ftpd"),
     "tpd": ServerImage("tpd", SERVERS_DIR / "tpd",
                        entrypoint_script=SERVERS_DIR / "tpd" / "container" / "entrypoint.sh"),

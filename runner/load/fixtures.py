@@ -170,7 +170,7 @@ async def place_server_file(target: Target, size: int) -> str:
     :func:`ensure_server_file`."""
     if target.root is not None:
         return await ensure_server_file(None, target.root, size)
-    session = FTPSession(target.host, target.port, op_timeout=120)
+    session = FTPSession(target.host, target.port, op_timeout=120, tls=target.tls)
     try:
         await session.connect()
         await session.login(target.user, target.password)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from typing import BinaryIO, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from runner.load.loop import sendfile
 from runner.load.replies import (
@@ -42,6 +42,10 @@ from runner.load.replies import (
     reply_error,
 )
 from runner.load.retr import DEFAULT_RETR_MODE, RetrMode, RetrReceivers, scratch_buffer
+from runner.load.tls import TlsTransfers, client_context, tls_facts
+
+if TYPE_CHECKING:
+    from runner.backends.base import TargetTls
 
 #: Re-exported: the load generator, its tests and the selftest import them from here.
 __all__ = ["ERROR_KINDS", "MAX_LINE", "MAX_REPLY_LINES", "FTPError", "FTPSession", "Reply", "ReplyParser",
@@ -101,7 +105,7 @@ async def _with_timeout(aw, timeout: float, what: str):
         raise FTPError("timeout", f"{what}: no completion within {timeout:g} s") from None
 
 
-class FTPSession(RetrReceivers):
+class FTPSession(RetrReceivers, TlsTransfers):
     """One FTP control connection and the data connections it opens.
 
     Args:
@@ -125,6 +129,11 @@ class FTPSession(RetrReceivers):
         rcvlowat: SO_RCVLOWAT (socket(7)) on RETR data sockets, so a wake-up finds at
             least this many bytes queued (fewer wake-ups per GiB); None = half of
             ``buffer_size``, 0 = leave the kernel default (1 byte).
+        tls: FTPS (runner.backends.base.TargetTls): ``explicit`` does ``AUTH TLS`` after
+            the greeting and ``PBSZ 0`` / ``PROT P`` after login, ``implicit`` the handshake
+            right after connect; every data connection is then TLS (runner.load.tls).
+            ``handshake_s`` holds the control connection's handshake time (s), ``tls_info``
+            the negotiated protocol and cipher. None: plain FTP.
 
     All methods raise :class:`FTPError` (with a kind) on failure. ``close()`` never
     raises. Use ``async with FTPSession(...) as s`` or call ``close()``.
@@ -133,7 +142,8 @@ class FTPSession(RetrReceivers):
     def __init__(self, host: str, port: int, *, op_timeout: float = 30.0,
                  connect_timeout: float | None = None, passive: Literal["pasv", "epsv"] = "pasv",
                  buffer_size: int = 256 * 1024,
-                 retr_mode: RetrMode = DEFAULT_RETR_MODE, rcvlowat: int | None = None) -> None:
+                 retr_mode: RetrMode = DEFAULT_RETR_MODE, rcvlowat: int | None = None,
+                 tls: TargetTls | None = None) -> None:
         self.host = host
         self.port = port
         self.op_timeout = op_timeout
@@ -146,6 +156,13 @@ class FTPSession(RetrReceivers):
         self._family: int = socket.AF_INET
         self._data_socks: set[socket.socket] = set()
         self._data_transports: set[asyncio.Transport] = set()
+        if tls is not None and tls.mode == "https":  # HTTPS leaves the FTP listener plain (tpd)
+            tls = None
+        self.tls_mode = tls.mode if tls is not None else None
+        self.tls_context = client_context(tls.ca_file) if tls is not None else None
+        self.server_name = tls.server_name if tls is not None else None
+        self.handshake_s: float | None = None
+        self.tls_info: dict[str, str] = {}
 
     # -- control connection -------------------------------------------------------
     async def connect(self) -> Reply:
@@ -168,12 +185,26 @@ class FTPSession(RetrReceivers):
         self._proto = proto
         if self._family == socket.AF_UNSPEC:
             self._family = transport.get_extra_info("socket").family
+        if self.tls_mode == "implicit":
+            await self._start_tls()
         r = await self.read_reply("greeting", self.connect_timeout)
         while 100 <= r.code < 200:
             r = await self.read_reply("greeting", self.connect_timeout)
         if r.code != 220:
             raise reply_error(r, "greeting")
+        if self.tls_mode == "explicit":
+            self.send("AUTH TLS")  # RFC 4217 section 4: 234, then the handshake
+            a = await self.read_reply("AUTH TLS", self.connect_timeout)
+            if a.code != 234:
+                raise FTPError("tls_refused", f"AUTH TLS: server answered {a.code} {a.text[:120]}", a.code)
+            await self._start_tls()
         return r
+
+    async def _start_tls(self) -> None:
+        p = self._proto
+        assert p is not None and p.transport is not None
+        p.transport = await self._handshake_control(p.transport, p)
+        self.tls_info = tls_facts(p.transport)
 
     async def read_reply(self, what: str = "reply", timeout: float | None = None) -> Reply:
         """Next complete reply on the control connection, bounded by ``timeout`` (s;
@@ -221,6 +252,9 @@ class FTPSession(RetrReceivers):
         r = await self.command(f"USER {user}", (230, 331, 332))
         if r.code != 230:
             await self.command(f"PASS {password}", (230, 202))
+        if self.tls_mode is not None:  # RFC 4217 sections 8-9: every data connection in TLS
+            await self.command("PBSZ 0", (200,))
+            await self.command("PROT P", (200,))
 
     async def type_binary(self) -> None:
         """``TYPE I`` (image/binary), needed for RETR/STOR byte counts and SIZE."""
@@ -324,7 +358,9 @@ class FTPSession(RetrReceivers):
 
     async def _retr(self, path: str, expected: int) -> int:
         port = await self._passive_port()
-        if self.retr_mode == "recv_into":
+        if self.tls_mode is not None:
+            n = await self._retr_tls(port, path)
+        elif self.retr_mode == "recv_into":
             n = await self._retr_recv_into(port, path)
         elif self.retr_mode == "reader":
             n = await self._retr_reader(port, path)
@@ -359,6 +395,11 @@ class FTPSession(RetrReceivers):
         """The timed part of :meth:`stor` (no timeout of its own, no SIZE check).
         Returns the bytes sent and confirmed by ``226``."""
         port = await self._passive_port()
+        if self.tls_mode is not None:
+            sent = await self._stor_tls(port, path, file, count)  # with its final 226
+            if sent < count:
+                raise FTPError("short_transfer", f"STOR {path}: only {sent} of {count} bytes sent")
+            return sent
         sock = await self._open_raw(port)
         try:
             self.send(f"STOR {path}")

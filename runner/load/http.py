@@ -31,6 +31,7 @@ import asyncio
 import os
 import secrets
 import socket
+import ssl
 import time
 from collections.abc import Callable
 
@@ -41,6 +42,7 @@ from runner.load.fixtures import place_http_fixture, server_name
 from runner.load.http_response import ResponseError, ResponseReader
 from runner.load.phase import gc_paused, raise_nofile_limit
 from runner.load.replies import FTPError
+from runner.load.tls import client_context, tls_error, tls_facts
 from runner.workloads import WORKLOADS, WorkloadParams
 
 #: Bodies up to this size are sent with one write; larger ones in slices of it, with flow control.
@@ -223,6 +225,34 @@ class HttpPhase:
         self.errors: dict[str, int] = {}
         self.latencies_ms: list[float] = []
         self.clients: list[ClientFigures] = []
+        tls = target.tls if target.tls is not None and target.tls.mode == "https" else None
+        self.tls_context = client_context(tls.ca_file) if tls is not None else None
+        self.server_name = tls.server_name if tls is not None else None
+        self.handshakes_ms: list[float] = []  # HTTPS: each connection's TLS handshake
+        self.tls: dict[str, str] = {"mode": "https", "key_type": tls.key_type} if tls is not None else {}
+
+    async def connect(self, proto: _Conn) -> asyncio.BaseTransport:
+        """Open one connection for ``proto``; with HTTPS, the TLS handshake after the TCP
+        connect (timed into ``handshakes_ms``, verified against the campaign's CA). Raises
+        OSError (ssl.SSLError included) or TimeoutError."""
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_connection(lambda: proto, self.target.host, self.port)
+        if self.tls_context is None:
+            return transport
+        t0 = time.perf_counter()
+        try:
+            new = await loop.start_tls(transport, proto, self.tls_context, server_hostname=self.server_name,
+                                       ssl_handshake_timeout=self.p.op_timeout)
+        except BaseException:
+            transport.abort()
+            raise
+        if new is None:  # start_tls gives None only for a transport closed under it
+            raise ConnectionResetError("connection closed during the TLS handshake")
+        self.handshakes_ms.append((time.perf_counter() - t0) * 1000.0)
+        proto.transport = new
+        if len(self.tls) == 2:
+            self.tls.update(tls_facts(new))
+        return new
 
     def fail(self, kind: str) -> None:
         """Count one request that got no complete response, of error ``kind``."""
@@ -236,22 +266,25 @@ class HttpPhase:
         it is cancelled."""
         loop = asyncio.get_running_loop()
         cl = _Client(idx)
-        p, host = self.p, self.target.host
+        p = self.p
         conn: _Conn | None = None
         try:
             for _ in range(1 << 40):  # bounded by stop_at: every turn is one connection or one failure
                 if self.stopped or time.perf_counter() >= self.stop_at:
                     break
+                conn = _Conn(self, cl, loop)
                 try:
-                    _, conn = await asyncio.wait_for(
-                        loop.create_connection(lambda: _Conn(self, cl, loop), host, self.port), p.op_timeout)
+                    await asyncio.wait_for(self.connect(conn), p.op_timeout)
                 except TimeoutError:
                     cl.clean = False
+                    conn = None
                     self.fail("timeout")
                     continue
                 except OSError as e:
                     cl.clean = False
-                    self.fail("refused" if isinstance(e, ConnectionRefusedError) else "connect")
+                    conn = None
+                    self.fail(tls_error(e, "connect").kind if isinstance(e, ssl.SSLError) else
+                              "refused" if isinstance(e, ConnectionRefusedError) else "connect")
                     continue
                 assert conn is not None
                 self.conns.add(conn)
@@ -355,4 +388,5 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
         client_cpu_user_s=c1.user - c0.user, client_cpu_system_s=c1.system - c0.system, notes=notes,
         started_at=started, ended_at=started + elapsed, requests=ph.requests, successful=ph.successful,
         network_failed=ph.network_failed, non_2xx=ph.non_2xx, bytes_read=ph.bytes_read,
-        bytes_written=ph.bytes_written, reconnects=ph.reconnects, unfinished=unfinished)
+        bytes_written=ph.bytes_written, reconnects=ph.reconnects, unfinished=unfinished,
+        tls_handshake_ms=ph.handshakes_ms, tls=ph.tls)

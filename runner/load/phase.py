@@ -92,12 +92,14 @@ class Phase:
         self.cpu_user = 0.0
         self.cpu_sys = 0.0
         self.measuring = False
+        self.handshakes_ms: list[float] = []  # FTPS: each session's control-connection handshake
+        self.tls: dict[str, str] = {}  # FTPS: mode, key type, negotiated protocol and cipher
 
     # -- helpers ------------------------------------------------------------------
     def kw(self) -> dict:
         p = self.p
         return dict(op_timeout=p.op_timeout, connect_timeout=p.connect_timeout, passive=p.passive,
-                    buffer_size=p.buffer_size)
+                    buffer_size=p.buffer_size, tls=self.target.tls)
 
     def progress(self, msg: str) -> None:
         if self._progress is not None:
@@ -178,7 +180,7 @@ class Phase:
             client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes,
             started_at=started_at, ended_at=ended_at, greeted_sessions=self.greeted,
             late_sessions=self.late, histograms=dict(self.histograms),
-            user_rate=self.p.user_rate if self.histograms else 0)
+            user_rate=self.p.user_rate if self.histograms else 0, tls_handshake_ms=self.handshakes_ms, tls=self.tls)
 
     # -- sessions -----------------------------------------------------------------
     async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:
@@ -189,7 +191,13 @@ class Phase:
         self.sessions.add(s)
         t0 = time.perf_counter()
         try:
-            await s.connect()
+            try:
+                await s.connect()
+            finally:
+                if s.handshake_s is not None:
+                    self.handshakes_ms.append(s.handshake_s * 1000.0)
+                    if not self.tls and (tls := t.tls) is not None:
+                        self.tls = {"mode": tls.mode, "key_type": tls.key_type, **s.tls_info}
             self.greeted += 1
             if time.perf_counter() - t0 > LATE_SESSION_S:
                 self.late += 1

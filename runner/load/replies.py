@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import re
+import ssl
 from dataclasses import dataclass
 
 #: Error kinds, as PhaseResult.errors counts them.
 ERROR_KINDS = ("refused", "timeout", "reply_425", "reply_4xx", "reply_5xx", "short_transfer",
-               "protocol", "reset")
+               "protocol", "reset", "tls_verify", "tls_timeout", "tls_refused", "tls_error")
 
 #: Longest reply line accepted (bytes); RFC 959 sets no limit, servers stay far below.
 MAX_LINE = 64 * 1024
@@ -30,7 +31,11 @@ class FTPError(Exception):
             reply, RFC 959 section 4.2), ``short_transfer``
             (fewer payload bytes than the server confirmed or the file holds),
             ``protocol`` (unparseable or unexpected reply), ``reset`` (connection
-            reset / closed by the peer unexpectedly).
+            reset / closed by the peer unexpectedly); FTPS (runner.load.tls):
+            ``tls_verify`` (certificate verify failed: unknown CA, wrong name),
+            ``tls_timeout`` (TLS handshake not done within the connect timeout),
+            ``tls_refused`` (the server answered ``AUTH TLS`` with anything but 234),
+            ``tls_error`` (any other TLS failure: no shared protocol or cipher, bad record).
         code: the 3-digit reply code when the error came from a reply, else None.
     """
 
@@ -43,12 +48,17 @@ class FTPError(Exception):
 def classify(exc: BaseException) -> str:
     """Map an exception to an error kind of :data:`ERROR_KINDS`.
 
-    FTPError keeps its kind; TimeoutError -> ``timeout``; ConnectionRefusedError ->
+    FTPError keeps its kind; ssl.SSLCertVerificationError -> ``tls_verify``, another
+    ssl.SSLError -> ``tls_error``; TimeoutError -> ``timeout``; ConnectionRefusedError ->
     ``refused``; other connection errors (reset, broken pipe, aborted) and EOF ->
     ``reset``; OSError with ECONNREFUSED -> ``refused``; anything else -> ``protocol``.
     """
     if isinstance(exc, FTPError):
         return exc.kind
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return "tls_verify"
+    if isinstance(exc, ssl.SSLError):
+        return "tls_error"
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "timeout"
     if isinstance(exc, ConnectionRefusedError):

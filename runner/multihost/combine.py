@@ -113,6 +113,8 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         bytes_read=sum(r.bytes_read for _, r in results), bytes_written=sum(r.bytes_written for _, r in results),
         latency_percentiles_ms=pct, reconnects=sum(r.reconnects for _, r in results),
         driver_max_rss=max(r.driver_max_rss for _, r in results),
+        tls_handshake_ms=[x for _, r in results for x in r.tls_handshake_ms],
+        tls=next((r.tls for _, r in results if r.tls), {}),
         unfinished=(None if any(r.unfinished is None for _, r in results)
                     else sum(r.unfinished or 0 for _, r in results)),
         histograms=histograms, user_rate=max(r.user_rate for _, r in results))

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from typing import Any
 
 from runner.backends.base import Target
@@ -81,7 +82,8 @@ def run_client_processes(workload: str, target: Target, params: WorkloadParams, 
         event_loop.run_at(target.netns, lambda: place_server_file(target, size))
     shares = client_shares(workload, params.clients, processes)
     tgt: dict[str, Any] = {"host": target.host, "port": target.port, "user": target.user,
-                           "password": target.password, "netns": target.netns, "http_port": target.http_port}
+                           "password": target.password, "netns": target.netns, "http_port": target.http_port,
+                           "tls": asdict(target.tls) if target.tls is not None else None}
     start_at = time.time() + start_delay
     procs = []
     files: list[Any] = []

@@ -4,7 +4,12 @@ Run by xferlab's local backend with the interpreter of a per-version venv::
 
     python serve.py --host 127.0.0.1 --port 2121 --user xferlab --password PW \
         --home /tmp/run/home [--no-sendfile] [--pasv-ports 60000-60999] \
-        [--masquerade 203.0.113.5] [--max-cons 0] [--backlog 1024]
+        [--masquerade 203.0.113.5] [--max-cons 0] [--backlog 1024] \
+        [--tls-cert server.pem --tls-key server.key]
+
+With ``--tls-cert``/``--tls-key`` the handler is pyftpdlib's ``TLS_FTPHandler`` (explicit
+FTPS, RFC 4217; needs pyOpenSSL in the venv), with TLS required on the control and the
+data connections (``tls_control_required``, ``tls_data_required``).
 
 Follows seed 000's setup: RLIMIT_NOFILE soft raised to the hard limit and
 ``FTPServer.max_cons = 0`` (unlimited); one DummyAuthorizer user with permissions
@@ -29,6 +34,8 @@ def main(argv=None):
     ap.add_argument("--max-cons", type=int, default=0, help="0 = unlimited (seed 000)")
     ap.add_argument("--max-cons-per-ip", type=int, default=0)
     ap.add_argument("--backlog", type=int, default=1024)
+    ap.add_argument("--tls-cert", default=None, help="PEM certificate: explicit FTPS (TLS_FTPHandler)")
+    ap.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     a = ap.parse_args(argv)
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -47,8 +54,20 @@ def main(argv=None):
     auth = DummyAuthorizer()
     auth.add_user(a.user, a.password, a.home, perm="elradfmwMT")
 
-    class Handler(FTPHandler):
+    base = FTPHandler
+    if a.tls_cert:
+        from pyftpdlib.handlers import TLS_FTPHandler
+
+        base = TLS_FTPHandler
+
+    class Handler(base):
         pass
+
+    if a.tls_cert:
+        Handler.certfile = a.tls_cert
+        Handler.keyfile = a.tls_key
+        Handler.tls_control_required = True
+        Handler.tls_data_required = True
 
     Handler.authorizer = auth
     Handler.use_sendfile = not a.no_sendfile

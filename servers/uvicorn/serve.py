@@ -149,6 +149,8 @@ def main() -> None:
     ap.add_argument("--max-body", type=int, default=1 << 30)
     ap.add_argument("--keepalive", default="1")
     ap.add_argument("--backlog", type=int, default=4096)
+    ap.add_argument("--tls-cert", default=None, help="PEM certificate: HTTPS (uvicorn's ssl_certfile)")
+    ap.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert (ssl_keyfile)")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.home, "uploads"), exist_ok=True)
     os.environ.update(UPLOAD_HOME=os.path.realpath(a.home), UPLOAD_MAX_BODY=str(a.max_body),
@@ -161,7 +163,7 @@ def main() -> None:
           file=sys.stderr, flush=True)
     uvicorn.run("serve:app", app_dir=here, host=a.host, port=a.port, workers=a.workers, backlog=a.backlog,
                 log_level="warning", access_log=False, timeout_keep_alive=300, lifespan="on",
-                server_header=False, date_header=True)
+                server_header=False, date_header=True, ssl_certfile=a.tls_cert, ssl_keyfile=a.tls_key)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def test_storage_axis_expands_servers_once():
 def test_variant_catalogue_per_server():
     from runner.backends.variants import backend_problem, options_for, parse_variant_text
 
-    assert options_for("twisted") == ["storage", "pasv_ports", "masquerade_address", "backlog", "tmpfs_size*",
+    assert options_for("twisted") == ["storage", "tls", "pasv_ports", "masquerade_address", "backlog", "tmpfs_size*",
                                       "memory*", "network*", "sysctls*", "link"]
     assert "idle_timeout" in options_for("tpd") and "idle_timeout" not in options_for("pyftpdlib")
     assert backend_problem("pyftpdlib", {"network": "host"}, "local").endswith(

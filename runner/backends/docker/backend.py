@@ -12,6 +12,8 @@ import docker.errors
 from runner.config import get_settings
 
 from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
+from ..catalogue import tls_skip_reason
+from ..certs import target_tls
 from ..external import check_external, start_external
 from ..link import LinkSpec
 from ..netns import can_join_netns
@@ -162,6 +164,7 @@ class DockerBackend:
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
         link_check(req, self.network)
+        _tls_problem(req)
         self.image(req)
 
     # ------------------------------------------------------------------ start
@@ -220,6 +223,7 @@ class DockerBackend:
         if req.variant.get("network") == "netns" and self._netns_refused:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
         link = link_check(req, self.network)
+        _tls_problem(req)
         from runner import images
 
         tag, image_id, built = self.image(req)
@@ -260,7 +264,8 @@ class DockerBackend:
         port = spec.port
         handle = DockerServerHandle(self.client, container,
                                     Target(spec.bind if spec.network == "host" else "127.0.0.1", port, FTP_USER,
-                                           password), info, spec.volume, stop_timeout=self.stop_timeout)
+                                           password, tls=target_tls(req)), info, spec.volume,
+                                    stop_timeout=self.stop_timeout)
         try:
             handle._attach_pid()
             handle.record_storage_fs(FTP_HOME)
@@ -278,13 +283,15 @@ class DockerBackend:
                 # netns: the same address, reached from inside the container's namespace,
                 # is a local address there: the kernel loops it back without the veth
                 handle.target = Target(ip, port, FTP_USER, password, root, http_port=spec.http_port,
-                                       netns=f"/proc/{handle.pid}/ns/net" if spec.network == "netns" else None)
+                                       netns=f"/proc/{handle.pid}/ns/net" if spec.network == "netns" else None,
+                                       tls=target_tls(req))
             elif spec.http_port is not None:
-                handle.target = Target(spec.bind, port, FTP_USER, password, root, http_port=spec.http_port)
+                handle.target = Target(spec.bind, port, FTP_USER, password, root, http_port=spec.http_port,
+                                       tls=target_tls(req))
             t = handle.target
             if t.speaks_ftp:
                 greeting, waited = wait_ready(t.host, t.port, t.user, t.password, timeout=self.ready_timeout,
-                                              alive=handle.alive)
+                                              alive=handle.alive, tls=t.tls)
             else:
                 assert t.http_port is not None
                 greeting, waited = wait_http_ready(t.host, t.http_port, timeout=self.ready_timeout,
@@ -361,3 +368,14 @@ def link_container(req: ServerRequest, handle: DockerServerHandle, link: LinkSpe
     except LinkFailed as e:
         raise ServerFailed(f"{req.label}: the link could not be made: {e}") from None
     attach_link(handle, net)
+
+
+def _tls_problem(req: ServerRequest) -> None:
+    """ServerSkipped when the server has no TLS of the requested mode (catalogue), or the
+    mode is ``https``: HTTPS runs on the local backend only so far."""
+    mode = str(req.variant.get("tls", "none"))
+    why = tls_skip_reason(req.name, mode)
+    if why is None and mode == "https":
+        why = f"{req.label}: tls=https runs on the local backend only (the containers' HTTPS is not wired yet)"
+    if why:
+        raise ServerSkipped(why)

@@ -14,6 +14,7 @@ import docker.types
 from .. import variants
 from ..base import ServerRequest, ServerSkipped
 from ..catalogue import DEFAULT_MAX_BODY, SERVER_PROTOCOLS
+from ..certs import tls_mode
 
 FTP_USER = "xferlab"
 #: Control port inside the container (bridge network).
@@ -22,6 +23,10 @@ CONTAINER_FTP_PORT = 21
 CONTAINER_HTTP_PORT = 8080
 #: Passive range inside the container (bridge network).
 PASV_RANGE = (30000, 31999)
+#: Where the campaign's certificate folder (runner.backends.certs) is mounted, read-only.
+TLS_DIR = "/etc/xferlab/tls"
+#: tpd's implicit FTPS listener in the container (``--ftps-listen``; IANA's ftps port).
+CONTAINER_FTPS_PORT = 990
 #: Per-container sysctls (own network namespace). Chosen so 2,000+ clients and
 #: many short connections do not hit the kernel's defaults (somaxconn 4096 is the
 #: kernel default since 5.4; older hosts had 128). SYN cookies off, as seed 002's
@@ -132,7 +137,9 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
     Args:
         req: the server; its variant keys ``network``, ``storage``, ``tmpfs_size``,
             ``memory``, ``pasv_ports``, ``masquerade_address``, ``use_sendfile``,
-            ``backlog``, ``idle_timeout`` and ``sysctls`` apply.
+            ``backlog``, ``idle_timeout``, ``sysctls`` and ``tls`` (the certificate folder
+            mounted at :data:`TLS_DIR`, ``TLS_*`` variables; tpd's implicit listener on
+            :data:`CONTAINER_FTPS_PORT`, which is then ``port``) apply.
         settings: the backend's side (:class:`ContainerSettings`).
         image_id / image_tag / built: the image (built now or cached, for ``obtained``).
         name: the container's name; its volume is ``<name>-home``.
@@ -173,6 +180,14 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
            "IDLE_TIMEOUT": str(int(var.get("idle_timeout", 300)))}
     if var.get("masquerade_address"):
         env["PASV_ADDRESS"] = str(var["masquerade_address"])
+    mode = tls_mode(req)
+    if mode is not None:  # FTPS: the certificate folder mounted read-only (docs/containers.md)
+        env.update({"TLS_MODE": mode, "TLS_CERT": f"{TLS_DIR}/{req.tls.cert.name}",
+                    "TLS_KEY": f"{TLS_DIR}/{req.tls.key.name}", "TLS_CHAIN": f"{TLS_DIR}/{req.tls.chain.name}",
+                    "TLS_KEY_TYPE": req.tls.key_type})
+        if mode == "implicit" and req.name == "tpd":  # its implicit listener is a second one; the target
+            port = pick_port() if network == "host" else CONTAINER_FTPS_PORT
+            env["FTPS_PORT"] = str(port)
     http_port = None
     speaks = SERVER_PROTOCOLS.get(req.name, frozenset({"ftp"}))
     if "http" in speaks:
@@ -212,6 +227,8 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
     else:
         volume = f"{name}-home"
         kwargs["volumes"] = {volume: {"bind": FTP_HOME, "mode": "rw"}}
+    if mode is not None:
+        kwargs.setdefault("volumes", {})[str(req.tls.cert.parent)] = {"bind": TLS_DIR, "mode": "ro"}
     cfg: dict[str, Any] = {k: v for k, v in env.items()
                            if k not in ("FTP_PASSWORD", "FTP_PORT", "HTTP_PORT", "HTTP_HOST")}
     cfg.update({"image": image_id, "network": network, "storage": storage, "memory": memory,
@@ -225,4 +242,6 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
         "sysctls": sysctls, "rlimit_nofile": [nofile, nofile], "max_clients": req.max_clients,
         "pasv_ports": list(pasv), "config_hash": hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest(),
     }
+    if mode is not None:
+        info.update({"tls_mode": mode, "tls_key_type": req.tls.key_type})
     return ContainerSpec(kwargs, volume, labels, env, network, bind, port, http_port, info)

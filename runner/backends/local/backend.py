@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from .. import variants
 from ..base import ServerFailed, ServerRequest, ServerSkipped
+from ..catalogue import tls_skip_reason
 from ..external import ExternalHandle, check_external, start_external
 from ..link import LinkSpec
 from ..linknet import LinkFailed, LinkUnavailable, attach_link, link_problem, open_link, request_link
@@ -70,9 +71,11 @@ class LocalBackend:
     def check_variant(req: ServerRequest) -> None:
         """Raise ServerSkipped when ``req.variant`` has a key this backend cannot apply
         (docker-only keys such as ``memory``, ``network``; see runner.backends.variants),
-        or a link that cannot be made here (runner.backends.linknet.link_problem: not
-        root, no ip/tc, no netem for a delay or a loss)."""
-        reason = variants.backend_problem(req.name, req.variant, "local")
+        a TLS mode the server does not have, or a link that cannot be made here
+        (runner.backends.linknet.link_problem: not root, no ip/tc, no netem for a delay or
+        a loss)."""
+        reason = variants.backend_problem(req.name, req.variant, "local") or \
+            tls_skip_reason(req.name, str(req.variant.get("tls", "none")))
         if reason is None:
             reason = link_problem(request_link(req))
         if reason:

@@ -196,18 +196,19 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
             "run_dir": str(run.path), "argv": [a if a != launch.target.password else "***"
                                                for a in launch.argv],
             "cpu": list(cpu) if cpu else None, "max_clients": req.max_clients,
-            "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type}
+            "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type,
+            **({"tls_mode": launch.target.tls.mode, "tls_key_type": launch.target.tls.key_type}
+               if launch.target.tls is not None else {})}
     handle = LocalServerHandle(proc, launch.target, info, run, keep_run_dir, stop_timeout)
     t = launch.target
-
 
     def probe() -> tuple[str, float]:
         if t.speaks_ftp:
             return wait_ready(t.host, t.port, t.user, t.password, timeout=ready_timeout or launch.ready_timeout,
-                              alive=lambda: proc.poll() is None)
+                              alive=lambda: proc.poll() is None, tls=t.tls)
         assert t.http_port is not None, "a server without FTP must have an HTTP port"  # HTTP only: any reply
         return wait_http_ready(t.host, t.http_port, timeout=ready_timeout or launch.ready_timeout,
-                               alive=lambda: proc.poll() is None)
+                               alive=lambda: proc.poll() is None, tls=t.tls)
 
     try:
         greeting, waited = call_in_netns(netns, probe) if netns else probe()

@@ -13,6 +13,29 @@ printf '%s:%s:65534:65534:xferlab:/srv/ftp:/bin/sh\n' "$FTP_USER" "$HASH" > /etc
 printf 'nogroup:x:65534:%s\n' "$FTP_USER" > /etc/xferlab/ftpd.group
 umask 022
 if [ "${USE_SENDFILE:-1}" = 0 ]; then SENDFILE=off; else SENDFILE=on; fi
+# FTPS (TLS_MODE explicit|implicit): mod_tls from proftpd-mod-crypto, the same settings as
+# the local recipe (runner/backends/local/recipes/proftpd.py, PROFTPD_TLS)
+TLS_BLOCK=
+if [ -n "${TLS_MODE:-}" ]; then
+  if [ ! -f /usr/lib/proftpd/mod_tls.so ]; then
+    echo "xferlab: /usr/lib/proftpd/mod_tls.so missing: the image lacks proftpd-mod-crypto (rebuild it)" >&2
+    exit 2
+  fi
+  case "${TLS_KEY_TYPE:-ecdsa-p256}" in ecdsa*) KIND=EC ;; *) KIND=RSA ;; esac
+  OPTS=NoSessionReuseRequired
+  [ "$TLS_MODE" = implicit ] && OPTS="$OPTS UseImplicitSSL"
+  TLS_BLOCK="LoadModule mod_tls.c
+<IfModule mod_tls.c>
+  TLSEngine on
+  TLSProtocol TLSv1.2 TLSv1.3
+  TLS${KIND}CertificateFile $TLS_CERT
+  TLS${KIND}CertificateKeyFile $TLS_KEY
+  TLSRequired on
+  TLSVerifyClient off
+  TLSRenegotiate none
+  TLSOptions $OPTS
+</IfModule>"
+fi
 cat > /etc/xferlab/proftpd.conf <<CONF
 ServerName            "xferlab proftpd"
 ServerType            standalone
@@ -48,6 +71,7 @@ TimeoutIdle           600
 TimeoutNoTransfer     600
 PassivePorts          ${PASV_MIN:-30000} ${PASV_MAX:-31999}
 ${PASV_ADDRESS:+MasqueradeAddress $PASV_ADDRESS}
+$TLS_BLOCK
 <IfModule mod_ident.c>
   IdentLookups off
 </IfModule>

@@ -16,4 +16,6 @@ pure-pw mkdb /etc/xferlab/pureftpd.pdb -f /etc/xferlab/pureftpd.passwd
 set -- -S "${FTP_HOST:-0.0.0.0},${FTP_PORT:-21}" -c "$MAX_CLIENTS" -C "$MAX_CLIENTS" \
        -l puredb:/etc/xferlab/pureftpd.pdb -E -H -u 1 -p "${PASV_MIN:-30000}:${PASV_MAX:-31999}"
 [ -n "${PASV_ADDRESS:-}" ] && set -- "$@" -P "$PASV_ADDRESS"
+# FTPS (TLS_MODE explicit): TLS required on control and data, the campaign's certificate and key
+[ -n "${TLS_MODE:-}" ] && set -- "$@" -Y 3 -2 "$TLS_CERT,$TLS_KEY"
 exec /usr/sbin/pure-ftpd "$@"

@@ -14,4 +14,10 @@ set -- --ftp-listen "$HOST:${FTP_PORT:-21}" --http-listen "$HOST:${HTTP_PORT:-80
 [ -n "${PASV_ADDRESS:-}" ] && set -- "$@" --masquerade "$PASV_ADDRESS"
 [ "${USE_SENDFILE:-1}" = 0 ] && set -- "$@" --no-sendfile
 [ -n "${MAX_BODY:-}" ] && set -- "$@" --max-body "$MAX_BODY"
+# FTPS (TLS_MODE explicit|implicit; TLS_CERT/TLS_KEY mounted read-only): AUTH TLS on the FTP
+# listener, and for implicit FTPS a second listener on FTPS_PORT (default 990)
+if [ -n "${TLS_MODE:-}" ]; then
+  set -- "$@" --tls-cert "$TLS_CERT" --tls-key "$TLS_KEY"
+  [ "$TLS_MODE" = implicit ] && set -- "$@" --ftps-listen "$HOST:${FTPS_PORT:-990}"
+fi
 exec /usr/local/bin/tpd "$@"

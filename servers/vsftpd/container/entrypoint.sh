@@ -12,6 +12,24 @@ printf '%s:%s\n' "$FTP_USER" "$FTP_PASSWORD" | chpasswd -c SHA512
 mkdir -p /srv/ftp /etc/xferlab /var/run/vsftpd/empty
 chown "$FTP_USER:" /srv/ftp
 if [ "${USE_SENDFILE:-1}" = 0 ]; then SENDFILE=NO; else SENDFILE=YES; fi
+# FTPS (TLS_MODE explicit|implicit; TLS_CERT/TLS_KEY: the campaign's files, mounted read-only):
+# the same settings as the local recipe (runner/backends/local/recipes/vsftpd.py, VSFTPD_TLS)
+SSL_LINES=ssl_enable=NO
+if [ -n "${TLS_MODE:-}" ]; then
+  if [ "$TLS_MODE" = implicit ]; then IMPLICIT=YES; else IMPLICIT=NO; fi
+  SSL_LINES="ssl_enable=YES
+rsa_cert_file=$TLS_CERT
+rsa_private_key_file=$TLS_KEY
+ssl_sslv2=NO
+ssl_sslv3=NO
+ssl_tlsv1=YES
+ssl_ciphers=HIGH
+require_ssl_reuse=NO
+allow_anon_ssl=NO
+force_local_logins_ssl=YES
+force_local_data_ssl=YES
+implicit_ssl=$IMPLICIT"
+fi
 cat > /etc/xferlab/vsftpd.conf <<CONF
 listen=YES
 listen_ipv6=NO
@@ -42,6 +60,6 @@ idle_session_timeout=600
 data_connection_timeout=300
 connect_from_port_20=NO
 ftpd_banner=xferlab vsftpd ready
-ssl_enable=NO
+$SSL_LINES
 CONF
 exec /usr/sbin/vsftpd /etc/xferlab/vsftpd.conf

@@ -98,7 +98,8 @@ def test_one_dockerfile_per_family():
         assert spec.buildargs["SERVER"] == name
         assert _args_without_default(spec.outside_dockerfile()) == set(spec.build_args(None)) - {"VERSION"}
     assert si["twisted"].build_args("24.11.0") == {"SERVER": "twisted", "PACKAGE": "twisted", "VERSION": "24.11.0"}
-    assert si["proftpd"].build_args(None) == {"SERVER": "proftpd", "PACKAGE": "proftpd-core"}
+    assert si["proftpd"].build_args(None) == {"SERVER": "proftpd", "PACKAGE": "proftpd-core",
+                                              "EXTRA": "proftpd-mod-crypto"}  # mod_tls: FTPS
 
 
 def test_compose_builds_as_runner_images_does():

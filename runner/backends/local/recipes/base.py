@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ... import paths, variants
 from ...base import ServerRequest, ServerSkipped, Target
+from ...certs import target_tls, tls_mode  # noqa: F401 - the recipes take them from here
 
 if TYPE_CHECKING:
     from ..rundir import RunDir

@@ -18,7 +18,7 @@ from ...catalogue import DEFAULT_MAX_BODY, UPLOADS_DIR
 from ...system import nofile_target
 from ...venvs import FileLock, cache_dir
 from ..rundir import RunDir
-from .base import FTP_USER, Launch, Recipe, render, server_file
+from .base import FTP_USER, Launch, Recipe, render, server_file, target_tls, tls_mode
 
 
 def http_options(req: ServerRequest) -> tuple[int, int, bool]:
@@ -32,11 +32,12 @@ def http_options(req: ServerRequest) -> tuple[int, int, bool]:
     return max_body, int(var.get("workers", 1)), bool(var.get("keepalive", True))
 
 
-def http_target(host: str, run: RunDir, port: int) -> Target:
+def http_target(host: str, run: RunDir, port: int, req: ServerRequest | None = None) -> Target:
     """The Target of an HTTP-only server on ``port``: FTP port 0, no password, ``root``
-    the run home (whose ``uploads`` folder this creates)."""
+    the run home (whose ``uploads`` folder this creates); with ``req`` of variant
+    ``tls: https``, the target speaks HTTPS (``Target.tls``)."""
     (run.home / UPLOADS_DIR).mkdir(exist_ok=True)
-    return Target(host, 0, FTP_USER, "", run.home, http_port=port)
+    return Target(host, 0, FTP_USER, "", run.home, http_port=port, tls=target_tls(req) if req is not None else None)
 
 
 def source_hash(src: Path, suffixes: frozenset[str]) -> str:
@@ -163,13 +164,18 @@ class NginxRecipe(Recipe):
             "user_line": "user root;" if os.geteuid() == 0 else "", "connections": req.max_clients + 1024,
             "sendfile": "on" if req.variant.get("use_sendfile", True) else "off",
             "keepalive_timeout": "300s" if keepalive else "0", "max_body": max_body, "body_temp": body_temp,
-            "listen": f"{self.host}:{port}", "home": run.home}
+            "listen": f"{self.host}:{port}", "home": run.home, "ssl_listen": "", "ssl_lines": ""}
+        if tls_mode(req) == "https":  # the campaign's certificate; TLS 1.2/1.3, nginx's default ciphers
+            values.update({"ssl_listen": " ssl", "ssl_lines": f"        ssl_certificate {req.tls.cert};\n"
+                           f"        ssl_certificate_key {req.tls.key};\n        ssl_protocols TLSv1.2 TLSv1.3;\n"})
         text = render(server_file("nginx", "nginx.conf.tmpl"), values)
         conf = run.path / "nginx.conf"
         conf.write_text(text)
         norm = text.replace(str(run.path), "RUN").replace(f":{port} ", ":PORT ")
+        if req.tls is not None:
+            norm = norm.replace(str(req.tls.cert.parent), "CERTS")
         argv = [self.binary, "-e", "stderr", "-p", str(run.path), "-c", str(conf)]
-        return Launch(argv, http_target(self.host, run, port), norm,
+        return Launch(argv, http_target(self.host, run, port, req), norm,
                       {"version": nginx_version(self.binary), "binary": self.binary, "interpreter": None,
                        "obtained": "system"})
 

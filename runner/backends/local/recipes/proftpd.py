@@ -5,12 +5,43 @@ import grp
 import os
 import pwd
 import secrets
+from pathlib import Path
 
-from ...base import ServerRequest, Target
+from ... import debs
+from ...base import ServerRequest, ServerSkipped, Target
 from ..accounts import crypt_sha512, service_ids
 from ..rundir import RunDir
-from .base import FTP_USER, Launch, pasv_range, render, server_file
+from .base import FTP_USER, Launch, pasv_range, render, server_file, target_tls, tls_mode
 from .debian import DebianRecipe
+
+#: proftpd's FTPS (mod_tls, Debian package proftpd-mod-crypto; a DSO loaded from ModulePath):
+#: TLS 1.2/1.3, TLS required on control and data, no client certificates, and
+#: ``NoSessionReuseRequired``: xferlab's client does not resume the control connection's
+#: TLS session on data connections (mod_tls requires it by default since 1.3.4).
+PROFTPD_TLS = """ModulePath {modules}
+LoadModule mod_tls.c
+<IfModule mod_tls.c>
+  TLSEngine on
+  TLSLog {log}
+  TLSProtocol TLSv1.2 TLSv1.3
+  {cert_directive} {cert}
+  {key_directive} {key}
+  TLSRequired on
+  TLSVerifyClient off
+  TLSRenegotiate none
+  TLSOptions NoSessionReuseRequired{implicit}
+</IfModule>"""
+
+
+def proftpd_tls_block(mode: str | None, modules: str, log: str, cert: str, key: str, key_type: str) -> str:
+    """The mod_tls block of proftpd.conf for FTPS ``mode`` (None: empty). ECDSA keys go to
+    ``TLSECCertificate*``, RSA keys to ``TLSRSACertificate*`` (mod_tls's directives per key type)."""
+    if mode is None:
+        return ""
+    kind = "EC" if key_type.startswith("ecdsa") else "RSA"
+    return PROFTPD_TLS.format(modules=modules, log=log, cert_directive=f"TLS{kind}CertificateFile", cert=cert,
+                              key_directive=f"TLS{kind}CertificateKeyFile", key=key,
+                              implicit=" UseImplicitSSL" if mode == "implicit" else "")
 
 
 class ProftpdRecipe(DebianRecipe):
@@ -18,7 +49,8 @@ class ProftpdRecipe(DebianRecipe):
     ``servers/proftpd/proftpd.conf.tmpl``. The FTP user lives in a generated
     AuthUserFile (mod_auth_file, uid/gid of nobody/nogroup when root, else ours), so no
     system account is needed. Variant keys: ``use_sendfile``, ``pasv_ports``,
-    ``masquerade_address``."""
+    ``masquerade_address``, ``tls`` (explicit; implicit: ``TLSOptions UseImplicitSSL``;
+    needs mod_tls from proftpd-mod-crypto, fetched with proftpd-core)."""
 
     name = "proftpd"
 
@@ -41,10 +73,41 @@ class ProftpdRecipe(DebianRecipe):
                 "use_sendfile": "on" if req.variant.get("use_sendfile", True) else "off",
                 "passive_ports_line": f"PassivePorts {pr[0]} {pr[1]}" if pr else "",
                 "masquerade_line": f"MasqueradeAddress {masq}" if masq else ""}
+        mode = tls_mode(req)
+        if mode is not None:
+            modules = self.tls_modules(fb)
+            vals["tls_block"] = proftpd_tls_block(mode, str(modules), str(run.logs / "tls.log"), str(req.tls.cert),
+                                                  str(req.tls.key), req.tls.key_type)
+        else:
+            vals["tls_block"] = ""
         tmpl = server_file("proftpd", "proftpd.conf.tmpl")
         conf = run.path / "proftpd.conf"
         conf.write_text(render(tmpl, vals))
-        norm = render(tmpl, {**vals, "port": "PORT", "run_dir": "RUN", "log_dir": "RUN/logs"})
+        norm = render(tmpl, {**vals, "port": "PORT", "run_dir": "RUN", "log_dir": "RUN/logs",
+                              "tls_block": proftpd_tls_block(mode, "MODULES", "RUN/logs/tls.log", "CERT", "KEY",
+                                                             req.tls.key_type if mode else "")})
         argv = [str(fb.path), "-n", "-c", str(conf)]
-        return Launch(argv, Target(self.host, port, FTP_USER, password, run.home), norm,
+        return Launch(argv, Target(self.host, port, FTP_USER, password, run.home, tls=target_tls(req)), norm,
                       {**self.info(fb), "password_hash": "sha512-crypt"})
+
+    def tls_modules(self, fb: debs.FoundBinary) -> Path:
+        """proftpd's module folder holding ``mod_tls.so``. For the cached extraction, a
+        cache made before proftpd-mod-crypto was listed is fetched again (once).
+
+        Raises:
+            ServerSkipped: no mod_tls.so (an installed proftpd-core without
+                proftpd-mod-crypto: the message says to install it).
+        """
+        modules = (fb.root or Path("/")) / "usr" / "lib" / "proftpd"
+        if (modules / "mod_tls.so").is_file():
+            return modules
+        if fb.obtained == "system" or not self.backend.auto_fetch:
+            raise ServerSkipped(f"proftpd: no FTPS: {modules / 'mod_tls.so'} missing; apt-get install "
+                                "proftpd-mod-crypto (mod_tls)")
+        self.backend.progress("fetching proftpd-mod-crypto (mod_tls) into the cache")
+        debs.fetch_debian_server("proftpd")
+        fb2 = self.binary()
+        modules = (fb2.root or Path("/")) / "usr" / "lib" / "proftpd"
+        if not (modules / "mod_tls.so").is_file():
+            raise ServerSkipped(f"proftpd: no FTPS: mod_tls.so not in the fetched proftpd-mod-crypto ({modules})")
+        return modules

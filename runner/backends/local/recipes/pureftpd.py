@@ -9,7 +9,7 @@ from ... import debs
 from ...base import ServerFailed, ServerRequest, ServerSkipped, Target
 from ..accounts import crypt_sha512, service_ids
 from ..rundir import RunDir
-from .base import FTP_USER, Launch, pasv_range, render, server_file
+from .base import FTP_USER, Launch, pasv_range, render, server_file, target_tls, tls_mode
 from .debian import DebianRecipe
 
 
@@ -17,7 +17,8 @@ class PureftpdRecipe(DebianRecipe):
     """pure-ftpd (Debian) in the foreground with a PureDB virtual user (made with
     ``pure-pw``), options from ``servers/pureftpd/args.tmpl``: ``-c``/``-C`` connection
     limits (max_clients), ``-l puredb:FILE``, ``-E`` (no anonymous), ``-H`` (no DNS).
-    Variant keys: ``pasv_ports``, ``masquerade_address``."""
+    Variant keys: ``pasv_ports``, ``masquerade_address``, ``tls`` (explicit: ``-Y 3 -2
+    CERT,KEY``, TLS required on control and data)."""
 
     name = "pureftpd"
 
@@ -47,12 +48,15 @@ class PureftpdRecipe(DebianRecipe):
         masq = req.variant.get("masquerade_address")
         vals = {"host": self.host, "port": port, "max_clients": req.max_clients, "puredb": pdb,
                 "pasv_opt": f"-p {pr[0]}:{pr[1]}" if pr else "",
-                "masq_opt": f"-P {masq}" if masq else ""}
+                "masq_opt": f"-P {masq}" if masq else "", "tls_opt": ""}
+        if tls_mode(req) is not None:  # explicit only (catalogue.FTPS_MODES)
+            vals["tls_opt"] = f"-Y 3 -2 {req.tls.cert},{req.tls.key}"
         tmpl = server_file("pureftpd", "args.tmpl")
         rendered = render(tmpl, vals)
         argv = [str(fb.path)] + [a for ln in rendered.splitlines()
                                  if ln.strip() and not ln.lstrip().startswith("#") for a in ln.split()]
         (run.path / "pureftpd.args").write_text(" ".join(argv) + "\n")
-        norm = render(tmpl, {**vals, "port": "PORT", "puredb": "RUN/pureftpd.pdb"})
+        norm = render(tmpl, {**vals, "port": "PORT", "puredb": "RUN/pureftpd.pdb",
+                              "tls_opt": "-Y 3 -2 CERT,KEY" if vals["tls_opt"] else ""})
         info = {**self.info(fb), "password_hash": "sha512-crypt"}
-        return Launch(argv, Target(self.host, port, FTP_USER, password, run.home), norm, info)
+        return Launch(argv, Target(self.host, port, FTP_USER, password, run.home, tls=target_tls(req)), norm, info)

@@ -9,13 +9,14 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from ...base import ServerRequest, ServerSkipped, Target
 from ...catalogue import UPLOADS_DIR
 from ...system import free_port
 from ...venvs import FileLock, cache_dir
 from ..rundir import RunDir
-from .base import FTP_USER, Launch, Recipe, pasv_range, server_file
+from .base import FTP_USER, Launch, Recipe, pasv_range, server_file, target_tls, tls_mode
 from .http import http_options
 
 
@@ -30,12 +31,33 @@ def tpd_source_hash(src: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def tpd_tls_info(binary: Path) -> dict[str, Any]:
+    """``tpd --tls-info``'s JSON line, e.g. ``{"tls": true, "openssl": "OpenSSL 3.0.x ...",
+    "ktls_send": false, "ktls_reason": "..."}``.
+
+    Raises:
+        ServerSkipped: ``tpd built without TLS``: the option is unknown (exit status not 0),
+            its output is not JSON, or ``tls`` is not true.
+    """
+    try:
+        r = subprocess.run([str(binary), "--tls-info"], capture_output=True, text=True, timeout=10)
+        info = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 and r.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+        raise ServerSkipped(f"tpd built without TLS (tpd --tls-info: {e})") from None
+    if not isinstance(info, dict) or info.get("tls") is not True:
+        why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[0][:200]
+        raise ServerSkipped(f"tpd built without TLS (tpd --tls-info: {why})")
+    return info
+
+
 class TpdRecipe(Recipe):
     """xferlab's C server, built with ``make -C servers/tpd OUT=<cache>/tpd/<srchash>``
     (rebuilt when the sources' hash changes). Serves FTP and HTTP (Target.http_port).
     Variant keys: ``use_sendfile`` (default True), ``pasv_ports`` (default a 2000-port
     window derived from the FTP port), ``idle_timeout`` (s, default 300), ``max_body``
-    (HTTP uploads, ``--max-body``; default: no limit). Creates ``<home>/uploads``."""
+    (HTTP uploads, ``--max-body``; default: no limit), ``tls`` (``--tls-cert``/``--tls-key``;
+    implicit: an ``--ftps-listen`` listener, which the target then is; skipped with "tpd
+    built without TLS" when ``tpd --tls-info`` fails). Creates ``<home>/uploads``."""
 
     name = "tpd"
 
@@ -59,7 +81,9 @@ class TpdRecipe(Recipe):
         reason = self.quick_check()
         if reason:
             raise ServerSkipped(reason)
-        self.build()
+        binary = self.build()
+        if tls_mode(req) is not None:
+            tpd_tls_info(binary)
 
     def build(self) -> Path:
         """The tpd binary, built once per source hash (file lock against parallel
@@ -107,8 +131,24 @@ class TpdRecipe(Recipe):
         host = self.host
         argv = [str(binary), "--ftp-listen", f"{host}:{port}", "--http-listen", f"{host}:{http_port}",
                 "--users", str(users), *opts]
+        mode = tls_mode(req)
+        tls_info: dict[str, Any] = {}
+        ftp_port = port
+        if mode is not None:
+            tls_info = {"tls_info": tpd_tls_info(binary)}
+            argv += ["--tls-cert", str(req.tls.cert), "--tls-key", str(req.tls.key)]
+            opts.append("--tls-cert/--tls-key")
+            if mode == "implicit":  # the target is the implicit listener; the plain one stays
+                ftp_port = free_port(host)
+                argv += ["--ftps-listen", f"{host}:{ftp_port}"]
+                opts.append("--ftps-listen")
+            elif mode == "https":  # the target's HTTP port is the HTTPS listener; the plain one stays
+                http_port = free_port(host)
+                argv += ["--https-listen", f"{host}:{http_port}"]
+                opts.append("--https-listen")
         norm = json.dumps({"options": [o for o in opts if not o[0].isdigit()] + [
             f"pasv_width={pr[1] - pr[0] + 1}"], "binary_src": self.out_dir().name}, sort_keys=True)
-        return Launch(argv, Target(host, port, FTP_USER, password, run.home, http_port=http_port), norm,
+        return Launch(argv, Target(host, ftp_port, FTP_USER, password, run.home, http_port=http_port,
+                                   tls=target_tls(req)), norm,
                       {"version": f"src-{self.out_dir().name}", "binary": str(binary), "interpreter": None,
-                       "obtained": f"built from {self.src}"})
+                       "obtained": f"built from {self.src}", **tls_info})

@@ -7,7 +7,7 @@ import json
 from ...base import ServerRequest, ServerSkipped
 from ...venvs import VenvInfo, ensure_venv
 from ..rundir import RunDir
-from .base import Launch, server_file, sha256
+from .base import Launch, server_file, sha256, tls_mode
 from .http import http_options, http_target
 from .venv import VenvRecipe
 
@@ -34,7 +34,9 @@ class UvicornRecipe(VenvRecipe):
         opts = ["--workers", str(workers), "--max-body", str(max_body), "--keepalive", "1" if keepalive else "0",
                 "--backlog", "4096"]
         argv = [str(v.python), str(script), "--host", self.host, "--port", str(port), "--home", str(run.home), *opts]
-        cfg = {"script_sha256": sha256(script.read_text()), "options": opts}
-        return Launch(argv, http_target(self.host, run, port), json.dumps(cfg, sort_keys=True),
+        cfg = {"script_sha256": sha256(script.read_text()), "options": opts, "https": tls_mode(req) == "https"}
+        if tls_mode(req) == "https":  # uvicorn's own TLS (ssl_certfile/ssl_keyfile)
+            argv += ["--tls-cert", str(req.tls.cert), "--tls-key", str(req.tls.key)]
+        return Launch(argv, http_target(self.host, run, port, req), json.dumps(cfg, sort_keys=True),
                       {"version": v.version, "binary": str(script), "interpreter": str(v.python),
                        "obtained": self.obtained(v)}, env={"PYTHONUNBUFFERED": "1"})

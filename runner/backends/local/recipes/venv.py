@@ -2,8 +2,10 @@
 (:mod:`runner.backends.venvs`) and started with a launch script from ``servers/<name>/``."""
 from __future__ import annotations
 
+import subprocess
+
 from ...base import ServerRequest, ServerSkipped
-from ...venvs import VenvInfo, ensure_venv
+from ...venvs import FileLock, VenvInfo, ensure_venv
 from .base import Recipe, server_file
 
 
@@ -36,6 +38,28 @@ class VenvRecipe(Recipe):
             return ensure_venv(self.package, req.version, progress=self.backend.progress)
         except TimeoutError as e:
             raise ServerSkipped(f"{self.name} {req.version or 'latest'}: {e}") from e
+
+    def ensure_module(self, v: VenvInfo, requirement: str, module: str, timeout: float = 300.0) -> str:
+        """Make sure ``module`` imports in the venv ``v``, pip-installing ``requirement``
+        into it once when it does not (e.g. pyOpenSSL for pyftpdlib's TLS_FTPHandler,
+        into a venv made before FTPS existed). Returns the module's ``__version__`` (or
+        ``"?"``). Raises ServerSkipped with pip's output when it cannot be installed."""
+        probe = [str(v.python), "-c", f"import {module} as m; print(getattr(m, '__version__', '?'))"]
+        r = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            return r.stdout.strip()
+        with FileLock(v.path.parent / f"{v.path.name}.lock"):
+            self.backend.progress(f"pip install {requirement} into {v.path} (one time)")
+            r = subprocess.run([str(v.python), "-m", "pip", "install", "-q", requirement],
+                               capture_output=True, text=True, timeout=timeout)
+            if r.returncode != 0:
+                raise ServerSkipped(f"{self.name}: pip install {requirement} failed: "
+                                    f"{(r.stderr + r.stdout).strip()[-600:]}")
+        r = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise ServerSkipped(f"{self.name}: {module} does not import after installing {requirement}: "
+                                f"{r.stderr.strip()[-400:]}")
+        return r.stdout.strip()
 
     @staticmethod
     def obtained(v: VenvInfo) -> str:

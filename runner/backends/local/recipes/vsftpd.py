@@ -7,8 +7,33 @@ from ... import debs
 from ...base import ServerRequest, Target
 from ..accounts import VSFTPD_PASSWORD, VSFTPD_USER, ensure_vsftpd_user
 from ..rundir import RunDir
-from .base import Launch, pasv_range, render, server_file
+from .base import Launch, pasv_range, render, server_file, target_tls, tls_mode
 from .debian import DebianRecipe
+
+#: vsftpd's FTPS settings (vsftpd.conf(5)): TLS required for logins and data, TLS 1.2
+#: and 1.3 only (SSLv2/v3, TLS 1.0 off), ``ssl_ciphers=HIGH`` (vsftpd 3.0.3's default is
+#: DES-CBC3-SHA alone, which OpenSSL 3 refuses), and ``require_ssl_reuse=NO``: xferlab's
+#: client opens each data connection with a fresh TLS session (asyncio cannot resume the
+#: control connection's), which vsftpd's default (YES) would refuse with 522.
+VSFTPD_TLS = """ssl_enable=YES
+rsa_cert_file={cert}
+rsa_private_key_file={key}
+ssl_sslv2=NO
+ssl_sslv3=NO
+ssl_tlsv1=YES
+ssl_ciphers=HIGH
+require_ssl_reuse=NO
+allow_anon_ssl=NO
+force_local_logins_ssl=YES
+force_local_data_ssl=YES
+implicit_ssl={implicit}"""
+
+
+def vsftpd_ssl_lines(mode: str | None, cert: str, key: str) -> str:
+    """The ``ssl_*`` lines of vsftpd.conf for FTPS ``mode`` (None: ``ssl_enable=NO``)."""
+    if mode is None:
+        return "ssl_enable=NO"
+    return VSFTPD_TLS.format(cert=cert, key=key, implicit="YES" if mode == "implicit" else "NO")
 
 
 class VsftpdRecipe(DebianRecipe):
@@ -16,7 +41,8 @@ class VsftpdRecipe(DebianRecipe):
     Logs in as system user ``xferlab-ftp`` (created when root). PAM service
     ``xferlab-vsftpd`` has no file in /etc/pam.d, so PAM applies Debian's ``other``
     policy (common-auth: pam_unix). Variant keys: ``use_sendfile`` (default True),
-    ``pasv_ports``, ``masquerade_address``."""
+    ``pasv_ports``, ``masquerade_address``, ``tls`` (explicit, or implicit: the listener
+    speaks TLS from the first byte, ``implicit_ssl=YES``)."""
 
     name = "vsftpd"
 
@@ -36,11 +62,14 @@ class VsftpdRecipe(DebianRecipe):
                 "pasv_address_line": f"pasv_address={masq}" if masq else "",
                 "use_sendfile": "YES" if req.variant.get("use_sendfile", True) else "NO",
                 "pam_service": "xferlab-vsftpd", "empty_dir": empty, "log_dir": run.logs}
+        mode = tls_mode(req)
+        certs = (str(req.tls.cert), str(req.tls.key)) if mode else ("", "")
+        vals["ssl_lines"] = vsftpd_ssl_lines(mode, *certs)
         tmpl = server_file("vsftpd", "vsftpd.conf.tmpl")
         conf = run.path / "vsftpd.conf"
         conf.write_text(render(tmpl, vals))
         norm = render(tmpl, {**vals, "port": "PORT", "home": "RUN/home", "empty_dir": "RUN/empty",
-                             "log_dir": "RUN/logs"})
+                             "log_dir": "RUN/logs", "ssl_lines": vsftpd_ssl_lines(mode, "CERT", "KEY")})
         return Launch([str(fb.path), str(conf)],
-                      Target(self.host, port, VSFTPD_USER, VSFTPD_PASSWORD, run.home), norm,
+                      Target(self.host, port, VSFTPD_USER, VSFTPD_PASSWORD, run.home, tls=target_tls(req)), norm,
                       {**self.info(fb), "system_user": VSFTPD_USER, "password_hash": "sha512-crypt"})
