@@ -152,3 +152,11 @@ def test_each_end_records_its_own_namespace_sysctls():
 def test_rate_needs_no_netem():
     assert linknet.link_problem(parse_link("100mbit")) is None
     assert linknet.link_problem(parse_link("loopback")) is None
+
+
+def test_lab_server_namespace_has_syn_cookies_off():
+    """As the docker backend's containers (methodology, "Slow is a figure"); the client's
+    namespace keeps the kernel's default."""
+    with linknet.link_net(parse_link("100mbit")) as net:
+        assert net.sysctls["server"]["net.ipv4.tcp_syncookies"] == "0"
+        assert net.sysctls["client"]["net.ipv4.tcp_syncookies"] == "1"
