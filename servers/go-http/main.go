@@ -5,11 +5,13 @@
 //	POST /uploads/        body -> HOME/uploads/p-<16 hex>, a new file, 201 + Location
 //	GET  /<path>          the file HOME/<path> (http.FileServer: sendfile on Linux)
 //
-// A body over -max-body bytes is answered 413 and nothing is kept.
+// A body over -max-body bytes is answered 413 and nothing is kept. With -tls-cert and
+// -tls-key the listener speaks HTTPS (crypto/tls) instead of HTTP.
 package main
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -31,6 +33,8 @@ var (
 	maxBody   = flag.Int64("max-body", 1<<30, "largest upload body, bytes (413 above)")
 	keepAlive = flag.Bool("keepalive", true, "false: close every connection after one response")
 	version   = flag.Bool("version", false, "print the Go version and exit")
+	tlsCert   = flag.String("tls-cert", "", "PEM certificate chain: serve HTTPS (TLS 1.2/1.3) instead of HTTP")
+	tlsKey    = flag.String("tls-key", "", "PEM private key of -tls-cert (both or neither)")
 )
 
 var (
@@ -133,11 +137,30 @@ func main() {
 	srv := &http.Server{Handler: http.HandlerFunc(handle), ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout: 300 * time.Second, ErrorLog: log.New(os.Stderr, "go-http: ", 0)}
 	srv.SetKeepAlivesEnabled(*keepAlive)
+	if (*tlsCert == "") != (*tlsKey == "") {
+		log.Fatalf("go-http: -tls-cert and -tls-key go together (got cert %q, key %q)", *tlsCert, *tlsKey)
+	}
+	scheme := "http"
+	if *tlsCert != "" {
+		// crypto/tls with Go's defaults (TLS 1.2 minimum, its cipher order); HTTP/1.1 only,
+		// as the plain listener: no h2 in ALPN, so both modes measure the same protocol.
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			log.Fatalf("go-http: loading -tls-cert %s / -tls-key %s: %v", *tlsCert, *tlsKey, err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"http/1.1"}}
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		scheme = "https"
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatalf("go-http: %v", err)
 	}
-	log.Printf("go-http %s listening on %s, home %s, max body %d, keepalive %v", goVersion(), *listen, *home,
-		*maxBody, *keepAlive)
+	log.Printf("go-http %s listening on %s (%s), home %s, max body %d, keepalive %v", goVersion(), *listen, scheme,
+		*home, *maxBody, *keepAlive)
+	if scheme == "https" {
+		log.Fatal(srv.ServeTLS(ln, "", ""))
+	}
 	log.Fatal(srv.Serve(ln))
 }

@@ -66,13 +66,13 @@ def test_run_tls_https_end_to_end(tmp_path, xferlab_env, db_url):
     spec = tmp_path / "spec.yaml"
     params = {"clients": 3, "duration": 0.3, "body_size": 4096, "op_timeout": 20, "phase_timeout": 60}
     spec.write_text(yaml.safe_dump({"name": "https", "repeats": 1, "driver": "xferlab-http",
-                                    "servers": [{"name": "nginx"}, {"name": "go-http"}],
+                                    "servers": [{"name": "nginx"}, {"name": "netty"}],
                                     "workloads": [{"name": "http_upload", "params": params}]}))
     out = _run(["run", str(spec), "--tls", "https", "--no-pin", "--backend", "local"], xferlab_env)
     assert "nginx [tls=https]" in out, out
     with Session(create_engine(db_url)) as s:
         cells = {c.server: c for c in s.get(Campaign, 1).cells}
-        assert cells["go-http"].status == "skipped" and "no HTTPS" in cells["go-http"].error
+        assert cells["netty"].status == "skipped" and "no HTTPS" in cells["netty"].error
         nginx = cells["nginx"]
         if nginx.status == "skipped":
             pytest.skip(nginx.error)

@@ -123,7 +123,7 @@ def test_pairing_skips_servers_and_workloads_without_ftps():
 
     assert tls_pair_skip_reason("nginx", {"tls": "https"}, "http_upload", HTTP) is None
     assert "is HTTPS, for HTTP workloads" in tls_pair_skip_reason("tpd", {"tls": "https"}, "retr", DRIVER)
-    assert "no HTTPS: servers/go-http" in tls_pair_skip_reason("go-http", {"tls": "https"}, "http_upload", HTTP)
+    assert "no HTTPS: servers/netty" in tls_pair_skip_reason("netty", {"tls": "https"}, "http_upload", HTTP)
     assert "has no https TLS (xferlab-http has)" in tls_pair_skip_reason("nginx", {"tls": "https"}, "http_upload",
                                                                          DRIVER)
 

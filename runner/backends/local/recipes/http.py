@@ -54,7 +54,8 @@ class GoHttpRecipe(Recipe):
     """Go ``net/http`` (``servers/go-http``, standard library only), built with Debian's
     ``golang-go`` into ``<cache>/go-http/<source hash>`` (static, ``CGO_ENABLED=0``).
     Variant keys: ``workers`` (GOMAXPROCS; default: every CPU it may run on),
-    ``keepalive``, ``max_body``, ``storage``."""
+    ``keepalive``, ``max_body``, ``storage``, ``tls: https`` (``-tls-cert``/``-tls-key``:
+    crypto/tls, HTTP/1.1 only)."""
 
     name = "go-http"
 
@@ -115,13 +116,16 @@ class GoHttpRecipe(Recipe):
         opts = ["-max-body", str(max_body), f"-keepalive={'true' if keepalive else 'false'}"]
         env = {"GOMAXPROCS": str(req.variant["workers"])} if "workers" in req.variant else {}
         argv = [str(binary), "-listen", f"{self.host}:{port}", "-home", str(run.home), *opts]
+        if tls_mode(req) == "https":  # crypto/tls on the one listener, the campaign's certificate
+            argv += ["-tls-cert", str(req.tls.cert), "-tls-key", str(req.tls.key)]
         try:
             version = subprocess.run([str(binary), "-version"], capture_output=True, text=True,
                                      timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             version = ""
-        cfg = json.dumps({"options": opts, "env": env, "binary_src": binary.parent.name}, sort_keys=True)
-        return Launch(argv, http_target(self.host, run, port), cfg,
+        cfg = json.dumps({"options": opts, "env": env, "binary_src": binary.parent.name,
+                          "https": tls_mode(req) == "https"}, sort_keys=True)
+        return Launch(argv, http_target(self.host, run, port, req), cfg,
                       {"version": f"go{version}-src-{binary.parent.name}", "binary": str(binary), "interpreter": None,
                        "obtained": f"built from {self.src} with {self.go()}"}, env=env)
 
