@@ -96,9 +96,8 @@ FTPS_NOTES: dict[str, str] = {
 
 #: HTTP servers xferlab configures for HTTPS (the ``https`` mode of the TLS axis), with the
 #: reason of the others.
-HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn", "go-http"})
+HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn", "go-http", "node-http"})
 HTTPS_NOTES: dict[str, str] = {
-    "node-http": "servers/node-http has no TLS listener yet (Node's https module is not wired)",
     "netty": "servers/netty has no TLS handler yet (netty-handler's SslHandler is not wired)",
 }
 

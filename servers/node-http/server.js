@@ -6,18 +6,21 @@
 //   PUT  /uploads/<name>  body -> HOME/uploads/<name>, 201 (400 for a name with '/' or '..')
 //   POST /uploads/        body -> HOME/uploads/p-<pid hex>-<n>, a new file, 201 + Location
 //   GET  /<path>          the file HOME/<path> (streamed: Node has no sendfile)
-// A body over --max-body bytes: 413, nothing kept.
+// A body over --max-body bytes: 413, nothing kept. With --tls-cert and --tls-key (PEM files,
+// both or neither) the listener speaks HTTPS (the `https` module, TLS 1.2/1.3, HTTP/1.1) instead;
+// with --workers N each worker does its connections' TLS.
 //
 // usage: node server.js --host H --port P --home DIR [--workers N] [--max-body BYTES]
-//                       [--keepalive 0|1] [--backlog N]
+//                       [--keepalive 0|1] [--backlog N] [--tls-cert PEM --tls-key PEM]
 const cluster = require('cluster');
 const fs = require('fs');
 const http = require('http');
+const https = require('https');
 const path = require('path');
 
 function parseArgs(argv) {
   const o = { host: '127.0.0.1', port: 8080, home: '.', workers: 1, maxBody: 1 << 30, keepalive: true,
-              backlog: 4096 };
+              backlog: 4096, tlsCert: '', tlsKey: '' };
   for (let i = 2; i < argv.length; i += 2) {
     const k = argv[i], v = argv[i + 1];
     if (v === undefined) throw new Error(`${k}: missing value`);
@@ -28,7 +31,12 @@ function parseArgs(argv) {
     else if (k === '--max-body') o.maxBody = Number(v);
     else if (k === '--keepalive') o.keepalive = v !== '0' && v !== 'false';
     else if (k === '--backlog') o.backlog = Number(v);
+    else if (k === '--tls-cert') o.tlsCert = v;
+    else if (k === '--tls-key') o.tlsKey = v;
     else throw new Error(`unknown option ${k}`);
+  }
+  if (!o.tlsCert !== !o.tlsKey) {
+    throw new Error(`--tls-cert and --tls-key go together (got cert '${o.tlsCert}', key '${o.tlsKey}')`);
   }
   return o;
 }
@@ -109,7 +117,10 @@ function handle(req, res) {
 }
 
 function serve() {
-  const server = http.createServer({ requestTimeout: 0 }, handle);
+  const server = opt.tlsCert
+    ? https.createServer({ requestTimeout: 0, cert: fs.readFileSync(opt.tlsCert), key: fs.readFileSync(opt.tlsKey),
+                          minVersion: 'TLSv1.2' }, handle)
+    : http.createServer({ requestTimeout: 0 }, handle);
   server.keepAliveTimeout = 300 * 1000;
   server.headersTimeout = 310 * 1000;
   server.maxHeadersCount = 100;
@@ -117,6 +128,7 @@ function serve() {
   process.on('SIGTERM', () => process.exit(0));
 }
 
+const scheme = opt.tlsCert ? 'https' : 'http';
 fs.mkdirSync(uploads, { recursive: true });
 if (opt.workers > 1 && cluster.isPrimary) {
   cluster.schedulingPolicy = cluster.SCHED_RR;  // set before the first fork
@@ -135,8 +147,10 @@ if (opt.workers > 1 && cluster.isPrimary) {
     cluster.disconnect(() => process.exit(0));
   });
   console.error(`node-http ${process.version}: ${opt.workers} workers (cluster, round-robin) on ` +
-                `${opt.host}:${opt.port}, home ${opt.home}`);
+                `${opt.host}:${opt.port} (${scheme}), home ${opt.home}`);
 } else {
   serve();
-  if (cluster.isPrimary) console.error(`node-http ${process.version} on ${opt.host}:${opt.port}, home ${opt.home}`);
+  if (cluster.isPrimary) {
+    console.error(`node-http ${process.version} on ${opt.host}:${opt.port} (${scheme}), home ${opt.home}`);
+  }
 }

@@ -26,10 +26,16 @@ def certs(tmp_path_factory):
     return campaign_certificates("https", folder=tmp_path_factory.mktemp("tls") / "c")
 
 
-@pytest.mark.parametrize("server", sorted(HTTPS_SERVERS))
-def test_download_and_upload_over_https(server, certs, tmp_path):
+#: (server, extra variant keys): every HTTPS server, and node-http with cluster workers (each
+#: worker does its own connections' TLS).
+CASES = [(s, {}) for s in sorted(HTTPS_SERVERS)] + [("node-http", {"workers": 2})]
+
+
+@pytest.mark.parametrize(("server", "extra"), CASES, ids=[s + "".join(f"-{k}{v}" for k, v in e.items())
+                                                          for s, e in CASES])
+def test_download_and_upload_over_https(server, extra, certs, tmp_path):
     try:
-        h = LocalBackend(auto_fetch=True).start(ServerRequest(server, variant={"tls": "https"}, tls=certs))
+        h = LocalBackend(auto_fetch=True).start(ServerRequest(server, variant={"tls": "https", **extra}, tls=certs))
     except ServerSkipped as e:
         pytest.skip(str(e))
     try:

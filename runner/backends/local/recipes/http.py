@@ -188,7 +188,8 @@ class NodeHttpRecipe(Recipe):
     """Node.js ``http`` (``servers/node-http/server.js``, core modules only) on the
     installed ``node``. Variant keys: ``workers`` (N > 1: the ``cluster`` module's
     primary hands connections to N workers round-robin, as seed 002's 4 instances),
-    ``keepalive``, ``max_body``, ``storage``."""
+    ``keepalive``, ``max_body``, ``storage``, ``tls: https`` (``--tls-cert``/``--tls-key``:
+    Node's ``https`` module, TLS 1.2/1.3, in every worker)."""
 
     name = "node-http"
 
@@ -217,12 +218,14 @@ class NodeHttpRecipe(Recipe):
         opts = ["--workers", str(workers), "--max-body", str(max_body), "--keepalive", "1" if keepalive else "0",
                 "--backlog", "4096"]
         argv = [node, str(script), "--host", self.host, "--port", str(port), "--home", str(run.home), *opts]
+        if tls_mode(req) == "https":  # the https module (each cluster worker does its own TLS)
+            argv += ["--tls-cert", str(req.tls.cert), "--tls-key", str(req.tls.key)]
         try:
             version = subprocess.run([node, "--version"], capture_output=True, text=True,
                                      timeout=10).stdout.strip().lstrip("v")
         except (OSError, subprocess.TimeoutExpired):
             version = ""
-        cfg = json.dumps({"options": opts, "script_sha256": hashlib.sha256(script.read_bytes()).hexdigest()},
-                         sort_keys=True)
-        return Launch(argv, http_target(self.host, run, port), cfg,
+        cfg = json.dumps({"options": opts, "script_sha256": hashlib.sha256(script.read_bytes()).hexdigest(),
+                          "https": tls_mode(req) == "https"}, sort_keys=True)
+        return Launch(argv, http_target(self.host, run, port, req), cfg,
                       {"version": version, "binary": str(script), "interpreter": node, "obtained": "system"})
