@@ -12,7 +12,7 @@ import docker.errors
 from runner.config import get_settings
 
 from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
-from ..catalogue import tls_skip_reason
+from ..catalogue import DOCKER_HTTPS_SERVERS, tls_skip_reason
 from ..certs import target_tls
 from ..external import check_external, start_external
 from ..link import LinkSpec
@@ -295,7 +295,7 @@ class DockerBackend:
             else:
                 assert t.http_port is not None
                 greeting, waited = wait_http_ready(t.host, t.http_port, timeout=self.ready_timeout,
-                                                   alive=handle.alive)
+                                                   alive=handle.alive, tls=t.tls)
             if not link.loopback:
                 link_container(req, handle, link)
         except (ProbeError, ServerFailed, docker.errors.APIError) as e:
@@ -372,10 +372,12 @@ def link_container(req: ServerRequest, handle: DockerServerHandle, link: LinkSpe
 
 def _tls_problem(req: ServerRequest) -> None:
     """ServerSkipped when the server has no TLS of the requested mode (catalogue), or the
-    mode is ``https``: HTTPS runs on the local backend only so far."""
+    mode is ``https`` and the server's container does not serve it
+    (catalogue.DOCKER_HTTPS_SERVERS; the others do HTTPS on the local backend only)."""
     mode = str(req.variant.get("tls", "none"))
     why = tls_skip_reason(req.name, mode)
-    if why is None and mode == "https":
-        why = f"{req.label}: tls=https runs on the local backend only (the containers' HTTPS is not wired yet)"
+    if why is None and mode == "https" and req.name not in DOCKER_HTTPS_SERVERS:
+        why = (f"{req.label}: tls=https runs on the local backend only for {req.name} (its container's "
+               f"HTTPS is not wired: catalogue.DOCKER_HTTPS_SERVERS)")
     if why:
         raise ServerSkipped(why)
