@@ -100,7 +100,7 @@ HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn", "go-http", "node-http"})
 #: The HTTPS_SERVERS whose container serves HTTPS too (its entrypoint reads ``TLS_MODE=https``,
 #: ``TLS_CERT``, ``TLS_KEY``: docs/containers.md); the others are skipped under the docker
 #: backend with the reason (runner.backends.docker.backend._tls_problem).
-DOCKER_HTTPS_SERVERS = frozenset({"nginx", "go-http", "node-http"})
+DOCKER_HTTPS_SERVERS = frozenset({"nginx", "go-http", "node-http", "uvicorn"})
 HTTPS_NOTES: dict[str, str] = {
     "netty": "servers/netty has no TLS handler yet (netty-handler's SslHandler is not wired; its "
              "DefaultFileRegion sendfile path would need ChunkedFile under TLS)",
