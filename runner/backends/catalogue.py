@@ -96,15 +96,14 @@ FTPS_NOTES: dict[str, str] = {
 
 #: HTTP servers xferlab configures for HTTPS (the ``https`` mode of the TLS axis), with the
 #: reason of the others.
-HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn", "go-http", "node-http"})
+HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn", "go-http", "node-http", "netty"})
 #: The HTTPS_SERVERS whose container serves HTTPS too (its entrypoint reads ``TLS_MODE=https``,
 #: ``TLS_CERT``, ``TLS_KEY``: docs/containers.md); the others are skipped under the docker
 #: backend with the reason (runner.backends.docker.backend._tls_problem).
-DOCKER_HTTPS_SERVERS = frozenset({"nginx", "go-http", "node-http", "uvicorn"})
-HTTPS_NOTES: dict[str, str] = {
-    "netty": "servers/netty has no TLS handler yet (netty-handler's SslHandler is not wired; its "
-             "DefaultFileRegion sendfile path would need ChunkedFile under TLS)",
-}
+DOCKER_HTTPS_SERVERS = frozenset({"nginx", "go-http", "node-http", "uvicorn", "netty"})
+#: Why an HTTP server is not in HTTPS_SERVERS; empty: every HTTP server of the catalogue
+#: does HTTPS on the local backend (a server that does not speak HTTP gets that reason).
+HTTPS_NOTES: dict[str, str] = {}
 
 
 def tls_skip_reason(server: str, mode: str) -> str | None:

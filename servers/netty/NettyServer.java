@@ -4,10 +4,14 @@
 //   PUT  /uploads/<name>  body -> HOME/uploads/<name>, 201 (400 for a name with '/' or '..')
 //   POST /uploads/        body -> HOME/uploads/p-<16 hex>, a new file, 201 + Location
 //   GET  /<path>          the file HOME/<path> (DefaultFileRegion: FileChannel.transferTo, sendfile)
-// A body over --max-body bytes: 413 + Connection: close, nothing kept.
+// A body over --max-body bytes: 413 + Connection: close, nothing kept. With --tls-cert and
+// --tls-key (PEM, the key PKCS#8; both or neither) the listener speaks HTTPS instead: an
+// SslHandler (the JDK's TLS 1.2/1.3, HTTP/1.1) first in each pipeline, and GET sends the
+// file as a ChunkedFile (read into buffers, encrypted) in place of the DefaultFileRegion.
 //
 // usage: java -cp ... NettyServer --host H --port P --home DIR [--workers N]
 //                                 [--max-body BYTES] [--keepalive 0|1] [--backlog N]
+//                                 [--tls-cert PEM --tls-key PEM]
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -38,6 +42,11 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.stream.ChunkedFile;
+import io.netty.handler.stream.ChunkedWriteHandler;
+import java.io.File;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -55,6 +64,7 @@ public final class NettyServer {
     static Path uploads;
     static long maxBody = 1L << 30;
     static boolean keepAliveOn = true;
+    static SslContext sslCtx;  // null: plain HTTP
     static final AtomicLong NEXT = new AtomicLong(new SecureRandom().nextLong() >>> 8);
 
     static final class Handler extends SimpleChannelInboundHandler<HttpObject> {
@@ -106,7 +116,8 @@ public final class NettyServer {
             if (req.method().equals(HttpMethod.HEAD) || len == 0) {
                 raf.close();
             } else {
-                ctx.write(new DefaultFileRegion(raf.getChannel(), 0, len));
+                ctx.write(sslCtx == null ? new DefaultFileRegion(raf.getChannel(), 0, len)
+                                         : new ChunkedFile(raf, 0, len, 64 * 1024));
             }
             ChannelFuture last = ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
             if (!keepAlive) last.addListener(ChannelFutureListener.CLOSE);
@@ -222,7 +233,7 @@ public final class NettyServer {
     public static void main(String[] args) throws Exception {
         String host = "127.0.0.1";
         int port = 8080, workers = 1, backlog = 4096;
-        String homeArg = ".";
+        String homeArg = ".", tlsCert = "", tlsKey = "";
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--host": host = args[i + 1]; break;
@@ -232,8 +243,18 @@ public final class NettyServer {
                 case "--max-body": maxBody = Long.parseLong(args[i + 1]); break;
                 case "--keepalive": keepAliveOn = !args[i + 1].equals("0"); break;
                 case "--backlog": backlog = Integer.parseInt(args[i + 1]); break;
+                case "--tls-cert": tlsCert = args[i + 1]; break;
+                case "--tls-key": tlsKey = args[i + 1]; break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
+        }
+        if (tlsCert.isEmpty() != tlsKey.isEmpty()) {
+            throw new IllegalArgumentException("--tls-cert and --tls-key go together (got cert '" + tlsCert
+                    + "', key '" + tlsKey + "')");
+        }
+        if (!tlsCert.isEmpty()) {
+            sslCtx = SslContextBuilder.forServer(new File(tlsCert), new File(tlsKey))
+                    .protocols("TLSv1.3", "TLSv1.2").build();
         }
         home = Paths.get(homeArg).toAbsolutePath().normalize();
         uploads = home.resolve("uploads");
@@ -248,12 +269,17 @@ public final class NettyServer {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast(new HttpServerCodec(), new Handler());
+                        if (sslCtx != null) {
+                            ch.pipeline().addLast(sslCtx.newHandler(ch.alloc()), new HttpServerCodec(),
+                                                  new ChunkedWriteHandler(), new Handler());
+                        } else {
+                            ch.pipeline().addLast(new HttpServerCodec(), new Handler());
+                        }
                     }
                 });
         ChannelFuture f = b.bind(host, port).sync();
         System.err.println("netty " + io.netty.util.Version.identify().values().iterator().next().artifactVersion()
-                + " on " + host + ":" + port + ", " + workers + " event loop(s), home " + home);
+                + " on " + host + ":" + port + (sslCtx != null ? " (https)" : "") + ", " + workers + " event loop(s), home " + home);
         f.channel().closeFuture().sync();
     }
 }

@@ -123,7 +123,9 @@ def test_pairing_skips_servers_and_workloads_without_ftps():
 
     assert tls_pair_skip_reason("nginx", {"tls": "https"}, "http_upload", HTTP) is None
     assert "is HTTPS, for HTTP workloads" in tls_pair_skip_reason("tpd", {"tls": "https"}, "retr", DRIVER)
-    assert "no HTTPS: servers/netty" in tls_pair_skip_reason("netty", {"tls": "https"}, "http_upload", HTTP)
+    assert tls_pair_skip_reason("netty", {"tls": "https"}, "http_upload", HTTP) is None
+    assert "vsftpd: no HTTPS: vsftpd does not speak HTTP" in tls_pair_skip_reason("vsftpd", {"tls": "https"},
+                                                                                 "http_upload", HTTP)
     assert "has no https TLS (xferlab-http has)" in tls_pair_skip_reason("nginx", {"tls": "https"}, "http_upload",
                                                                          DRIVER)
 

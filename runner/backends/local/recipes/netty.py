@@ -10,7 +10,7 @@ from pathlib import Path
 from ...base import ServerRequest, ServerSkipped
 from ...venvs import FileLock, cache_dir
 from ..rundir import RunDir
-from .base import Launch, Recipe, server_file
+from .base import Launch, Recipe, server_file, tls_mode
 from .http import http_options, http_target, source_hash
 
 #: Debian's jars the server needs (``libnetty-java``; jctools: its dependency, used by netty-common).
@@ -28,7 +28,8 @@ class NettyRecipe(Recipe):
     """Netty 4.1 (NIO transport): ``servers/netty/NettyServer.java`` compiled once per
     source hash into ``<cache>/netty/<hash>``, run with the installed ``java``. Variant
     keys: ``workers`` (event-loop threads, default 1), ``keepalive``, ``max_body``,
-    ``storage``."""
+    ``storage``, ``tls: https`` (``--tls-cert``/``--tls-key``: an SslHandler, the JDK's
+    TLS 1.2/1.3; downloads as ChunkedFile instead of sendfile)."""
 
     name = "netty"
 
@@ -77,12 +78,15 @@ class NettyRecipe(Recipe):
         cp = ":".join([str(classes), *(str(p) for p in netty_classpath())])
         argv = [java, "-cp", cp, "NettyServer", "--host", self.host, "--port", str(port), "--home", str(run.home),
                 *opts]
+        if tls_mode(req) == "https":
+            argv += ["--tls-cert", str(req.tls.cert), "--tls-key", str(req.tls.key)]
         try:  # the Debian package's version, e.g. 1:4.1.48-7+deb12u2
             version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libnetty-java"], capture_output=True,
                                      text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             version = ""
-        cfg = json.dumps({"options": opts, "classes": classes.name}, sort_keys=True)
-        return Launch(argv, http_target(self.host, run, port), cfg,
+        cfg = json.dumps({"options": opts, "classes": classes.name, "https": tls_mode(req) == "https"},
+                         sort_keys=True)
+        return Launch(argv, http_target(self.host, run, port, req), cfg,
                       {"version": version, "binary": str(server_file("netty", "NettyServer.java")),
                        "interpreter": java, "obtained": "system (libnetty-java)"}, ready_timeout=40.0)
