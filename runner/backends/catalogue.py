@@ -100,7 +100,7 @@ HTTPS_SERVERS = frozenset({"tpd", "nginx", "uvicorn", "go-http", "node-http", "n
 #: The HTTPS_SERVERS whose container serves HTTPS too (its entrypoint reads ``TLS_MODE=https``,
 #: ``TLS_CERT``, ``TLS_KEY``: docs/containers.md); the others are skipped under the docker
 #: backend with the reason (runner.backends.docker.backend._tls_problem).
-DOCKER_HTTPS_SERVERS = frozenset({"nginx", "go-http", "node-http", "uvicorn", "netty"})
+DOCKER_HTTPS_SERVERS = frozenset({"tpd", "nginx", "go-http", "node-http", "uvicorn", "netty"})
 #: Why an HTTP server is not in HTTPS_SERVERS; empty: every HTTP server of the catalogue
 #: does HTTPS on the local backend (a server that does not speak HTTP gets that reason).
 HTTPS_NOTES: dict[str, str] = {}
