@@ -59,6 +59,18 @@ def driver_or_skip(name: str):
     return d
 
 
+def local_server_or_skip(name: str) -> None:
+    """Skip the test with the local backend's reason (ServerSkipped: a binary missing, no
+    compiler for tpd) when server ``name`` cannot run as a local process here."""
+    from runner.backends import get_backend
+    from runner.backends.base import ServerRequest, ServerSkipped
+
+    try:
+        get_backend("local").check(ServerRequest(name))
+    except ServerSkipped as exc:
+        pytest.skip(str(exc))
+
+
 def assert_gone(pids: list[int], *, within_s: float = 0.0) -> None:
     """No pid of ``pids`` is a live (non-zombie) process, checked now and then every
     0.1 s for up to ``within_s`` s (SIGKILL is delivered asynchronously)."""

@@ -16,6 +16,7 @@ from runner.server_reuse import REUSE_POLICIES, ServerPool, reuse_key
 from runner.spec import CampaignSpec, SpecError, parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
+from tests.runner.support import local_server_or_skip
 
 
 class _Handle:
@@ -129,13 +130,7 @@ def _campaign(engine, policy: str):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the local backend's tpd needs Linux")
 @pytest.mark.parametrize("policy", ["none", "repeats", "workloads"])
 def test_campaign_under_each_policy(engine, policy):
-    from runner.backends import get_backend
-    from runner.backends.base import ServerRequest, ServerSkipped
-
-    try:
-        get_backend("local").check(ServerRequest("tpd"))
-    except ServerSkipped as exc:
-        pytest.skip(str(exc))
+    local_server_or_skip("tpd")
     order, started, with_memory, cpu = _campaign(engine, policy)
     assert with_memory == started                         # memory rows only from fresh servers
     assert len(cpu) == 6                                  # server CPU is per phase: every cell has it

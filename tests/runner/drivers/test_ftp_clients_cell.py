@@ -11,7 +11,7 @@ from runner.local_cell import run_local_cell
 from runner.spec import parse_spec
 from runner.store.models import Cell
 from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
-from tests.runner.support import FixedBackend, RunningHandle, driver_or_skip
+from tests.runner.support import FixedBackend, RunningHandle, driver_or_skip, local_server_or_skip
 
 
 @pytest.fixture(autouse=True)
@@ -95,34 +95,22 @@ def test_campaign_with_a_workload_naming_its_own_driver(engine):
     """Seed 004's shape: wget beside xferlab's own client in one campaign (tpd, local
     backend). Each cell's environment records the driver that made its load; the report
     has one real-client table per benchmark, rusage only where real clients ran."""
-    from sqlalchemy import select
     from sqlalchemy.orm import Session
 
-    from runner.backends import get_backend
-    from runner.backends.base import ServerRequest, ServerSkipped
-    from runner.execute import run_campaign
     from runner.report.clients import client_tables
     from runner.results import load_campaign
-    from runner.store import campaigns as crud
     from runner.store.models import Environment
 
     driver_or_skip("wget")
-    try:
-        get_backend("local").check(ServerRequest("tpd"))
-    except ServerSkipped as exc:
-        pytest.skip(str(exc))
+    local_server_or_skip("tpd")
     small = {"clients": 4, "file_size": "64K", "op_timeout": 20, "phase_timeout": 60}
     spec = parse_spec({"name": "two-drivers", "repeats": 1, "backend": "local", "pinning": {},
                        "servers": [{"name": "tpd"}],
                        "workloads": [{"name": "retr_concurrent", "params": {**small, "driver": "wget"}},
                                      {"name": "retr_concurrent", "params": small}]})
+    cid, cells = _run_campaign(engine, spec, 2)
+    assert [c.status for c in cells] == ["done", "done"], [c.error for c in cells]
     with Session(engine) as s:
-        cid = crud.create_campaign(s, spec=spec, backend="local").id
-        s.commit()
-    assert run_campaign(engine, cid) == 2
-    with Session(engine) as s:
-        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq)))
-        assert [c.status for c in cells] == ["done", "done"], [c.error for c in cells]
         drivers = [s.get(Environment, c.environment_id).data["driver"]["name"] for c in cells]
         assert drivers == ["wget", "xferlab-ftp"]
         assert "driver=wget" in cells[0].params_key and "driver" not in cells[1].params_key
@@ -142,20 +130,11 @@ def test_campaign_keeps_going_past_missing_and_hung_clients(engine, monkeypatch)
     (``net:limit-rate``) past a 3 s bound is killed and its cell fails naming the client;
     the next workload's cell is done; no lftp process is left."""
     import psutil
-    from sqlalchemy import select
-    from sqlalchemy.orm import Session
 
-    from runner.backends import get_backend
-    from runner.backends.base import ServerRequest, ServerSkipped
     from runner.drivers import get_driver
-    from runner.execute import run_campaign
-    from runner.store import campaigns as crud
 
     driver_or_skip("lftp")
-    try:
-        get_backend("local").check(ServerRequest("tpd"))
-    except ServerSkipped as exc:
-        pytest.skip(str(exc))
+    local_server_or_skip("tpd")
     monkeypatch.setattr(get_driver("wget"), "binary", "wget-not-installed-xferlab")
     small = {"clients": 3, "file_size": "64K", "op_timeout": 20, "phase_timeout": 3}
     spec = parse_spec({"name": "client-failures", "repeats": 1, "backend": "local", "pinning": {}, "warmup": False,
@@ -164,15 +143,27 @@ def test_campaign_keeps_going_past_missing_and_hung_clients(engine, monkeypatch)
                                      {"name": "retr_concurrent", "params": {
                                          **small, "driver": "lftp", "client_options": {"net:limit-rate": "1000"}}},
                                      {"name": "retr_concurrent", "params": small}]})
-    with Session(engine) as s:
-        cid = crud.create_campaign(s, spec=spec, backend="local").id
-        s.commit()
-    assert run_campaign(engine, cid) == 3
-    with Session(engine) as s:
-        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq)))
+    _, cells = _run_campaign(engine, spec, 3)
     assert [c.status for c in cells] == ["skipped", "failed", "done"], [c.error for c in cells]
     assert "wget-not-installed-xferlab: binary not found in PATH; apt-get install wget" in cells[0].error
     assert "timeout" in cells[1].error and "lftp client" in cells[1].error, cells[1].error
     # this test's clients, not another test's lftp: the only ones held at 1000 B/s
     assert not [p for p in psutil.process_iter(["name", "cmdline"])
                 if p.info["name"] == "lftp" and "net:limit-rate 1000" in " ".join(p.info["cmdline"] or ())]
+
+
+def _run_campaign(engine, spec, n: int) -> tuple[int, list[Cell]]:
+    """Store ``spec`` as a campaign, run it here (runner.execute.run_campaign), assert it
+    ran ``n`` cells; ``(campaign id, its cells in spec order)``."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from runner.execute import run_campaign
+    from runner.store import campaigns as crud
+
+    with Session(engine) as s:
+        cid = crud.create_campaign(s, spec=spec, backend="local").id
+        s.commit()
+    assert run_campaign(engine, cid) == n
+    with Session(engine, expire_on_commit=False) as s:
+        return cid, list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq)))
