@@ -4,21 +4,16 @@ download and upload workloads over TLS, verified against the campaign's CA; anot
 counts every request as ``tls_verify``."""
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from runner.backends.base import ServerRequest, ServerSkipped
 from runner.backends.catalogue import HTTPS_SERVERS
-from runner.backends.certs import campaign_certificates, make_certificates
+from runner.backends.certs import campaign_certificates
 from runner.backends.local.backend import LocalBackend
-from runner.drivers.base import LoadError
-from runner.drivers.xferlab_http import DRIVER
-from runner.workloads import WorkloadParams
+from tests.runner.tls.https_checks import check_https_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SMALL = dict(clients=3, duration=0.3, file_size=256 << 10, body_size=64 << 10, op_timeout=20, phase_timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -40,19 +35,6 @@ def test_download_and_upload_over_https(server, extra, certs, tmp_path):
         pytest.skip(str(e))
     try:
         t = h.target
-        assert t.tls is not None and t.tls.mode == "https"
-        for wl in ("http_download", "http_upload"):
-            r = DRIVER.run(wl, t, WorkloadParams(**SMALL))
-            assert r.successful > 0 and not r.errors and not r.non_2xx, (wl, r.errors, r.non_2xx, r.notes)
-            assert r.tls["protocol"] in ("TLSv1.2", "TLSv1.3") and r.tls["cipher"], r.tls
-            assert len(r.tls_handshake_ms) >= 3 and all(0.05 < x < 20_000 for x in r.tls_handshake_ms)
-        other = make_certificates(tmp_path / "other")
-        wrong = dataclasses.replace(t, tls=dataclasses.replace(t.tls, ca_file=str(other.ca_cert)))
-        try:
-            r = DRIVER.run("http_download", wrong, WorkloadParams(**SMALL))
-        except LoadError as e:  # nothing could be measured: the reason names the kind
-            assert "tls_verify" in str(e)
-        else:
-            assert r.successful == 0 and r.errors.get("tls_verify", 0) > 0, r.errors
+        check_https_target(t, tmp_path)
     finally:
         h.stop()
