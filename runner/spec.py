@@ -42,6 +42,7 @@ from runner.backends.variants import check_variant
 from runner.drivers import DEFAULT_DRIVER, driver_names, driver_refuses, get_driver
 from runner.pairing import no_valid_pair
 from runner.spec_axes import check_link_list, expand_axes
+from runner.spec_external import ExternalTarget
 from runner.spec_placement import HostsSpec, Pinning
 from runner.spec_workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS: the dashboard imports it from here)
 from runner.spec_yaml import control_characters, load_yaml
@@ -73,17 +74,6 @@ class SpecError(ValueError):
                                    for path, msg in errors))
 
 
-class ExternalTarget(BaseModel):
-    """A server already running somewhere (as ``ftpbench -H -P -k``): no process is started."""
-
-    model_config = ConfigDict(extra="forbid")
-    host: str = "127.0.0.1"
-    port: int = Field(21, ge=1, le=65535)
-    user: str
-    password: str
-    pid: int | None = Field(None, ge=1, description="server PID whose process tree memory is followed")
-
-
 class ServerSpec(BaseModel):
     """One server build to benchmark: name, version, variant options."""
 
@@ -94,7 +84,8 @@ class ServerSpec(BaseModel):
     variant: dict[str, bool | int | float | str | dict[str, int | str]] = Field(
         default_factory=dict, description="variant options (runner.backends.variants), e.g. use_sendfile: false")
     external: ExternalTarget | None = None
-    label: str | None = Field(None, description="display name; default 'name version [variant]'")
+    label: str | None = Field(None, min_length=1, max_length=200,
+                              description="display name; default 'name version [variant]'")
 
     @field_validator("version")
     @classmethod

@@ -3,6 +3,7 @@
 the campaign spec (runner.spec, which re-exports both)."""
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -30,6 +31,10 @@ class Pinning(BaseModel):
         return v
 
 
+#: An inventory host name (Ansible's): a letter or digit, then letters, digits, ``.``, ``_``, ``-``.
+HOST_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+
+
 class HostsSpec(BaseModel):
     """Run the campaign across hosts (runner.multihost, docs/multi-host.md): the server on
     a host of the inventory's ``servers`` group, load from its ``clients`` hosts."""
@@ -44,3 +49,12 @@ class HostsSpec(BaseModel):
     server_backend: Literal["local", "docker"] = Field(
         "local", description="how xferlab serve starts the server there: local (a child process) or docker "
                              "(a container with host networking, bound to the host's address)")
+
+    @field_validator("server", "clients")
+    @classmethod
+    def _host_names(cls, v: str | list[str] | None) -> str | list[str] | None:
+        for name in [v] if isinstance(v, str) else v or []:
+            if not HOST_NAME_RE.match(name):
+                raise ValueError(f"host {name[:80]!r}: want an inventory host name (letters, digits, . _ -; "
+                                 "not starting with - or .)")
+        return v

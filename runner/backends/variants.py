@@ -24,6 +24,7 @@ The HTTP servers' keys: ``max_body`` (every HTTP server; :func:`parse_size`),
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -120,9 +121,22 @@ def _link(v: Any) -> None:
         raise ValueError(f"write the link as {text!r} (its canonical form), got {v!r}")
 
 
+#: A sysctl name of the container's network namespace: ``net.`` then dot-separated words.
+SYSCTL_NAME_RE = re.compile(r"^net(\.[a-z0-9_]{1,40}){1,5}$")
+#: A sysctl value: up to 4 space-separated words of letters, digits, ``_`` and ``.``
+#: (``4096``, ``32768 60999``, ``bbr``), or a whole number.
+SYSCTL_VALUE_RE = re.compile(r"^-?[A-Za-z0-9_.]{1,20}( -?[A-Za-z0-9_.]{1,20}){0,3}$")
+
+
 def _sysctls(v: Any) -> None:
-    if not isinstance(v, dict) or not v or not all(isinstance(k, str) and k.startswith("net.") for k in v):
-        raise ValueError(f"want a mapping of net.* sysctls to values (per-container namespace), got {v!r}")
+    if not isinstance(v, dict) or not v or len(v) > 32:
+        raise ValueError(f"want a mapping of 1..32 net.* sysctls to values (per-container namespace), got {v!r}")
+    for k, x in v.items():
+        if not isinstance(k, str) or not SYSCTL_NAME_RE.match(k):
+            raise ValueError(f"sysctl {str(k)[:80]!r}: want net. then dot-separated words of a-z, 0-9, _")
+        if isinstance(x, bool) or not isinstance(x, (int, str)) or not SYSCTL_VALUE_RE.match(str(x)):
+            raise ValueError(f"sysctl {k}: value {str(x)[:80]!r}: want a number or up to 4 words of letters, "
+                             "digits, _ and .")
 
 
 def parse_port_range(v: Any) -> tuple[int, int]:

@@ -355,42 +355,6 @@ def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: l
         return {}
 
 
-#: Characters allowed in a client option's value (no space, quote or ``;``: safe in an
-#: lftp command and as one argument).
-VALUE_RE = re.compile(r"^[\w.:/+,@%=-]*$")
-
-
-def value_error(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be passed (characters outside :data:`VALUE_RE`), else None."""
-    return None if VALUE_RE.match(value) else f"{key}: value {value!r} has characters other than letters, digits " \
-                                                "and . : / + , @ % = - _"
-
-
-def flag_options(key: str, value: str, known: dict[str, bool], client: str) -> str | None:
-    """Shared check of command-line options (wget, curl): ``known`` maps each option taken
-    to whether it takes a value; a flag's value must be ``""`` or ``yes``."""
-    if key not in known:
-        return f"unknown {client} option {key!r}; {client} takes: {', '.join(sorted(known))}"
-    if not known[key] and value not in ("", "yes"):
-        return f"{key} takes no value (give \"\" or yes), not {value!r}"
-    if known[key] and not value:
-        return f"{key} needs a value"
-    return value_error(key, value)
-
-
-def flag_argv(options: dict[str, str], known: dict[str, bool], joined: bool) -> list[str]:
-    """``options`` as arguments: ``--flag``, ``--opt=value`` (``joined``) or ``--opt value``."""
-    out: list[str] = []
-    for key, value in options.items():
-        if not known.get(key):
-            out.append(key)
-        elif joined:
-            out.append(f"{key}={value}")
-        else:
-            out += [key, value]
-    return out
-
-
 def count_from(pattern: re.Pattern[str], path: Path) -> int | None:
     """The integer of ``pattern``'s first group in the file ``path`` (its last match),
     None when the file is missing or nothing matches."""

@@ -6,7 +6,8 @@ Each client runs ``wget --no-config -nv --tries=1 -O /dev/null --user=USER
 "/dev/null"`` of its ``-nv`` line. wget cannot upload (it runs ``retr`` and ``retr_concurrent`` only) and
 sends PASV to an IPv4 server whatever it is told (``passive: epsv`` is refused).
 ``client_options``: the options of :data:`OPTIONS` (``{"--read-timeout": "30"}``;
-``""`` for a flag); wget has no buffer-size option. Shared behaviour:
+``""`` for a flag), each value typed (runner.drivers.options) and passed in its
+canonical form; wget has no buffer-size option. Shared behaviour:
 runner.drivers.ftpclient.
 """
 from __future__ import annotations
@@ -16,16 +17,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.drivers.clients import ClientRun
-from runner.drivers.ftpclient import FtpClientDriver, count_from, flag_argv, flag_options
+from runner.drivers.ftpclient import FtpClientDriver, count_from
+from runner.drivers.options import FLAG, IP_ADDRESS, Option, choice, flag_argv, integer, option_error, seconds, table
 
 if TYPE_CHECKING:
     from runner.backends.base import Target
     from runner.workloads import WorkloadParams
 
-#: wget options ``client_options`` may give: option -> takes a value.
-OPTIONS: dict[str, bool] = {"--read-timeout": True, "--connect-timeout": True, "--dns-timeout": True,
-                            "--timeout": True, "--tries": True, "--bind-address": True, "--prefer-family": True,
-                            "--no-dns-cache": False, "--no-glob": False}
+#: wget options ``client_options`` may give, typed.
+OPTIONS: dict[str, Option] = table(
+    Option("--read-timeout", seconds(0.001, 3600), "most seconds without data on a connection (default 900)"),
+    Option("--connect-timeout", seconds(0.001, 3600), "most seconds for a connection to be made"),
+    Option("--dns-timeout", seconds(0.001, 3600), "most seconds for a name to resolve"),
+    Option("--timeout", seconds(0.001, 3600), "the three timeouts above at once"),
+    Option("--tries", integer(1, 20), "attempts per file (the driver gives 1; 0, wget's 'forever', is refused)"),
+    Option("--bind-address", IP_ADDRESS, "local address to connect from"),
+    Option("--prefer-family", choice("IPv4", "IPv6", "none"), "address family tried first"),
+    Option("--no-dns-cache", FLAG, "resolve the name again for every connection"),
+    Option("--no-glob", FLAG, "no FTP globbing of the file name"),
+)
 _SAVED = re.compile(r"\[(\d+)\] -> ")
 
 
@@ -49,14 +59,15 @@ class WgetDriver(FtpClientDriver):
         return None if passive == "pasv" else "wget sends PASV to an IPv4 server; passive: epsv cannot be honoured"
 
     def option_error(self, key: str, value: str) -> str | None:
-        """One of :data:`OPTIONS`."""
-        return flag_options(key, value, OPTIONS, "wget")
+        """One of :data:`OPTIONS` with a value of its kind."""
+        return option_error(OPTIONS, "wget", key, value)
 
     def argv(self, exe: str, workload: str, target: Target, params: WorkloadParams, remote: str,
              local: str) -> list[str]:
-        """``wget ... -O /dev/null URL`` (module docstring)."""
+        """``wget ... -O /dev/null URL`` (module docstring). Raises ValueError for a
+        ``client_options`` item not in :data:`OPTIONS` or not of its kind."""
         return [exe, "--no-config", "-nv", "--tries=1", "-O", local, f"--user={target.user}",
-                f"--password={target.password}", *flag_argv(params.client_options, OPTIONS, joined=True),
+                f"--password={target.password}", *flag_argv(OPTIONS, params.client_options, joined=True),
                 ftp_url(target, remote)]
 
     def client_bytes(self, workload: str, client: ClientRun, cwd: Path) -> int | None:
