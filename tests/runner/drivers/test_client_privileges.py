@@ -235,3 +235,20 @@ def test_wrk_and_h2load_run_as_the_lab_user(tmp_path, shared, lab, monkeypatch):
                                                                                 body_size=1000, method="post"))
     assert w.successful > 0 and w.network_failed == 0 and h.successful > 0 and h.network_failed == 0
     assert sorted(_logged(shared / "ids.log", lab)) == ["h2load", "wrk"]
+
+
+@root_only
+def test_client_reads_the_ca_certificate_not_the_private_keys(shared, lab):
+    """A campaign's certificate folder reachable by the lab user (as a client verifying
+    FTPS/HTTPS would need): the CA and server certificates are readable, the keys (0600,
+    root's) are not."""
+    from runner.backends.certs import make_certificates
+
+    tls = make_certificates(shared / "tls")
+    (shared / "tls").chmod(0o755)
+    names = ["ca.pem", "server.pem", "ca.key", "server.key", "server-chain.pem"]
+    run = run_clients(_jobs(shared, [["cat", str(tls.ca_cert.parent / n)] for n in names]), folder=shared,
+                      bound_s=30, spawner=build_spawner())
+    assert [c.returncode for c in run.clients] == [0, 0, 1, 1, 1]
+    assert "BEGIN CERTIFICATE" in run.clients[0].stdout.read_text()
+    assert all("Permission denied" in c.stderr.read_text() for c in run.clients[2:])
