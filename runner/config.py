@@ -101,6 +101,12 @@ class Settings(BaseSettings):
     ``k=v,k=v`` (entries without ``=`` are ignored); tests use them to clean up after
     themselves."""
 
+    client_user: str = Field("xferlab-client", pattern=r"^[a-z_][a-z0-9_-]{0,30}$")
+    """``XFERLAB_CLIENT_USER``: the unprivileged user the client tools (lftp, wget, curl,
+    wrk, h2load) run as when xferlab runs as root (runner.drivers.labuser); made by the
+    install step (``scripts/install.sh``, the Ansible ``loadgen`` role). A user name:
+    lower-case letters, digits, ``_`` and ``-``, at most 31 characters."""
+
     @field_validator("inventory_dirs", mode="before")
     @classmethod
     def _split_dirs(cls, value: object) -> object:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install everything xferlab needs on a fresh Debian/Ubuntu machine:
 #   - the Debian packages listed in scripts/apt-packages.txt (when root and apt-get exist),
+#   - the unprivileged user the client tools (lftp, wget, curl, wrk, h2load) run as when
+#     the runner is root: XFERLAB_CLIENT_USER, default xferlab-client (when root),
 #   - a virtualenv in .venv with xferlab and its test dependencies.
 # Idempotent: a second run only checks. Uses the package tools' default mirrors.
 set -euo pipefail
@@ -21,6 +23,24 @@ if [ -n "$missing" ]; then
     else
         echo "install.sh: please install these Debian packages (as root):$missing" >&2
         echo "  apt-get install$missing" >&2
+    fi
+fi
+
+# The client tools never run as root: a root runner drops to this user in each client
+# (runner/drivers/labuser.py). A system user: no home, no login shell, no password.
+client_user=${XFERLAB_CLIENT_USER:-xferlab-client}
+if ! printf '%s' "$client_user" | grep -Eq '^[a-z_][a-z0-9_-]{0,30}$'; then
+    echo "install.sh: XFERLAB_CLIENT_USER=$client_user is not a user name ([a-z_][a-z0-9_-]*, at most 31)" >&2
+    exit 2
+fi
+if ! id -u "$client_user" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "install.sh: creating the client user $client_user"
+        useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+            "$client_user"
+    else
+        echo "install.sh: as root, create the client user the client tools run as (XFERLAB_CLIENT_USER):" >&2
+        echo "  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $client_user" >&2
     fi
 fi
 

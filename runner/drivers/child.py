@@ -9,6 +9,11 @@ time from ``wait4(2)``'s rusage and its peak memory from ``/proc/PID/status`` ``
 A child started from a thread that joined a network namespace lives in that namespace
 (``fork`` copies the calling thread's namespaces), so :func:`run_child` starts it from
 :func:`runner.backends.netns.call_in_netns` when ``netns`` is set.
+
+When this process is root the tool runs as the lab user (runner.drivers.labuser,
+``XFERLAB_CLIENT_USER``): Popen drops every supplementary group, then sets the group and
+the user in the child before exec, after the namespace is joined and the output files
+are in place. It inherits no descriptor but 0-2 (Popen's ``close_fds``).
 """
 from __future__ import annotations
 
@@ -21,9 +26,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from runner.backends.base import Target
 from runner.drivers.base import DriverUnavailable, LoadError
+from runner.drivers.labuser import client_user, open_folder
 
 
 @dataclass
@@ -63,34 +70,51 @@ def require(binary: str, package: str) -> str:
 
 def tool_version(argv: list[str]) -> str:
     """First line of ``argv``'s output (``wrk -v``, ``h2load --version``), whatever its
-    exit status; ``"unknown"`` when it cannot be run within 10 s."""
+    exit status, run as the lab user when this process is root (module docstring);
+    ``"unknown"`` when it cannot be run within 10 s or the lab user is missing."""
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        user = client_user()
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10, cwd="/",
+                           **(user.popen_kwargs() if user is not None else {}))
+    except (OSError, subprocess.SubprocessError, DriverUnavailable):
         return "unknown"
     lines = (p.stdout or p.stderr).strip().splitlines()
     return lines[0].strip() if lines else "unknown"
 
 
 def run_child(argv: list[str], *, netns: str | None, timeout_s: float,
-              checkpoint: Callable[[str], None] | None = None, half_s: float = 0.0) -> ChildRun:
+              checkpoint: Callable[[str], None] | None = None, half_s: float = 0.0,
+              folder: str | None = None) -> ChildRun:
     """Run ``argv`` to its end (stdin closed, output to temporary files), inside the
     network namespace ``netns`` when given, killed (SIGKILL) after ``timeout_s`` s, with
-    the soft limit of open files raised to the hard one. ``checkpoint("loaded")`` (when
-    given) is called from a timer thread ``half_s`` s after the start (half-way through
-    the tool's phase), and waited for before returning (not called if the tool ended first).
+    the soft limit of open files raised to the hard one, as the lab user when this process
+    is root (module docstring). ``folder``: the tool's own files (its script, the upload
+    body), made readable, not writable, by the lab user (owner root, group the user's:
+    the folder 0710, its files 0640). ``checkpoint("loaded")`` (when given) is called from
+    a timer thread ``half_s`` s after the start (half-way through the tool's phase), and
+    waited for before returning (not called if the tool ended first).
 
     Raises:
+        DriverUnavailable: this process is root and the lab user does not exist (the
+            message names ``XFERLAB_CLIENT_USER`` and the install step).
         LoadError: the program cannot be started, or ``netns`` cannot be joined.
     """
+    user = client_user()
+    drop = user.popen_kwargs() if user is not None else {}
+    if user is not None and folder is not None:
+        open_folder(Path(folder), user)
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False):
+                os.chown(entry.path, 0, user.gid)
+                os.chmod(entry.path, 0o640)
     _raise_nofile()
 
     def body() -> ChildRun:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             t0, epoch = time.perf_counter(), time.time()
             try:
-                p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-            except OSError as e:
+                p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, close_fds=True, **drop)
+            except (OSError, subprocess.SubprocessError) as e:
                 raise LoadError(f"{argv[0]}: cannot start: {e}") from e
             lock, state = threading.Lock(), {"reaped": False, "killed": False}
 

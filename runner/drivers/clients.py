@@ -19,6 +19,12 @@ kills (SIGKILL) before it returns or raises, whatever happened (an exception, an
 interrupt, clientspawn itself past ``bound_s`` + :data:`GRACE_S`), so no client outlives
 the call. Inside ``netns`` when given (clientspawn is started from a thread that joined
 it, runner.backends.netns.call_in_netns; its children live there too).
+
+Credentials: when this process is root, every client runs as the lab user
+(runner.drivers.labuser, ``XFERLAB_CLIENT_USER``): clientspawn gets ``-u UID -g GID`` and
+drops to them in each child after opening its output files and entering its folder.
+The job list (every client's argv, passwords included) is mode 0600 and never inherited
+by a client (clientspawn opens it close-on-exec and leaves each client only fds 0-2).
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.drivers.base import DriverUnavailable, LoadError
+from runner.drivers.labuser import client_user, give_folder, open_folder
 
 SOURCE = Path(__file__).with_name("clientspawn.c")
 #: Seconds clientspawn itself may run past the clients' bound before its group is killed.
@@ -136,16 +143,22 @@ def run_clients(jobs: list[Job], *, folder: Path, bound_s: float, netns: str | N
                 spawner: Path | None = None) -> SpawnRun:
     """Run ``jobs`` as client processes released together (module docstring), each with
     stdin on /dev/null and stdout/stderr on ``folder/<i>.out`` / ``<i>.err``; wait until
-    all have exited or been killed ``bound_s`` s after the release.
+    all have exited or been killed ``bound_s`` s after the release. As root, the clients
+    run as the lab user (runner.drivers.labuser.client_user): ``folder`` becomes
+    reachable but not listable by it (labuser.open_folder) and each job's ``cwd`` inside
+    ``folder`` becomes its own (labuser.give_folder); a ``cwd`` elsewhere is left as it is.
 
     Raises:
         ValueError: no jobs, or an argument with a tab or a newline.
-        DriverUnavailable: clientspawn cannot be built (no C compiler).
+        DriverUnavailable: clientspawn cannot be built (no C compiler), or this process
+            is root and the lab user does not exist (the message names
+            ``XFERLAB_CLIENT_USER`` and the install step).
         LoadError: clientspawn cannot be started, fails before running any client (its
             message), or ``netns`` cannot be joined.
     """
     if not jobs:
         raise ValueError("run_clients: no jobs")
+    user = client_user()
     exe = spawner or build_spawner()
     lines = []
     for i, job in enumerate(jobs):
@@ -154,11 +167,22 @@ def run_clients(jobs: list[Job], *, folder: Path, bound_s: float, netns: str | N
             raise ValueError(f"client {i}: an argument contains a tab or a newline: {job.argv!r}")
         lines.append("\t".join(fields))
     jobfile = folder / "jobs.txt"
-    jobfile.write_text("\n".join(lines) + "\n")
+    fd = os.open(jobfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:  # passwords: readable by this user only
+        os.fchmod(fd, 0o600)
+        f.write("\n".join(lines) + "\n")
+    if user is not None:
+        open_folder(folder, user)
+        top = folder.resolve()
+        for job in jobs:
+            cwd = Path(job.cwd).resolve()
+            if cwd != top and cwd.is_relative_to(top):
+                give_folder(cwd, user)
     _raise_nofile()
     out = tempfile.TemporaryFile(dir=folder)
     err = tempfile.TemporaryFile(dir=folder)
-    argv = [str(exe), str(max(1, round(bound_s * 1000))), str(jobfile)]
+    ids = ["-u", str(user.uid), "-g", str(user.gid)] if user is not None else []
+    argv = [str(exe), *ids, str(max(1, round(bound_s * 1000))), str(jobfile)]
 
     def start() -> subprocess.Popen[bytes]:
         try:

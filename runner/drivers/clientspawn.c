@@ -3,7 +3,7 @@
  * Part of xferlab (runner/drivers/clients.py builds and runs it; docs/methodology.md,
  * "Real clients"). Usage:
  *
- *     clientspawn BOUND_MS JOBFILE
+ *     clientspawn [-u UID -g GID] BOUND_MS JOBFILE
  *
  * JOBFILE holds one line per client: fields separated by TAB, no field empty except
  * the last arguments: CWD, STDOUT path, STDERR path, then argv (argv[0] looked up in
@@ -20,15 +20,32 @@
  * process is gone (getppid() changed: the runner was killed) and then kills every child
  * and exits 3, so no client outlives a killed runner by more than TICK_MS.
  *
+ * Descriptors: JOBFILE and every descriptor of this process are close-on-exec; each child
+ * also marks every descriptor above 2 close-on-exec before exec (close_range(2), else one
+ * by one from /proc/self/fd), so a client holds only its stdin, stdout and stderr.
+ *
+ * Credentials: with -u UID -g GID (both, neither 0), each child, after opening its
+ * stdout/stderr files and entering CWD (as this process's user, in the namespace this
+ * process runs in), drops every supplementary group (setgroups(0)), then sets its group
+ * to GID (setgid) and its user to UID (setuid), checks that all real, effective and
+ * saved ids are the new ones and that it cannot become root again, and only then sets
+ * PR_SET_PDEATHSIG (a change of credentials clears it) and checks its parent again.
+ * If any of that fails it does not exec: message on its stderr, exit status 125.
+ * Resource limits are inherited unchanged (the runner raised RLIMIT_NOFILE).
+ *
  * Output on stdout, after the last child is reaped:
  *     released MONO_NS REAL_NS
  *     client I PID START_NS END_NS WAITSTATUS UTIME_US STIME_US MAXRSS_KIB MINFLT MAJFLT KILLED
  * (START_NS/END_NS on CLOCK_MONOTONIC; END_NS when wait4 returned). Exit status 0, or 2
- * for bad arguments or a failure before any child ran (message on stderr).
+ * for bad arguments or a failure before any child ran (message on stderr). A child
+ * exits 126 when it cannot open its files or enter CWD, 125 when it cannot drop its
+ * credentials or close its descriptors, 127 when the program cannot be started.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +54,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -87,7 +105,54 @@ static int parse(char *line, struct job *j) {
     return 0;
 }
 
-static void child(struct job *j, int rd, int wr, pid_t parent, volatile int64_t *start) {
+/* Mark every descriptor above 2 close-on-exec. 0 on success, -1 (errno set) if not. */
+static int cloexec_from_3(void) {
+#if defined(SYS_close_range)
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return 0;
+    if (errno != ENOSYS && errno != EINVAL) return -1;
+#endif
+    /* older kernel: one by one, from the descriptors that exist */
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int self = dirfd(d), rc = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end || end == e->d_name || fd <= 2 || fd == self) continue;
+        int fl = fcntl((int)fd, F_GETFD);
+        if (fl < 0 || fcntl((int)fd, F_SETFD, fl | FD_CLOEXEC) < 0) rc = -1;
+    }
+    closedir(d);  /* closes self too */
+    return rc;
+}
+
+/* Become uid/gid for good (header comment). 0 on success, else -1 with a message on fd 2. */
+static int drop_to(uid_t uid, gid_t gid) {
+    const char *what = NULL;
+    if (setgroups(0, NULL) != 0) what = "setgroups";
+    else if (setgid(gid) != 0) what = "setgid";
+    else if (setuid(uid) != 0) what = "setuid";
+    if (what) {
+        dprintf(2, "clientspawn: %s (to uid %u gid %u): %s; not starting the client\n", what, (unsigned)uid,
+                (unsigned)gid, strerror(errno));
+        return -1;
+    }
+    uid_t ru, eu, su;
+    gid_t rg, eg, sg;
+    if (getresuid(&ru, &eu, &su) != 0 || getresgid(&rg, &eg, &sg) != 0 || ru != uid || eu != uid || su != uid ||
+        rg != gid || eg != gid || sg != gid || getgroups(0, NULL) != 0 || setuid(0) == 0) {
+        dprintf(2, "clientspawn: credentials not dropped to uid %u gid %u; not starting the client\n",
+                (unsigned)uid, (unsigned)gid);
+        return -1;
+    }
+    return 0;
+}
+
+static void child(struct job *j, int rd, int wr, pid_t parent, volatile int64_t *start, int drop, uid_t uid,
+                  gid_t gid) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     close(wr);
@@ -99,6 +164,21 @@ static void child(struct job *j, int rd, int wr, pid_t parent, volatile int64_t 
         dprintf(2, "clientspawn: chdir %s: %s\n", j->cwd, strerror(errno));
         _exit(126);
     }
+    if (cloexec_from_3() != 0) {
+        dprintf(2, "clientspawn: cannot mark descriptors close-on-exec: %s; not starting the client\n",
+                strerror(errno));
+        _exit(125);
+    }
+    if (drop) {
+        if (drop_to(uid, gid) != 0) _exit(125);
+        /* a change of credentials cleared the parent-death signal: set it again, then make
+         * sure the parent did not die before it was set */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+            dprintf(2, "clientspawn: PR_SET_PDEATHSIG: %s; not starting the client\n", strerror(errno));
+            _exit(125);
+        }
+        if (getppid() != parent) _exit(127);
+    }
     char c;
     while (read(rd, &c, 1) < 0 && errno == EINTR) {}
     close(rd);
@@ -109,10 +189,33 @@ static void child(struct job *j, int rd, int wr, pid_t parent, volatile int64_t 
     _exit(127);
 }
 
+/* A decimal id of -u/-g: 1 .. 2^31-1 (0, root's, is refused). 0 when bad. */
+static long parse_id(const char *s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return (errno || *end || end == s || v <= 0 || v > 0x7fffffffL) ? 0 : v;
+}
+
 int main(int argc, char **argv) {
     pid_t parent = getppid();
+    int drop = 0;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    if (argc == 7 && strcmp(argv[1], "-u") == 0 && strcmp(argv[3], "-g") == 0) {
+        long u = parse_id(argv[2]), g = parse_id(argv[4]);
+        if (!u || !g) {
+            fprintf(stderr, "clientspawn: bad -u %s / -g %s (decimal ids, not 0)\n", argv[2], argv[4]);
+            return 2;
+        }
+        drop = 1;
+        uid = (uid_t)u;
+        gid = (gid_t)g;
+        argv += 4;
+        argc -= 4;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: clientspawn BOUND_MS JOBFILE\n");
+        fprintf(stderr, "usage: clientspawn [-u UID -g GID] BOUND_MS JOBFILE\n");
         return 2;
     }
     long bound_ms = strtol(argv[1], NULL, 10);
@@ -120,7 +223,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "clientspawn: bad BOUND_MS %s\n", argv[1]);
         return 2;
     }
-    FILE *f = fopen(argv[2], "r");
+    FILE *f = fopen(argv[2], "re");  /* O_CLOEXEC */
     if (!f) return die(argv[2]);
     /* first pass: count and check the lines; nothing of them is kept, so the memory each
      * client inherits at fork (and reports in ru_maxrss) stays small whatever N is */
@@ -161,7 +264,7 @@ int main(int argc, char **argv) {
             errno = e;
             return die("fork");
         }
-        if (pid == 0) child(&j, barrier[0], barrier[1], self, &start[i]);
+        if (pid == 0) child(&j, barrier[0], barrier[1], self, &start[i], drop, uid, gid);
         pids[i] = pid;
     }
     fclose(f);

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from runner.drivers.base import Checkpoint, LoadError, Progress
 from runner.drivers.child import require, tool_version
 from runner.drivers.clients import ClientRun, Job, SpawnRun, build_spawner, run_clients
+from runner.drivers.labuser import ClientUser, client_user, open_folder, share_file
 from runner.drivers.result import ClientFigures, PhaseResult
 
 if TYPE_CHECKING:
@@ -99,9 +100,12 @@ class FtpClientDriver:
     # -- the Driver protocol ----------------------------------------------------------
     def check(self) -> None:
         """Raises DriverUnavailable naming the Debian package when the program is not in
-        PATH (``apt-get install wget``), or when clientspawn cannot be built (no C compiler)."""
+        PATH (``apt-get install wget``), when clientspawn cannot be built (no C compiler),
+        or when this process is root and the lab user the clients run as is missing
+        (runner.drivers.labuser.client_user)."""
         require(self.binary, self.package)
         build_spawner()
+        client_user()
 
     def version(self) -> str:
         """The first line of ``<binary> --version`` (``unknown`` when it cannot run)."""
@@ -140,17 +144,19 @@ class FtpClientDriver:
             raise ValueError(f"driver {self.name}: {why}")
         exe = require(self.binary, self.package)
         spawner = build_spawner()
+        user = client_user()
         notes = [f"{self.name} options: " + ", ".join(f"{k}={v}" for k, v in params.client_options.items())] \
             if params.client_options else []
         if workload in SINGLE:
-            return self._single(workload, target, params, exe, spawner, notes, progress)
+            return self._single(workload, target, params, exe, spawner, user, notes, progress)
         n, size = params.clients, params.file_size
         notes.insert(0, f"{self.name}: {n} client processes released together")
         upload = workload in UPLOADS
         with tempfile.TemporaryDirectory(prefix=f"xferlab-{self.name}-") as tmp:
             folder = Path(tmp)
+            _open(folder, user)
             if upload:
-                local = str(_client_source(size))
+                local = _client_source(size, folder, user, depth=1)
                 token = secrets.token_hex(4)
                 remotes = [f"xferlab-stor-{token}-{i}.bin" for i in range(n)]
             else:
@@ -177,7 +183,7 @@ class FtpClientDriver:
         return result
 
     def _single(self, workload: str, target: Target, params: WorkloadParams, exe: str, spawner: Path,
-                notes: list[str], progress: Progress | None) -> PhaseResult:
+                user: ClientUser | None, notes: list[str], progress: Progress | None) -> PhaseResult:
         """``stor`` / ``retr``: one client process per transfer of the ``transfer_size``
         fixture, one after another until ``duration`` s have passed (at least one), all
         within ``phase_timeout``; an upload is checked on the server after each transfer
@@ -188,8 +194,9 @@ class FtpClientDriver:
         got: list[int | None] = []
         with tempfile.TemporaryDirectory(prefix=f"xferlab-{self.name}-") as tmp:
             folder = Path(tmp)
+            _open(folder, user)
             if upload:
-                local, remote = str(_client_source(size)), f"xferlab-stor-{secrets.token_hex(4)}.bin"
+                local, remote = _client_source(size, folder, user, depth=2), f"xferlab-stor-{secrets.token_hex(4)}.bin"
             else:
                 local, remote = "/dev/null", _place_fixture(target, size)
             if progress is not None:
@@ -296,12 +303,30 @@ def _place_fixture(target: Target, size: int) -> str:
         raise LoadError(f"download fixture of {size} bytes not placed on the server: {e}") from e
 
 
-def _client_source(size: int) -> Path:
-    """The upload source file (runner.load.fixtures.client_source). Raises LoadError."""
+def _open(folder: Path, user: ClientUser | None) -> None:
+    """Let the lab user reach (not list) the phase's folder (runner.drivers.labuser.open_folder):
+    lftp names its ``xfer.log`` by its full path, and the upload source is linked there.
+    Raises LoadError."""
+    try:
+        open_folder(folder, user)
+    except OSError as e:
+        raise LoadError(f"phase folder {folder} not opened to the client user: {e}") from e
+
+
+def _client_source(size: int, folder: Path, user: ClientUser | None, *, depth: int) -> str:
+    """The upload source file (runner.load.fixtures.client_source) as the clients name it:
+    its path when they run as this process's user; else (``user``: they run as the lab
+    user, which cannot reach root's cache folder) a link to it in ``folder`` (reachable
+    by the user: :func:`_open`; runner.drivers.labuser.share_file), named relative to a client's working folder
+    ``depth`` levels below ``folder`` (``../xferlab-src.bin``), so no folder above
+    ``folder`` need be searchable by the user. Raises LoadError."""
     from runner.load.fixtures import client_source
 
     try:
-        return client_source(size)
+        src = client_source(size)
+        if user is None:
+            return str(src)
+        return str(Path(*[".."] * depth) / share_file(src, folder, user).name)
     except OSError as e:
         raise LoadError(f"upload source of {size} bytes not written: {e}") from e
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from runner.drivers.base import Checkpoint, LoadError, Progress
 from runner.drivers.child import ChildRun, body_file, prepare_fixture, require, run_child, tool_version
+from runner.drivers.labuser import client_user
 from runner.drivers.result import PhaseResult
 from runner.workloads import WORKLOADS
 
@@ -119,8 +120,11 @@ class H2loadDriver:
     workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "http")
 
     def check(self) -> None:
-        """Raises DriverUnavailable (``apt-get install nghttp2-client``) when h2load is not in PATH."""
+        """Raises DriverUnavailable (``apt-get install nghttp2-client``) when h2load is not in PATH,
+        or when this process is root and the lab user it runs as is missing
+        (runner.drivers.labuser.client_user)."""
         require("h2load", "nghttp2-client")
+        client_user()
 
     def version(self) -> str:
         """h2load's version line, e.g. ``h2load nghttp2/1.52.0``."""
@@ -168,7 +172,7 @@ class H2loadDriver:
             if progress is not None:
                 progress(f"h2load: {params.clients} clients, {threads} threads, {params.duration:g} s")
             run = run_child(argv, netns=target.netns, timeout_s=params.duration + params.op_timeout + 30,
-                            checkpoint=checkpoint, half_s=params.duration / 2)
+                            checkpoint=checkpoint, half_s=params.duration / 2, folder=tmp)
         return h2load_result(workload, params, run, notes)
 
 

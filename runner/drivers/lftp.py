@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from runner.drivers.clients import ClientRun
 from runner.drivers.ftpclient import UPLOADS, FtpClientDriver
+from runner.drivers.labuser import read_client_file
 from runner.drivers.options import BOOLEAN, Option, canonical, integer, option_error, seconds, table
 
 if TYPE_CHECKING:
@@ -104,8 +105,8 @@ class LftpDriver(FtpClientDriver):
 
     def client_bytes(self, workload: str, client: ClientRun, cwd: Path) -> int | None:
         """The ``START-END`` range of the client's transfer log line (``END - START``)."""
-        try:
-            found = _RANGE.findall((cwd / "xfer.log").read_text("utf-8", "replace"))
+        try:  # the client's user owns cwd: no link or FIFO followed there
+            found = _RANGE.findall(read_client_file(cwd / "xfer.log"))
         except OSError:
             return None
         return int(found[-1][1]) - int(found[-1][0]) if found else None

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from runner.drivers.base import Checkpoint, LoadError, Progress
 from runner.drivers.child import ChildRun, body_file, prepare_fixture, require, run_child, tool_version
+from runner.drivers.labuser import client_user
 from runner.drivers.result import PhaseResult
 from runner.workloads import WORKLOADS
 
@@ -158,8 +159,11 @@ class WrkDriver:
     workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "http")
 
     def check(self) -> None:
-        """Raises DriverUnavailable (``apt-get install wrk``) when wrk is not in PATH."""
+        """Raises DriverUnavailable (``apt-get install wrk``) when wrk is not in PATH,
+        or when this process is root and the lab user it runs as is missing
+        (runner.drivers.labuser.client_user)."""
         require("wrk", "wrk")
+        client_user()
 
     def version(self) -> str:
         """wrk's own version line, e.g. ``wrk debian/4.1.0-3+b2 [epoll] ...``."""
@@ -204,7 +208,7 @@ class WrkDriver:
             if progress is not None:
                 progress(f"wrk: {params.clients} connections, {threads} threads, {seconds} s")
             run = run_child(argv, netns=target.netns, timeout_s=seconds + params.op_timeout + 30,
-                            checkpoint=checkpoint, half_s=seconds / 2)
+                            checkpoint=checkpoint, half_s=seconds / 2, folder=tmp)
         return wrk_result(workload, params, run, notes)
 
 

@@ -2,9 +2,13 @@
 and no process left behind (clientspawn compiled with the system C compiler)."""
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +16,10 @@ from runner.drivers import clients
 from runner.drivers.base import DriverUnavailable
 from runner.drivers.clients import Job, run_clients
 from tests.runner.support import assert_gone
+
+#: A Python the clients can run: as root they run as the lab user (runner.drivers.labuser),
+#: which may not reach this interpreter's folder (e.g. one under /root).
+CLIENT_PYTHON = shutil.which("python3", path=os.defpath) or sys.executable
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +50,7 @@ def test_max_rss_and_faults_are_the_clients_own(tmp_path, spawner):
     ballast = bytearray(300 << 20)
     ballast[::4096] = b"x" * len(ballast[::4096])
     alloc = "b = bytearray(50 << 20); b[::4096] = b'x' * len(b[::4096])"
-    run = run_clients(_jobs(tmp_path, [["true"], [sys.executable, "-c", alloc]]), folder=tmp_path, bound_s=30,
+    run = run_clients(_jobs(tmp_path, [["true"], [CLIENT_PYTHON, "-c", alloc]]), folder=tmp_path, bound_s=30,
                       spawner=spawner)
     small, big = run.clients
     assert small.returncode == 0 and big.returncode == 0 and not small.killed
@@ -109,10 +117,24 @@ def test_interrupted_wait_leaves_no_process(tmp_path, spawner, monkeypatch):
 def test_spawner_past_its_own_bound_is_killed(tmp_path, spawner, monkeypatch):
     monkeypatch.setattr(clients, "GRACE_S", 0.2)
     # clientspawn reaps only its own children: a client that ignores nothing but is
-    # stopped cannot stop the spawner, so stop the spawner itself instead
-    jobs = _jobs(tmp_path, [["sh", "-c", "kill -STOP $PPID; echo $$ > pid; exec sleep 60"]])
+    # stopped cannot stop the spawner, so stop the spawner itself instead (from here: a
+    # client running as the lab user may not signal it)
+    jobs = _jobs(tmp_path, [["sh", "-c", "echo $$ > pid; exec sleep 60"]])
+
+    def stop_spawner() -> None:
+        pid_file = tmp_path / "c0" / "pid"
+        for _ in range(400):  # bounded: 20 s
+            if pid_file.exists() and pid_file.read_text().strip():
+                ppid = int(Path(f"/proc/{pid_file.read_text().strip()}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                os.kill(ppid, signal.SIGSTOP)
+                return
+            time.sleep(0.05)
+
+    stopper = threading.Thread(target=stop_spawner, daemon=True)
+    stopper.start()
     t0 = time.monotonic()
-    run = run_clients(jobs, folder=tmp_path, bound_s=0.3, spawner=spawner)
+    run = run_clients(jobs, folder=tmp_path, bound_s=3, spawner=spawner)
+    stopper.join()
     assert time.monotonic() - t0 < 10
     assert run.spawner_killed and run.clients[0].killed and run.clients[0].end == 0.0
     assert_gone([int((tmp_path / "c0" / "pid").read_text())], within_s=3.0)
