@@ -118,7 +118,7 @@ static int apply_option(const char *key, const char *val)
         char *end;
         errno = 0;
         long long v = strtoll(val, &end, 10);
-        /* always a bound: 0 (once "no limit") is refused, not unlimited */
+        /* always a bound: 0 is refused (there is no unlimited value) */
         if (errno || end == val || *end || v < 1 || v > TPD_MAX_BODY_MAX)
             return -1;
         g_cfg.max_body = v;
