@@ -246,8 +246,9 @@ def test_rfc4217_command_order(make_server):
 def test_user_sent_in_clear_does_not_survive_auth_tls(make_server):
     """AUTH resets the login state (RFC 4217 section 4, RFC 2228): a USER answered 331
     in plaintext before AUTH TLS, then PASS over TLS, is 503 and logs nobody in; a USER
-    and PASS over TLS then log in. Also for a wrong password's pending USER, and a REST
-    or RNFR cannot be set before login at all, so nothing else crosses AUTH."""
+    and PASS over TLS then log in. The same for a second user after a REST refused before
+    login (530: REST, RNFR and data commands need a login, so only USER can cross AUTH).
+    Implicit FTPS has no plaintext phase: nothing to carry over."""
     srv = make_server(tls=True)
     r = Raw(srv.ftp_port)
     assert r.cmd("USER alice").startswith("331")            # its own round trip: not discarded
