@@ -243,6 +243,42 @@ def test_rfc4217_command_order(make_server):
     r.close()
 
 
+def test_user_sent_in_clear_does_not_survive_auth_tls(make_server):
+    """AUTH resets the login state (RFC 4217 section 4, RFC 2228): a USER answered 331
+    in plaintext before AUTH TLS, then PASS over TLS, is 503 and logs nobody in; a USER
+    and PASS over TLS then log in. The same for a second user after a REST refused before
+    login (530: REST, RNFR and data commands need a login, so only USER can cross AUTH).
+    Implicit FTPS has no plaintext phase: nothing to carry over."""
+    srv = make_server(tls=True)
+    r = Raw(srv.ftp_port)
+    assert r.cmd("USER alice").startswith("331")            # its own round trip: not discarded
+    assert r.cmd("AUTH TLS").startswith("234")
+    _wrap(r, srv)
+    assert r.cmd("PASS secret").startswith("503")           # the plaintext USER is gone
+    assert r.cmd("PWD").startswith("530")                   # not logged in
+    assert r.cmd("PBSZ 0").startswith("200")
+    assert r.cmd("PROT P").startswith("200")
+    r.login()                                               # USER + PASS over TLS
+    assert r.cmd("PWD").startswith("257")
+    assert r.cmd("QUIT").startswith("221")
+    r.close()
+    # the same through a client library: ftplib's FTP_TLS sends USER itself after AUTH,
+    # so only a client that sent USER first is affected; a normal login still works
+    f = ftps_connect(srv)
+    assert f.pwd() == "/"
+    f.quit()
+    # a REST sent before login is refused (530), so no offset can cross AUTH either
+    r = Raw(srv.ftp_port)
+    assert r.cmd("REST 100").startswith("530")
+    assert r.cmd("USER bob").startswith("331")
+    assert r.cmd("AUTH TLS").startswith("234")
+    _wrap(r, srv)
+    assert r.cmd("PASS builder").startswith("503")
+    r.login("bob", "builder")
+    assert r.cmd("PWD").startswith("257")
+    r.close()
+
+
 def test_stor_cut_without_close_notify_is_426(make_server):
     """A TLS upload whose TCP connection ends without close_notify may be
     truncated: 426, and the old file stays."""

@@ -112,18 +112,17 @@ class ContainerSpec:
 def http_env(req: ServerRequest, bind: str, http_port: int) -> dict[str, str]:
     """The HTTP part of the server container interface (docs/containers.md):
     ``HTTP_HOST``, ``HTTP_PORT``, and from the variant ``MAX_BODY`` (bytes; default 1 GiB,
-    tpd: no limit unless given), ``WORKERS`` (when given), ``KEEPALIVE`` (1/0).
+    every server, tpd too), ``WORKERS`` (when given), ``KEEPALIVE`` (1/0).
 
     Raises:
         ServerSkipped: ``max_body`` is not a size.
     """
     var = req.variant
     env = {"HTTP_HOST": bind, "HTTP_PORT": str(http_port), "KEEPALIVE": "1" if var.get("keepalive", True) else "0"}
-    if "max_body" in var or req.name != "tpd":
-        try:
-            env["MAX_BODY"] = str(variants.parse_size(var.get("max_body", DEFAULT_MAX_BODY)))
-        except ValueError as e:
-            raise ServerSkipped(f"{req.label}: invalid max_body: {e}") from None
+    try:
+        env["MAX_BODY"] = str(variants.parse_size(var.get("max_body", DEFAULT_MAX_BODY)))
+    except ValueError as e:
+        raise ServerSkipped(f"{req.label}: invalid max_body: {e}") from None
     if "workers" in var:
         env["WORKERS"] = str(int(var["workers"]))
     return env

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Container entrypoint for tpd (see docs/containers.md): FTP on FTP_PORT, HTTP on
 # HTTP_PORT (default 8080), one user with a writable /srv/ftp (HTTP uploads in
-# /srv/ftp/uploads; MAX_BODY: largest upload body, bytes).
+# /srv/ftp/uploads; MAX_BODY: largest upload body, bytes, default 1 GiB).
 set -eu
 : "${FTP_PASSWORD:?set FTP_PASSWORD}"
 FTP_USER=${FTP_USER:-xferlab}; HOST=${FTP_HOST:-0.0.0.0}
@@ -12,10 +12,10 @@ printf '%s:{plain}%s:/srv/ftp:rw\n' "$FTP_USER" "$FTP_PASSWORD" > /etc/xferlab/u
 HTTP_FLAG=--http-listen; [ "${TLS_MODE:-}" = https ] && HTTP_FLAG=--https-listen
 set -- --ftp-listen "$HOST:${FTP_PORT:-21}" "$HTTP_FLAG" "$HOST:${HTTP_PORT:-8080}" \
        --users /etc/xferlab/users --pasv-ports "${PASV_MIN:-30000}-${PASV_MAX:-31999}" \
-       --max-conns "${MAX_CLIENTS:-2000}" --idle-timeout "${IDLE_TIMEOUT:-300}" --log-level warn
+       --max-conns "${MAX_CLIENTS:-2000}" --idle-timeout "${IDLE_TIMEOUT:-300}" --log-level warn \
+       --max-body "${MAX_BODY:-1073741824}"
 [ -n "${PASV_ADDRESS:-}" ] && set -- "$@" --masquerade "$PASV_ADDRESS"
 [ "${USE_SENDFILE:-1}" = 0 ] && set -- "$@" --no-sendfile
-[ -n "${MAX_BODY:-}" ] && set -- "$@" --max-body "$MAX_BODY"
 # FTPS and HTTPS (TLS_MODE explicit|implicit|https; TLS_CERT/TLS_KEY mounted read-only): AUTH TLS
 # on the FTP listener, for implicit FTPS a second listener on FTPS_PORT (default 990)
 if [ -n "${TLS_MODE:-}" ]; then

@@ -29,7 +29,8 @@ static void usage(FILE *f)
 "  --idle-timeout SECONDS    close idle connections after this (300)\n"
 "  --log-level LEVEL         error|warn|info|debug (info)\n"
 "  --no-sendfile             use read/write instead of sendfile()\n"
-"  --max-body BYTES          largest HTTP PUT/POST body (413 above it; 0 = no limit)\n"
+"  --max-body BYTES          largest HTTP PUT/POST body, 413 above it (default\n"
+"                            1073741824 = 1 GiB; 1 to 2^62; no 'no limit' value)\n"
 "  --tls-cert FILE           PEM certificate (chain): enables AUTH TLS (RFC 4217)\n"
 "  --tls-key FILE            PEM private key of --tls-cert (both or neither)\n"
 "  --ftps-listen ADDR:PORT   implicit FTPS listener (TLS from the first byte)\n"
@@ -117,7 +118,9 @@ static int apply_option(const char *key, const char *val)
         char *end;
         errno = 0;
         long long v = strtoll(val, &end, 10);
-        if (errno || end == val || *end || v < 0) return -1;
+        /* always a bound: 0 is refused (there is no unlimited value) */
+        if (errno || end == val || *end || v < 1 || v > TPD_MAX_BODY_MAX)
+            return -1;
         g_cfg.max_body = v;
     } else if (!strcmp(key, "tls-cert") || !strcmp(key, "tls-key")) {
         char *dst = key[4] == 'c' ? g_cfg.tls_cert : g_cfg.tls_key;
@@ -286,5 +289,6 @@ int config_load(int argc, char **argv)
     g_cfg.max_conns = 10000;
     g_cfg.idle_timeout = 300;
     g_cfg.use_sendfile = true;
+    g_cfg.max_body = TPD_DEFAULT_MAX_BODY;
     return parse_args(argc, argv);
 }

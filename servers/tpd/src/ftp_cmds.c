@@ -111,10 +111,31 @@ static void cmd_feat(struct ftp_sess *s, const char *arg)
 }
 
 /*
+ * Forget everything the plaintext part of the session set up, at a
+ * successful AUTH (RFC 4217 section 4, RFC 2228: the security exchange
+ * resets the login state, USER must follow it): the name of a USER sent
+ * in clear, a REST offset, an RNFR source, a data connection and EPSV ALL.
+ * Login itself cannot be in force (AUTH after login is 503); PBSZ and PROT
+ * are reset by ftp_sec_cmd.  The failed-login count is kept.
+ */
+static void reset_plaintext_state(struct ftp_sess *s)
+{
+    free(s->pending_user);
+    s->pending_user = NULL;
+    free(s->rnfr);
+    s->rnfr = NULL;
+    s->rest = 0;
+    s->epsv_all = false;
+    ftp_data_reset(s);
+}
+
+/*
  * AUTH, PBSZ and PROT (RFC 4217; the rules are in ftp_sec_cmd, parse.c).
  * After a 234 the rest of the plaintext input is discarded - a command
  * the client (or someone in the path) sent before TLS must not run as if
- * it came over TLS - and TLS starts once the reply is out (ctl_update).
+ * it came over TLS - the plaintext session state is forgotten (a USER
+ * sent in clear does not carry over: PASS needs a USER over TLS), and TLS
+ * starts once the reply is out (ctl_update).
  * PROT drops a data connection (or passive listener) set up before it, so
  * none runs at a protection level other than the one in force.
  */
@@ -127,6 +148,7 @@ static void do_sec(struct ftp_sess *s, int id, const char *arg)
         ftp_data_reset(s);     /* a data connection set up before: redo */
     ftp_reply(s, code, "%s", text);
     if (!was && s->sec.tls) {
+        reset_plaintext_state(s);
         s->auth_pending = true;
         s->inlen = 0;
         s->discarding = false;

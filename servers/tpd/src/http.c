@@ -347,9 +347,12 @@ static int body_feed(struct http_conn *c, char *data, size_t len, size_t *used)
         int r = chunk_decode(&c->dec, data, len, &consumed, &produced);
         if (r < 0)
             return -1;
-        if (g_cfg.max_body > 0 &&
-            c->sent + produced > (uint64_t)g_cfg.max_body)
-            return -2;                 /* chunked body over --max-body */
+        /* over --max-body: the bytes decoded so far plus what the current
+         * chunk still announces (d.remaining: the rest of a chunk being
+         * read, or the size of one whose size line is being read) - a
+         * chunk announced past the bound is 413 before its data comes */
+        if (c->sent + produced + c->dec.remaining > (uint64_t)g_cfg.max_body)
+            return -2;
         body_write(c, data, produced);
         *used = consumed;
         return r;
@@ -446,7 +449,7 @@ static void start_upload(struct http_conn *c, const char *vp, const char *raw,
         error_reply(c, 411, true, false);
         return;
     }
-    if (g_cfg.max_body > 0 && req->content_length > g_cfg.max_body) {
+    if (req->content_length > g_cfg.max_body) {
         error_reply(c, 413, true, false);   /* body not read: close after */
         return;
     }

@@ -94,7 +94,7 @@ struct config {
     bool have_masq;
     struct in_addr masq_addr;
     bool use_sendfile;
-    long long max_body;        /* largest HTTP upload body, bytes; 0 = no limit */
+    long long max_body;        /* largest HTTP upload body, bytes (>= 1)  */
     char tls_cert[1024];       /* PEM certificate (chain); "" = no TLS     */
     char tls_key[1024];        /* PEM private key                          */
     char ftps_listen[128];     /* implicit FTPS listener, "" = none        */
@@ -102,6 +102,10 @@ struct config {
     bool tls_info;             /* --tls-info: print JSON and exit          */
 };
 extern struct config g_cfg;
+/* --max-body: default 1 GiB (the lab's default for every HTTP server),
+ * accepted range 1 .. 2^62 (no "no limit" value) */
+#define TPD_DEFAULT_MAX_BODY (1LL << 30)
+#define TPD_MAX_BODY_MAX (1LL << 62)
 int config_load(int argc, char **argv);
 int config_parse_int(const char *v, long lo, long hi, int *out);
 FILE *config_fopen(const char *what, const char *path);

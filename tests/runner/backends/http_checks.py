@@ -6,7 +6,9 @@ import ftplib
 import http.client
 import io
 import os
+import re
 import socket
+import time
 
 from runner.backends.catalogue import HTTP_UPLOAD_METHODS
 
@@ -108,5 +110,50 @@ def raw_two_requests(host: str, port: int) -> bytes:
             if out.count(b"HTTP/1.1 200") >= 2 and len(out) > 600_000:
                 break
         return out
+    finally:
+        s.close()
+
+
+def max_body_of(argv: list[str], config_text: str = "") -> int | None:
+    """The upload bound a server is started with: the value after ``--max-body`` /
+    ``-max-body`` in ``argv``, else nginx's ``client_max_body_size N;`` in
+    ``config_text``; None when neither is there."""
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag.lstrip("-") == "max-body":
+            return int(value)
+    m = re.search(r"client_max_body_size\s+(\d+);", config_text)
+    return int(m.group(1)) if m else None
+
+
+def read_until_close(s: socket.socket, limit: float = 10) -> bytes:
+    """Everything the server sends on ``s`` until it closes (a reset ends it too), at
+    most ``limit`` s and 1 MiB. Raises TimeoutError when it neither closes nor resets
+    within ``limit`` s (e.g. a server still waiting for a body)."""
+    got = b""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and len(got) < 1 << 20:
+        s.settimeout(max(0.1, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            break
+        except TimeoutError:
+            raise TimeoutError(f"no close within {limit} s; got {got[:200]!r}") from None
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def declared_body_answer(host: str, port: int, method: str, path: str, length: int,
+                         expect_continue: bool = True) -> bytes:
+    """Send only the head of ``method path`` with ``Content-Length: length`` (and
+    ``Expect: 100-continue`` when asked), no body; what the server answers before it
+    closes (read_until_close; TimeoutError when it waits for the body instead)."""
+    s = socket.create_connection((host, port), timeout=10)
+    try:
+        s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n".encode()
+                  + (b"Expect: 100-continue\r\n" if expect_continue else b"") + b"\r\n")
+        return read_until_close(s)
     finally:
         s.close()

@@ -1,17 +1,21 @@
 """The HTTP servers in the catalogue, the variant keys and the container spec (no engine,
 no server): protocols, workers/keepalive/max_body validation, the HTTP part of the
-container interface, stored-file listing."""
+container interface (every HTTP container gets the upload bound, through its entrypoint),
+stored-file listing."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from runner.backends.base import ServerRequest, Target, check_subdir, list_stored_files
-from runner.backends.catalogue import FTP_SERVERS, HTTP_SERVERS, SERVER_PROTOCOLS, speaks
+from runner.backends.catalogue import DEFAULT_MAX_BODY, FTP_SERVERS, HTTP_SERVERS, SERVER_PROTOCOLS, speaks
+from runner.backends.paths import SERVERS_DIR
 from runner.backends.variants import check_variant, options_for, parse_size
 from runner.spec import SERVER_NAMES
+from tests.runner.backends.http_checks import max_body_of
 
 
 def test_protocols_and_names():
@@ -59,7 +63,45 @@ def test_container_spec_of_an_http_server():
     assert h.kwargs["environment"]["MAX_BODY"] == str(1 << 30)
     t = container_spec(ServerRequest("tpd"), ContainerSettings(network="bridge"), image_id="sha256:x",
                        image_tag="t", built=False, name="n", password="pw", pick_port=pick)
-    assert t.port == 21 and t.http_port == 8080 and "MAX_BODY" not in t.kwargs["environment"]  # tpd: no limit
+    assert t.port == 21 and t.http_port == 8080 and t.kwargs["environment"]["MAX_BODY"] == str(1 << 30)
+
+
+def _entrypoint_command(name: str, env: dict[str, str], tmp: Path) -> tuple[list[str], str]:
+    """Run ``servers/<name>/container/entrypoint.sh`` under /bin/sh with ``env``, its
+    container paths moved under ``tmp`` and its final ``exec`` replaced by printing the
+    command: (the argv it would exec, the nginx config it rendered or "")."""
+    text = (SERVERS_DIR / name / "container" / "entrypoint.sh").read_text()
+    for path in ("/srv/ftp", "/etc/xferlab", "/run/xferlab"):
+        text = text.replace(path, str(tmp / path.strip("/").replace("/", "_")))
+    text = text.replace("/opt/xferlab/nginx.conf.tmpl", str(SERVERS_DIR / "nginx" / "nginx.conf.tmpl"))
+    lines = text.rstrip("\n").splitlines()
+    assert lines[-1].startswith("exec "), lines[-1]
+    lines[-1] = "printf '%s\\n' " + lines[-1][len("exec "):]
+    r = subprocess.run(["/bin/sh", "-c", "\n".join(lines), "entrypoint"], env={"PATH": os.environ["PATH"], **env},
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    conf = tmp / "run_xferlab" / "nginx.conf"
+    return r.stdout.splitlines(), conf.read_text() if conf.exists() else ""
+
+
+@pytest.mark.parametrize("variant, bound", [({}, DEFAULT_MAX_BODY), ({"max_body": "64m"}, 64 << 20)])
+@pytest.mark.parametrize("name", sorted(HTTP_SERVERS))
+def test_every_http_container_gets_the_upload_bound(tmp_path: Path, name: str, variant: dict, bound: int):
+    """Under the docker backend every HTTP server, tpd included, gets the variant's
+    ``max_body`` (default 1 GiB) as ``MAX_BODY``, and its entrypoint passes it on (run
+    here with the container's paths moved under tmp_path); without ``MAX_BODY`` each
+    entrypoint falls back to the same 1 GiB."""
+    from runner.backends.docker.spec import ContainerSettings, container_spec
+
+    s = container_spec(ServerRequest(name, variant=variant), ContainerSettings(network="bridge"),
+                       image_id="sha256:x", image_tag="t", built=False, name="n", password="pw",
+                       pick_port=lambda: 40001)
+    env = s.kwargs["environment"]
+    assert env["MAX_BODY"] == str(bound)
+    argv, conf = _entrypoint_command(name, env, tmp_path / "given")
+    assert max_body_of(argv, conf) == bound, argv
+    argv, conf = _entrypoint_command(name, {k: v for k, v in env.items() if k != "MAX_BODY"}, tmp_path / "unset")
+    assert max_body_of(argv, conf) == DEFAULT_MAX_BODY, argv
 
 
 def test_list_stored_files(tmp_path: Path):

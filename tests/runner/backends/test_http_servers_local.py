@@ -1,7 +1,7 @@
 """The HTTP servers under test (issue 14) under the local backend on 127.0.0.1: PUT and
 POST uploads stored under <home>/uploads, GET of a placed file, 400 for bad names, 413
-over max_body, keep-alive, stored_files, the storage axis, workers; a server whose
-binary is missing is skipped with its reason."""
+over max_body (every server launched with it, default 1 GiB), keep-alive, stored_files,
+the storage axis, workers; a server whose binary is missing is skipped with its reason."""
 from __future__ import annotations
 
 import http.client
@@ -10,9 +10,17 @@ import psutil
 import pytest
 
 from runner.backends.base import ServerRequest, ServerSkipped
-from runner.backends.catalogue import HTTP_SERVERS, UNAVAILABLE_SERVERS, upload_skip_reason
+from runner.backends.catalogue import DEFAULT_MAX_BODY, HTTP_SERVERS, UNAVAILABLE_SERVERS, upload_skip_reason
 from runner.backends.local import LocalBackend, available_servers
-from tests.runner.backends.http_checks import check_413, check_interface, raw_two_requests
+from runner.backends.local.recipes import RECIPES
+from runner.backends.local.rundir import RunDir
+from tests.runner.backends.http_checks import (
+    check_413,
+    check_interface,
+    declared_body_answer,
+    max_body_of,
+    raw_two_requests,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -52,6 +60,38 @@ def test_http_413_over_max_body(backend, name):
     h = _start(backend, ServerRequest(name, variant={"max_body": 4096}))
     try:
         check_413(h, _connect(h), 4096)
+    finally:
+        h.stop()
+
+
+@pytest.mark.parametrize("variant, bound", [({}, DEFAULT_MAX_BODY), ({"max_body": "64m"}, 64 << 20)])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_http_server_is_launched_with_the_upload_bound(backend, tmp_path, name, variant, bound):
+    """The local recipe of every HTTP server, tpd included, starts it with the variant's
+    ``max_body`` (default 1 GiB): the bound is in its argv (nginx: its config)."""
+    req = ServerRequest(name, variant=variant)
+    try:
+        backend.check(req)
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    recipe = {r.name: r for r in RECIPES}[name](backend)
+    run = RunDir(tmp_path, tmp_path / "home", tmp_path / "logs")
+    run.home.mkdir()
+    run.logs.mkdir()
+    launch = recipe.launch(req, run, 40001)  # builds the command line, starts nothing
+    assert max_body_of(launch.argv, launch.config_text) == bound, launch.argv
+
+
+@pytest.mark.parametrize("method, path", [("PUT", "/uploads/huge.bin"), ("POST", "/uploads/")])
+def test_tpd_as_the_lab_starts_it_refuses_a_terabyte(backend, method, path):
+    """tpd started by the local backend with the default variant answers a declared
+    1 TiB body with 413 at once and never invites it with 100 Continue."""
+    h = _start(backend, ServerRequest("tpd"))
+    try:
+        for expect in (True, False):
+            got = declared_body_answer(h.target.host, h.target.http_port, method, path, 1 << 40, expect)
+            assert got.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in got, got[:200]
+        assert h.stored_files("uploads") == []
     finally:
         h.stop()
 

@@ -55,7 +55,7 @@ class TpdRecipe(Recipe):
     (rebuilt when the sources' hash changes). Serves FTP and HTTP (Target.http_port).
     Variant keys: ``use_sendfile`` (default True), ``pasv_ports`` (default a 2000-port
     window derived from the FTP port), ``idle_timeout`` (s, default 300), ``max_body``
-    (HTTP uploads, ``--max-body``; default: no limit), ``tls`` (``--tls-cert``/``--tls-key``;
+    (HTTP uploads, ``--max-body``; default 1 GiB, as every HTTP server), ``tls`` (``--tls-cert``/``--tls-key``;
     implicit: an ``--ftps-listen`` listener, which the target then is; skipped with "tpd
     built without TLS" when ``tpd --tls-info`` fails). Creates ``<home>/uploads``."""
 
@@ -125,8 +125,7 @@ class TpdRecipe(Recipe):
                 "--idle-timeout", str(idle), "--log-level", "warn"]
         if not req.variant.get("use_sendfile", True):
             opts.append("--no-sendfile")
-        if "max_body" in req.variant:
-            opts += ["--max-body", str(http_options(req)[0])]
+        opts += ["--max-body", str(http_options(req)[0])]  # the variant's, default 1 GiB
         (run.home / UPLOADS_DIR).mkdir(exist_ok=True)  # the HTTP upload folder (runner.backends.catalogue)
         host = self.host
         argv = [str(binary), "--ftp-listen", f"{host}:{port}", "--http-listen", f"{host}:{http_port}",
