@@ -43,6 +43,7 @@ from runner.drivers import DEFAULT_DRIVER, driver_names, driver_refuses, get_dri
 from runner.pairing import no_valid_pair
 from runner.spec_axes import check_link_list, expand_axes
 from runner.spec_placement import HostsSpec, Pinning
+from runner.spec_secrets import REDACTED, SECRET_FIELD, redacted  # noqa: F401  (re-exported)
 from runner.spec_workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS: the dashboard imports it from here)
 from runner.spec_yaml import control_characters, load_yaml
 from runner.workloads import WorkloadParams, params_key
@@ -80,7 +81,7 @@ class ExternalTarget(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(21, ge=1, le=65535)
     user: str
-    password: str
+    password: str = Field(json_schema_extra=SECRET_FIELD)  # runner.spec_secrets: hidden on every read path
     pid: int | None = Field(None, ge=1, description="server PID whose process tree memory is followed")
 
 
