@@ -134,8 +134,8 @@ def secret_values(spec: Mapping[str, Any] | None, model: type[BaseModel] | None 
 
 
 def scrub(text: str | None, secrets: Iterable[str] = ()) -> str | None:
-    """``text`` with each of ``secrets`` (at least :data:`MIN_SCRUB_LEN` characters; also
-    percent-encoded, as in a URL) and the password of every ``scheme://user:password@``
+    """``text`` with each of ``secrets`` (at least :data:`MIN_SCRUB_LEN` characters; in any
+    letter case, as a server may echo it folded; also percent-encoded, as in a URL) and the password of every ``scheme://user:password@``
     URL replaced by :data:`REDACTED`. None stays None."""
     if not text:
         return text
@@ -144,7 +144,7 @@ def scrub(text: str | None, secrets: Iterable[str] = ()) -> str | None:
         if len(s) < MIN_SCRUB_LEN:
             continue
         for form in dict.fromkeys((s, quote(s, safe=""))):
-            text = text.replace(form, REDACTED)
+            text = re.sub(re.escape(form), REDACTED, text, flags=re.IGNORECASE)
     return text
 
 
