@@ -24,8 +24,8 @@ from runner.cell import CellOutcome, CellRunner, Reporter, warmup_params
 from runner.drivers import driver_record
 from runner.local_cell import run_local_cell
 from runner.server_reuse import ServerPool
-from runner.spec import CampaignSpec
-from runner.spec_secrets import LOG_FILTER, scrub, scrub_data, secret_values
+from runner.spec import CampaignSpec, secret_values
+from runner.spec_secrets import LOG_FILTER, scrub, scrub_data
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 from runner.store.retry import store_retry

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from runner.fairness import cv_from_jain
 from runner.report.data import CampaignData, Series, WorkloadFacts
-from runner.spec_secrets import scrub, scrub_data, secret_values
+from runner.spec import secret_values
+from runner.spec_secrets import scrub, scrub_data
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
 from runner.workloads import WORKLOADS, WorkloadParams
 

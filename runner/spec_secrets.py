@@ -12,7 +12,7 @@ True}`` (:data:`SECRET_KEY`; the JSON schema then shows ``"secret": true`` and
 The stored spec (``campaigns.spec``, ``cells.server_spec``) keeps the real values: the
 worker parses it to run the cells. Everything that shows a spec or text derived from a
 campaign's cells (the dashboard's pages and API, the exports, ``xferlab show``, the
-worker's log) goes through :func:`redacted` (a spec: each secret value becomes
+worker's log) goes through :func:`runner.spec.redacted` (a spec: each secret value becomes
 :data:`REDACTED`) or :func:`scrub` / :func:`scrub_data` (text: each of the campaign's
 secret values, and the password of any ``scheme://user:password@host`` URL, becomes
 :data:`REDACTED`), for every reader, token holders included.
@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel
+from pydantic.json_schema import JsonDict
 
 #: What a secret value is replaced with, wherever it is shown.
 REDACTED = "********"
@@ -39,7 +40,7 @@ MIN_SCRUB_LEN = 4
 #: The password of a URL's user info (``ftp://user:PASSWORD@host``), whatever the password.
 URL_PASSWORD_RE = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s/@]+@")
 
-SECRET_FIELD = {SECRET_KEY: True, "writeOnly": True}
+SECRET_FIELD: JsonDict = {SECRET_KEY: True, "writeOnly": True}
 """``json_schema_extra`` of a secret field: ``Field(json_schema_extra=SECRET_FIELD)``."""
 
 
@@ -58,15 +59,11 @@ def _models_in(annotation: Any) -> list[tuple[bool, type[BaseModel]]]:
 
 
 @cache
-def secret_paths(model: type[BaseModel] | None = None) -> tuple[tuple[str, ...], ...]:
-    """The paths of the secret fields of ``model`` (default :class:`runner.spec.CampaignSpec`),
+def secret_paths(model: type[BaseModel]) -> tuple[tuple[str, ...], ...]:
+    """The paths of the secret fields of ``model`` (e.g. :class:`runner.spec.CampaignSpec`),
     as stored (``model_dump(mode="json")``): tuples of keys, ``"*"`` standing for every item
     of a list (or value of a mapping), e.g. ``(("servers", "*", "external", "password"),
     ("hosts", "inventory"))``."""
-    if model is None:
-        from runner.spec import CampaignSpec
-
-        model = CampaignSpec
     out: list[tuple[str, ...]] = []
     seen: set[type[BaseModel]] = set()
 
@@ -104,10 +101,9 @@ def _visit(data: Any, path: tuple[str, ...], found: list[tuple[Any, Any]]) -> No
             found.append((data, k))
 
 
-def redacted(spec: Mapping[str, Any] | None, model: type[BaseModel] | None = None) -> dict[str, Any]:
-    """A copy of the stored spec dict ``spec`` (of ``model``, default
-    :class:`runner.spec.CampaignSpec`; :class:`runner.spec.ServerSpec` for a cell's
-    ``server_spec``) in which every secret field (:func:`secret_paths`) that is present and
+def redact_model_data(spec: Mapping[str, Any] | None, model: type[BaseModel]) -> dict[str, Any]:
+    """A copy of the stored dict ``spec`` of ``model`` (:func:`runner.spec.redacted` gives the
+    campaign spec's default) in which every secret field (:func:`secret_paths`) that is present and
     not None holds :data:`REDACTED`. Anything else is unchanged; ``None`` gives ``{}``.
     The input is not modified; the result is not a valid spec to run (its secrets are gone)."""
     import copy
@@ -122,8 +118,8 @@ def redacted(spec: Mapping[str, Any] | None, model: type[BaseModel] | None = Non
     return out
 
 
-def secret_values(spec: Mapping[str, Any] | None, model: type[BaseModel] | None = None) -> frozenset[str]:
-    """The secret strings of the stored spec dict ``spec`` (of ``model``, as :func:`redacted`):
+def model_secret_values(spec: Mapping[str, Any] | None, model: type[BaseModel]) -> frozenset[str]:
+    """The secret strings of the stored dict ``spec`` of ``model`` (as :func:`redact_model_data`):
     every non-empty string at a secret path, what :func:`scrub` hides in text."""
     values: set[str] = set()
     for path in secret_paths(model):

@@ -11,7 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard.deps import INT4_MAX, CampaignId, get_session, public_error, render, require_read, require_token
-from runner.spec_secrets import redacted, scrub, secret_values
+from runner.spec import redacted, secret_values
+from runner.spec_secrets import scrub
 from runner.store.models import Campaign, Cell, Sample
 from runner.workloads import WORKLOADS
 

@@ -19,7 +19,7 @@ from runner.reporting import FORMATS
 from runner.spec import REDACTED, CampaignSpec, ServerSpec, parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
-from tests.dashboard.conftest import SMALL, TOKEN
+from tests.dashboard.conftest import SMALL
 
 PASSWORD = "S3cret-Password-1"
 #: Only inside the inventory file (an Ansible become password).
@@ -49,7 +49,8 @@ def inventory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     get_settings.cache_clear()
     p = d / INVENTORY_NAME
     p.write_text("servers:\n  hosts:\n    s1: {ansible_host: 127.0.0.1, ansible_password: " + BECOME
-                 + ", ansible_become_password: " + BECOME + "}\nclients:\n  hosts:\n    c1: {ansible_host: 127.0.0.1}\n")
+                 + ", ansible_become_password: " + BECOME + "}\n"
+                 "clients:\n  hosts:\n    c1: {ansible_host: 127.0.0.1}\n")
     yield p
     get_settings.cache_clear()
 

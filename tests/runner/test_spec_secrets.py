@@ -6,17 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from runner.spec import CampaignSpec, ServerSpec
-from runner.spec_secrets import (
-    REDACTED,
-    SECRET_FIELD,
-    ScrubFilter,
-    redacted,
-    scrub,
-    scrub_data,
-    secret_paths,
-    secret_values,
-)
+from runner.spec import REDACTED, CampaignSpec, ServerSpec, redacted, secret_values
+from runner.spec_secrets import SECRET_FIELD, ScrubFilter, redact_model_data, scrub, scrub_data, secret_paths
 from tests.runner.test_inventory import needs_ansible
 
 PASSWORD = "S3cret-Password-1"
@@ -27,8 +18,7 @@ SPEC = {"name": "x", "servers": [{"name": "external", "external": {"host": "h", 
 
 
 def test_secret_paths_follow_the_marker():
-    assert secret_paths() == (("servers", "*", "external", "password"), ("hosts", "inventory"))
-    assert secret_paths(CampaignSpec) == secret_paths()
+    assert secret_paths(CampaignSpec) == (("servers", "*", "external", "password"), ("hosts", "inventory"))
     assert secret_paths(ServerSpec) == (("external", "password"),)
     schema = ServerSpec.model_json_schema()["$defs"]["ExternalTarget"]["properties"]["password"]
     assert schema["secret"] is True and schema["writeOnly"] is True
@@ -42,7 +32,7 @@ def test_secret_paths_follow_the_marker():
         many: dict[str, Inner] = {}
 
     assert secret_paths(Outer) == (("one", "key"), ("many", "*", "key"))
-    assert redacted({"one": {"key": "k", "plain": "p"}, "many": {"a": {"key": "z"}}}, Outer) == {
+    assert redact_model_data({"one": {"key": "k", "plain": "p"}, "many": {"a": {"key": "z"}}}, Outer) == {
         "one": {"key": REDACTED, "plain": "p"}, "many": {"a": {"key": REDACTED}}}
 
 
