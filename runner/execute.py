@@ -24,7 +24,8 @@ from runner.cell import CellOutcome, CellRunner, Reporter, warmup_params
 from runner.drivers import driver_record
 from runner.local_cell import run_local_cell
 from runner.server_reuse import ServerPool
-from runner.spec import CampaignSpec
+from runner.spec import CampaignSpec, secret_values
+from runner.spec_secrets import LOG_FILTER, scrub, scrub_data
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 from runner.store.retry import store_retry
@@ -48,6 +49,39 @@ class LogReporter:
 
     def message(self, text: str) -> None:
         log.info("%s", text)
+
+
+class ScrubbingReporter:
+    """Reporter (runner.cell.Reporter) that passes every line on to ``inner`` scrubbed of
+    ``secrets`` and of URL passwords (runner.spec_secrets.scrub): a campaign's progress
+    lines never show its secrets, whatever the display."""
+
+    def __init__(self, inner: Reporter, secrets: frozenset[str]):
+        self.inner = inner
+        self.secrets = secrets
+
+    def cell_started(self, cell: Cell, index: int, total: int) -> None:
+        """As ``inner`` (the cell's label and workload hold no secret)."""
+        self.inner.cell_started(cell, index, total)
+
+    def cell_finished(self, cell: Cell, status: str, summary: str) -> None:
+        """``inner.cell_finished`` with the summary scrubbed."""
+        self.inner.cell_finished(cell, status, scrub(summary, self.secrets) or "")
+
+    def message(self, text: str) -> None:
+        """``inner.message`` of the scrubbed text."""
+        self.inner.message(scrub(text, self.secrets) or "")
+
+
+def scrubbed_outcome(outcome: CellOutcome, secrets: frozenset[str]) -> CellOutcome:
+    """``outcome`` with its error, summary, build info and environment snapshot scrubbed of
+    ``secrets`` and of URL passwords (runner.spec_secrets.scrub_data), as stored and shown;
+    samples and the measured result are unchanged (numbers)."""
+    from dataclasses import replace
+
+    return replace(outcome, error=scrub(outcome.error, secrets), summary=scrub(outcome.summary, secrets) or "",
+                   build_info=scrub_data(outcome.build_info, secrets),
+                   environment=scrub_data(outcome.environment, secrets))
 
 
 class Heartbeat:
@@ -185,6 +219,7 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
     skipped_servers: dict[tuple[int, str], str] = {}
     env_cache: dict[tuple[int, str, str], Any] = {}
     specs: dict[int, tuple[CampaignSpec, Backend]] = {}
+    secrets: dict[int, frozenset[str]] = {}  # campaign id -> its spec's secrets (runner.spec_secrets)
     orig_affinity = os.sched_getaffinity(0)
     pool = ServerPool("none")
     try:
@@ -203,8 +238,11 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                                    "reading the campaign", reporter)
                 assert camp is not None
                 if camp.id not in specs:
-                    specs[camp.id] = _campaign_backend(camp, reporter)
+                    secrets[camp.id] = secret_values(camp.spec)
+                    LOG_FILTER.add(secrets[camp.id])  # the worker's log handlers (runner.worker)
+                    specs[camp.id] = _campaign_backend(camp, ScrubbingReporter(reporter, secrets[camp.id]))
                 spec, backend = specs[camp.id]
+                cell_reporter = ScrubbingReporter(reporter, secrets[camp.id])
                 if pool.policy != spec.server_reuse:
                     pool.close()
                     pool = ServerPool(spec.server_reuse)
@@ -212,25 +250,26 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                     os.sched_setaffinity(0, spec.pinning.client)
                 # the cell's place in the order they run (under server reuse that is not seq)
                 index = store_retry(session, partial(_claimed_count, session, camp.id), "counting cells", reporter)
-                reporter.cell_started(cell, index, camp.cells_total)
+                cell_reporter.cell_started(cell, index, camp.cells_total)
                 key = (camp.id, cell.server_label)
                 if key in skipped_servers:
                     outcome = CellOutcome("skipped", skipped_servers[key], summary=skipped_servers[key])
                 elif spec.hosts is None:
-                    outcome = run_local_cell(cell, spec, backend, reporter=reporter, pool=pool)
+                    outcome = run_local_cell(cell, spec, backend, reporter=cell_reporter, pool=pool)
                 else:
-                    outcome = cell_runner(spec)(cell, spec, backend, reporter=reporter)
-                    if outcome.status == "skipped":
-                        skipped_servers[key] = outcome.error or "skipped"
+                    outcome = cell_runner(spec)(cell, spec, backend, reporter=cell_reporter)
+                outcome = scrubbed_outcome(outcome, secrets[camp.id])  # before it is stored or shown
+                if spec.hosts is not None and outcome.status == "skipped":
+                    skipped_servers[key] = outcome.error or "skipped"
                 t_store = time.perf_counter()
                 more = store_retry(session, partial(_store, session, cell, outcome, spec, backend, env_cache),
-                                   f"storing cell {cell.id}", reporter)
+                                   f"storing cell {cell.id}", cell_reporter)
                 if outcome.status != "skipped":  # where the cell's time went: the write too
                     store_retry(session, partial(_store_time, session, cell.id, time.perf_counter() - t_store),
-                                f"storing cell {cell.id}", reporter)
-                reporter.cell_finished(cell, outcome.status, outcome.summary)
+                                f"storing cell {cell.id}", cell_reporter)
+                cell_reporter.cell_finished(cell, outcome.status, outcome.summary)
                 if more:
-                    reporter.message(more)
+                    cell_reporter.message(more)
                 ran += 1
     finally:
         pool.close()

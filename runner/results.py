@@ -14,6 +14,8 @@ from sqlalchemy.orm import Session
 
 from runner.fairness import cv_from_jain
 from runner.report.data import CampaignData, Series, WorkloadFacts
+from runner.spec import secret_values
+from runner.spec_secrets import scrub, scrub_data
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
 from runner.workloads import WORKLOADS, WorkloadParams
 
@@ -68,10 +70,13 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     its workloads (row titles, row metric, order: ``CampaignData.workloads``), so the
     report layer needs nothing but this. A cell stored with a ``fairness``/``jain``
     sample but no ``cv`` (before the CV was stored) gets its CV derived from the index,
-    ``sqrt(1/J - 1)`` (runner.fairness.cv_from_jain). Raises LookupError for an unknown id."""
+    ``sqrt(1/J - 1)`` (runner.fairness.cv_from_jain). The failure reasons, the environment
+    and the setups are scrubbed of the spec's secrets and of URL passwords
+    (runner.spec_secrets.scrub_data), for every reader. Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
     if camp is None:
         raise LookupError(f"no campaign {campaign_id}")
+    secrets = secret_values(camp.spec)
     cells = session.scalars(select(Cell).where(Cell.campaign_id == campaign_id).order_by(Cell.seq)).all()
     servers: list[str] = []
     for c in cells:
@@ -120,7 +125,7 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
             series.append(Series(server, workload, title, metric, "bytes", False, tuple(vals), pkey, checkpoint=stat))
     series.sort(key=lambda s: (order.get(s.workload, 99), natural_key(s.params_key), servers.index(s.server), s.metric,
                                s.checkpoint or ""))
-    failures = [(c.server_label, c.workload, c.repeat, c.error or c.status) for c in cells
+    failures = [(c.server_label, c.workload, c.repeat, scrub(c.error, secrets) or c.status) for c in cells
                 if c.status in ("failed", "skipped")]
     env = {}
     env_id = next((c.environment_id for c in cells if c.environment_id), None)
@@ -138,8 +143,9 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         if len(drivers) > 1:
             env["drivers"] = drivers
     workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
-    return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series, environment=env,
-                        failures=failures, workloads=workloads, setups=_setups(session, cells))
+    return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series,
+                        environment=scrub_data(env, secrets), failures=failures, workloads=workloads,
+                        setups=scrub_data(_setups(session, cells), secrets))
 
 
 #: Build-info keys shown as a server's setup (runner.report.context.setup_table).

@@ -44,6 +44,7 @@ from runner.pairing import no_valid_pair
 from runner.spec_axes import check_link_list, expand_axes
 from runner.spec_external import ExternalTarget
 from runner.spec_placement import HostsSpec, Pinning
+from runner.spec_secrets import REDACTED, SECRET_FIELD, model_secret_values, redact_model_data  # noqa: F401  (REDACTED)
 from runner.spec_workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS: the dashboard imports it from here)
 from runner.spec_yaml import control_characters, load_yaml
 from runner.workloads import WorkloadParams, params_key
@@ -419,3 +420,17 @@ def read_spec_data(path: str | Path) -> Any:
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise SpecError([("", f"not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}")], str(p)) from None
     return data
+
+
+def redacted(data: Any, model: type[BaseModel] | None = None) -> dict[str, Any]:
+    """A copy of the stored spec dict ``data`` (``model``: default :class:`CampaignSpec`;
+    :class:`ServerSpec` for a cell's ``server_spec``) with each field marked secret
+    (``json_schema_extra`` ``{"secret": True}``: :data:`runner.spec_secrets.SECRET_FIELD`)
+    replaced by :data:`REDACTED` (``"********"``) when set; ``None`` gives ``{}``. For display only."""
+    return redact_model_data(data, model or CampaignSpec)
+
+
+def secret_values(data: Any, model: type[BaseModel] | None = None) -> frozenset[str]:
+    """The non-empty strings at the secret fields of the stored spec dict ``data`` (as
+    :func:`redacted`): what runner.spec_secrets.scrub hides in text."""
+    return model_secret_values(data, model or CampaignSpec)

@@ -15,6 +15,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runner.spec_secrets import SECRET_FIELD
+
 #: One DNS label (RFC 1123): letters, digits and inner hyphens, 1..63 characters.
 _LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -67,7 +69,7 @@ class ExternalTarget(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(21, ge=1, le=65535)
     user: str
-    password: str
+    password: str = Field(json_schema_extra=SECRET_FIELD)  # runner.spec_secrets: hidden on every read path
     pid: int | None = Field(None, ge=1, description="server PID whose process tree memory is followed")
 
     @field_validator("host")

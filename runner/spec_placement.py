@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from runner.spec_secrets import SECRET_FIELD
+
 
 class Pinning(BaseModel):
     """CPU pinning: server process tree and load generator on separate cores
@@ -42,7 +44,9 @@ class HostsSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     inventory: str | None = Field(None, description="Ansible inventory file (groups servers, clients) under an "
                                                     "allowed inventory directory (runner.inventory); needed, "
-                                                    "may be given as xferlab run --inventory")
+                                                    "may be given as xferlab run --inventory; secret "
+                                                    "(runner.spec_secrets: it names the hosts' credentials)",
+                                        json_schema_extra=SECRET_FIELD)
     server: str | None = Field(None, description="host of group servers to use; default the first")
     clients: list[str] | None = Field(None, min_length=1, description="hosts of group clients; default all")
     start_delay: float = Field(3.0, ge=0.5, le=120, description="s from dispatch to the common start time")

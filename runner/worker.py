@@ -54,6 +54,9 @@ def main(args: argparse.Namespace) -> int:
             seconds between polls when idle, >= 0.05). Optional ``max_polls`` (int) bounds
             the number of idle polls (tests).
 
+    Log lines (this module's and every other logger's that reach the root handlers) are
+    scrubbed of the secrets of the campaigns run (runner.spec_secrets.install_log_filter).
+
     Returns 0 on a clean exit (idle with ``--once``, or stopped by SIGTERM/SIGINT).
     Raises runner.store.db.DatabaseError when the database cannot be reached.
     """
@@ -65,6 +68,9 @@ def main(args: argparse.Namespace) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                             force=True)
     log.setLevel(logging.INFO)
+    from runner.spec_secrets import install_log_filter
+
+    install_log_filter()  # every campaign's secrets and URL passwords are scrubbed from the log
     stop = threading.Event()
     signals = 0
 

@@ -11,6 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard.deps import INT4_MAX, CampaignId, get_session, public_error, render, require_read, require_token
+from runner.spec import redacted, secret_values
+from runner.spec_secrets import scrub
 from runner.store.models import Campaign, Cell, Sample
 from runner.workloads import WORKLOADS
 
@@ -62,7 +64,9 @@ class CampaignInfo(BaseModel):
 
 class CampaignDetail(CampaignInfo):
     """CampaignInfo plus the running cells, failures with their reason, and the
-    latest finished cells with their headline figure."""
+    latest finished cells with their headline figure. ``spec`` is the stored spec with every
+    secret field (runner.spec_secrets: an external server's password, ``hosts.inventory``)
+    replaced by ``"********"``, for every reader."""
 
     running: list[CellInfo] = []
     failures: list[CellInfo] = []
@@ -82,12 +86,13 @@ def _title(cell: Cell) -> str:
         return info.title
 
 
-def _cell_info(cell: Cell, figure: str | None = None) -> CellInfo:
+def _cell_info(cell: Cell, figure: str | None = None, secrets: frozenset[str] = frozenset()) -> CellInfo:
+    """The cell as the API shows it, its error scrubbed of ``secrets`` (runner.spec_secrets.scrub)."""
     dur = None
     if cell.started_at and cell.finished_at:
         dur = (cell.finished_at - cell.started_at).total_seconds()
     return CellInfo(seq=cell.seq, server=cell.server_label, workload=cell.workload, title=_title(cell),
-                    repeat=cell.repeat, status=cell.status, error=cell.error, worker=cell.worker,
+                    repeat=cell.repeat, status=cell.status, error=scrub(cell.error, secrets), worker=cell.worker,
                     started_at=cell.started_at, finished_at=cell.finished_at, duration_s=dur, figure=figure)
 
 
@@ -112,7 +117,7 @@ def _info(camp: Campaign, counts: dict[str, int], mean_s: float | None, cls=Camp
                started_at=camp.started_at, finished_at=camp.finished_at, cells_total=camp.cells_total,
                cells_done=camp.cells_done, cells_failed=camp.cells_failed, cells_skipped=camp.cells_skipped,
                cells_queued=queued, cells_running=running, cells_cancelled=counts.get("cancelled", 0),
-               servers=servers, eta_s=eta, error=camp.error, **extra)
+               servers=servers, eta_s=eta, error=scrub(camp.error, secret_values(camp.spec)), **extra)
 
 
 def _mean_durations(session: Session, ids: list[int]) -> dict[int, float]:
@@ -134,10 +139,12 @@ def list_campaigns(session: Session, *, limit: int = 100, offset: int = 0) -> li
 
 
 def campaign_detail(session: Session, *, campaign_id: int, latest: int = 10) -> CampaignDetail:
-    """One campaign's progress. Raises LookupError for an unknown id."""
+    """One campaign's progress, its spec redacted and its cells' errors scrubbed of the
+    spec's secrets (runner.spec_secrets). Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
     if camp is None:
         raise LookupError(f"no campaign {campaign_id}")
+    secrets = secret_values(camp.spec)
     counts = _counts(session, [camp.id])[camp.id]
     mean = _mean_durations(session, [camp.id]).get(camp.id)
     running = session.scalars(select(Cell).where(Cell.campaign_id == camp.id, Cell.status == "running")
@@ -162,10 +169,10 @@ def campaign_detail(session: Session, *, campaign_id: int, latest: int = 10) -> 
                 v, u = by_cell[(c.id, m)]
                 figures[c.id] = fmt.value(v, u)
     return _info(camp, counts, mean, CampaignDetail,
-                 running=[_cell_info(c) for c in running],
-                 failures=[_cell_info(c) for c in failures],
-                 latest=[_cell_info(c, figures.get(c.id)) for c in last],
-                 spec=camp.spec or {})
+                 running=[_cell_info(c, secrets=secrets) for c in running],
+                 failures=[_cell_info(c, secrets=secrets) for c in failures],
+                 latest=[_cell_info(c, figures.get(c.id), secrets) for c in last],
+                 spec=redacted(camp.spec))
 
 
 def redact(request: Request, info: CampaignInfo) -> CampaignInfo:

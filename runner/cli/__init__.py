@@ -256,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    from runner.spec_secrets import install_log_filter
+
+    install_log_filter()  # campaigns' secrets and URL passwords never reach the log (runner.execute adds them)
     from runner.spec import SpecError
     from runner.store.db import DatabaseError
 

@@ -90,7 +90,9 @@ def load_inventory(path: str | Path, *, server: str | None = None, clients: list
 
     Raises:
         MultiHostError: the inventory not allowed (runner.inventory.allowed_inventory),
-            ansible-inventory missing or failing, a group empty, a named host not in its group.
+            ansible-inventory missing or failing (the message names the command and its exit
+            status, never its output, which quotes the inventory's lines), a group empty, a
+            named host not in its group.
     """
     from runner.inventory import InventoryError, allowed_inventory, ansible_env
 
@@ -101,7 +103,9 @@ def load_inventory(path: str | Path, *, server: str | None = None, clients: list
     r = subprocess.run([_ansible_inventory(), "-i", str(p), "--list"], capture_output=True, text=True, timeout=120,
                        env=ansible_env())
     if r.returncode != 0:
-        raise MultiHostError(f"ansible-inventory -i {p} --list failed: {r.stderr.strip()[-2000:]}")
+        # Its stderr is not repeated: Ansible quotes the lines it cannot parse, passwords included.
+        raise MultiHostError(f"ansible-inventory -i {p} --list failed (exit status {r.returncode}); its output is "
+                             "not shown, as it may quote the inventory's secrets: run that command to see it")
     data = json.loads(r.stdout)
     hostvars = data.get("_meta", {}).get("hostvars", {})
 
