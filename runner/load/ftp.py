@@ -52,6 +52,14 @@ __all__ = ["ERROR_KINDS", "MAX_LINE", "MAX_REPLY_LINES", "FTPError", "FTPSession
            "RetrMode", "classify", "open_session", "parse_epsv", "parse_pasv", "reply_error", "scratch_buffer"]
 
 
+#: Most replies queued unread on a control connection; more is a peer sending replies
+#: nobody asked for (a protocol error: the connection is aborted), so it cannot grow
+#: the client's memory.
+MAX_PENDING_REPLIES = 64
+#: Most ``1xx`` preliminary replies skipped before the greeting.
+MAX_PRELIMINARY = 8
+
+
 class _ControlProtocol(asyncio.Protocol):
     """Control connection: parses replies as they arrive, hands them to one waiter."""
 
@@ -69,6 +77,8 @@ class _ControlProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:  # noqa: D102
         try:
             self.replies.extend(self.parser.feed(data))
+            if len(self.replies) > MAX_PENDING_REPLIES:
+                raise FTPError("protocol", f"more than {MAX_PENDING_REPLIES} replies sent unasked")
         except FTPError as e:
             self.error = e
             if self.transport is not None:
@@ -166,9 +176,10 @@ class FTPSession(RetrReceivers, TlsTransfers):
 
     # -- control connection -------------------------------------------------------
     async def connect(self) -> Reply:
-        """Open the control connection and read the greeting (``220``; a ``120``
-        preliminary is skipped), each bounded by ``connect_timeout``. Returns the
-        greeting reply."""
+        """Open the control connection and read the greeting (``220``; up to
+        :data:`MAX_PRELIMINARY` ``1xx`` preliminaries are skipped): the connect bounded by
+        ``connect_timeout``, then the whole greeting by one more ``connect_timeout``
+        (however many preliminaries arrive). Returns the greeting reply."""
         loop = asyncio.get_running_loop()
         try:
             self._family = _family_of(self.host)
@@ -187,9 +198,15 @@ class FTPSession(RetrReceivers, TlsTransfers):
             self._family = transport.get_extra_info("socket").family
         if self.tls_mode == "implicit":
             await self._start_tls()
+        end = loop.time() + self.connect_timeout
         r = await self.read_reply("greeting", self.connect_timeout)
-        while 100 <= r.code < 200:
-            r = await self.read_reply("greeting", self.connect_timeout)
+        for _ in range(MAX_PRELIMINARY):
+            if not 100 <= r.code < 200:
+                break
+            left = end - loop.time()
+            if left <= 0:
+                raise FTPError("timeout", f"greeting: no 220 within {self.connect_timeout:g} s")
+            r = await self.read_reply("greeting", left)
         if r.code != 220:
             raise reply_error(r, "greeting")
         if self.tls_mode == "explicit":

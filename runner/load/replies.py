@@ -17,6 +17,9 @@ ERROR_KINDS = ("refused", "timeout", "reply_425", "reply_4xx", "reply_5xx", "sho
 MAX_LINE = 64 * 1024
 #: Most lines in one multi-line reply (bounds the parser on a misbehaving peer).
 MAX_REPLY_LINES = 10_000
+#: Most bytes of one reply, all its lines together (bounds the memory a peer that floods
+#: continuation lines can make the parser hold).
+MAX_REPLY_BYTES = 256 * 1024
 
 
 class FTPError(Exception):
@@ -98,15 +101,17 @@ class ReplyParser:
 
     ``feed(data)`` returns the list of replies completed by ``data`` (possibly empty).
     Raises FTPError(kind="protocol") on a malformed first line, a line longer than
-    :data:`MAX_LINE`, or more than :data:`MAX_REPLY_LINES` lines in one reply.
+    :data:`MAX_LINE`, more than :data:`MAX_REPLY_LINES` lines or :data:`MAX_REPLY_BYTES`
+    bytes in one reply.
     """
 
-    __slots__ = ("_buf", "_code", "_lines")
+    __slots__ = ("_buf", "_code", "_lines", "_size")
 
     def __init__(self) -> None:
         self._buf = b""
         self._code: bytes | None = None  # code of the multi-line reply in progress
         self._lines: list[str] = []
+        self._size = 0  # bytes of the multi-line reply in progress
 
     def feed(self, data: bytes) -> list[Reply]:
         """Consume ``data``; return the replies it completes, in order."""
@@ -139,6 +144,7 @@ class ReplyParser:
             if sep == b"-":
                 self._code = code
                 self._lines = [line[4:].decode("utf-8", "replace")]
+                self._size = len(line)
                 return None
             if sep not in (b" ", b""):
                 raise FTPError("protocol", f"malformed reply line {line[:80]!r}")
@@ -151,6 +157,9 @@ class ReplyParser:
             return r
         if len(self._lines) >= MAX_REPLY_LINES:
             raise FTPError("protocol", f"multi-line reply longer than {MAX_REPLY_LINES} lines")
+        self._size += len(line)
+        if self._size > MAX_REPLY_BYTES:
+            raise FTPError("protocol", f"multi-line reply longer than {MAX_REPLY_BYTES} bytes")
         self._lines.append(line.decode("utf-8", "replace"))
         return None
 
