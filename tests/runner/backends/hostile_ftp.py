@@ -9,7 +9,8 @@ Modes:
   :data:`FLOOD_BYTES` per connection, then silence);
 * ``silent``: accepts and never says anything;
 * ``pass_drip``: ``220`` greeting, ``331`` to USER, then ``230-`` lines dripped every
-  0.2 s in answer to PASS (and to anything else).
+  0.2 s in answer to PASS (and to anything else);
+* ``login_only`` (:data:`LOGIN_ONLY`): logs in, then never answers anything else.
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ import threading
 import time
 
 MODES = ("drip", "flood", "silent", "pass_drip")
+#: A server that logs in (``220``, ``331``, ``230``; ``200`` to TYPE/NOOP, ``221`` to QUIT)
+#: and never answers any other command: it hangs whatever asks more of it.
+LOGIN_ONLY = "login_only"
 #: Most bytes the flood sends on one connection (far above any cap, bounded for the test).
 FLOOD_BYTES = 64 << 20
 DRIP_S = 0.2
@@ -28,8 +32,8 @@ class HostileFTP:
     for an unknown mode."""
 
     def __init__(self, mode: str, lifetime: float = 20.0) -> None:
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+        if mode not in (*MODES, LOGIN_ONLY):
+            raise ValueError(f"unknown mode {mode!r}; known: {', '.join((*MODES, LOGIN_ONLY))}")
         self.mode = mode
         self.end = time.monotonic() + lifetime
         self.stop = threading.Event()
@@ -117,6 +121,26 @@ class HostileFTP:
                 continue
             while self._wait(DRIP_S):
                 conn.sendall(b"230-almost logged in\r\n")
+
+    def _login_only(self, conn: socket.socket) -> None:
+        answers = {b"USER": b"331 password please\r\n", b"PASS": b"230 logged in\r\n", b"TYPE": b"200 ok\r\n",
+                   b"NOOP": b"200 ok\r\n", b"QUIT": b"221 bye\r\n"}
+        conn.sendall(b"220 hello\r\n")
+        conn.settimeout(0.1)
+        buf = b""
+        while not self._over():
+            try:
+                data = conn.recv(4096)
+            except TimeoutError:
+                continue
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, _, buf = buf.partition(b"\n")
+                answer = answers.get(line.split(b" ", 1)[0].strip().upper())
+                if answer is not None:
+                    conn.sendall(answer)
 
     def close(self) -> None:
         """Stop accepting, close every connection, join the threads (bounded)."""
