@@ -4,8 +4,9 @@ cell instead of the campaign.
 
 Design (Python cannot kill a thread):
 
-* the cell runs in a worker thread (``xferlab-cell``); the campaign loop's thread joins
-  it for at most the cell's bound (:func:`cell_bound_s`);
+* the cell runs in a worker thread (``xferlab-cell``, one for all cells: a server
+  started with PR_SET_PDEATHSIG dies with the thread that started it); the campaign
+  loop's thread waits for the cell for at most the cell's bound (:func:`cell_bound_s`);
 * the cell reports its stage (runner.local_cell.StageClock calls :meth:`CellWatchdog.enter`)
   and its server handle (:meth:`CellWatchdog.watch`);
 * when the bound passes, the watchdog stops the server (``handle.stop()``: the process
@@ -13,9 +14,9 @@ Design (Python cannot kill a thread):
   return and clients talking to it exit), raises :class:`CellExpired` in the worker
   thread (it takes effect at the worker's next Python instruction: a sleep, a poll, a
   read that returned), waits :data:`UNBLOCK_GRACE_S` for the worker to unwind, and
-  returns a ``failed`` outcome naming the stage that hung. A worker that still has not
-  returned is left behind (a daemon thread: it cannot outlive the process) and the
-  campaign goes on to the next cell;
+  returns a ``failed`` outcome naming the stage that hung. That worker thread gets no
+  more cells (a new one runs the next); one that still has not returned is left behind
+  (a daemon thread: it cannot outlive the process) and the campaign goes on;
 * the server is stopped once: whichever of the watchdog and the worker's own cleanup
   claims it first (:meth:`CellWatchdog.claim_stop`) stops it; a server of an expired
   cell is never handed back to a server pool;
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -95,29 +97,24 @@ class CellWatchdog:
             return True
 
     def run(self, cell: Callable[[], Any], on_expiry: Callable[[str], Any]) -> Any:
-        """Run ``cell()`` in a worker thread within the bound; returns what it returned
+        """Run ``cell()`` in the cell thread within the bound; returns what it returned
         (an exception it raised is re-raised here), or, when the bound passed,
         ``on_expiry(reason)`` (the reason names the stage and the bound)."""
+        runner = _CellThread.current()
         box: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                box["out"] = cell()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                box["exc"] = exc
-
-        worker = threading.Thread(target=work, name="xferlab-cell", daemon=True)
-        worker.start()
+        done = runner.submit(cell, box)
         try:
-            worker.join(self.bound_s)
-        except BaseException as exc:  # Ctrl-C / SIGTERM while waiting: the worker cleans up
-            _raise_in(worker, type(exc))
-            worker.join(UNBLOCK_GRACE_S)
+            done.wait(self.bound_s)
+        except BaseException as exc:  # Ctrl-C / SIGTERM while waiting: the cell cleans up
+            _CellThread.abandon(runner)
+            _raise_in(runner.thread, type(exc))
+            done.wait(UNBLOCK_GRACE_S)
             raise
-        if not worker.is_alive():
+        if done.is_set():
             if "exc" in box:
                 raise box["exc"]
             return box["out"]
+        _CellThread.abandon(runner)  # the next cell gets a fresh thread
         stage = self.stage
         self.expired.set()
         reason = (f"cell watchdog: stage {stage!r} still running after {round(self.bound_s, 1):g} s"
@@ -125,9 +122,8 @@ class CellWatchdog:
         log.warning("%s", reason)
         self._stop_server()
         if stage != "stop":  # a stop in progress is left to finish
-            _raise_in(worker, CellExpired)
-        worker.join(UNBLOCK_GRACE_S)
-        if worker.is_alive():
+            _raise_in(runner.thread, CellExpired)
+        if not done.wait(UNBLOCK_GRACE_S):
             log.warning("cell watchdog: the cell's thread did not return within %g s; left behind", UNBLOCK_GRACE_S)
         return on_expiry(reason)
 
@@ -141,6 +137,53 @@ class CellWatchdog:
         stopper.join(STOP_BOUND_S)
         if stopper.is_alive():
             log.warning("cell watchdog: server stop still running after %.0f s; left behind", time.monotonic() - t0)
+
+
+class _CellThread:
+    """The daemon thread that runs cells one after another. One thread for all cells,
+    not one per cell: a server started with PR_SET_PDEATHSIG (runner.backends.local)
+    is killed when the *thread* that started it exits, and a server kept for reuse
+    (runner.server_reuse) outlives its cell. A thread whose cell expired is abandoned
+    and the next cell gets a new one."""
+
+    _live: _CellThread | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name="xferlab-cell", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def current(cls) -> _CellThread:
+        """The live cell thread (started when none is)."""
+        with cls._lock:
+            if cls._live is None or not cls._live.thread.is_alive():
+                cls._live = _CellThread()
+            return cls._live
+
+    @classmethod
+    def abandon(cls, runner: _CellThread) -> None:
+        """Never give ``runner`` another cell."""
+        with cls._lock:
+            if cls._live is runner:
+                cls._live = None
+
+    def submit(self, fn: Callable[[], Any], box: dict[str, Any]) -> threading.Event:
+        """Queue ``fn``; its result goes to ``box["out"]`` (or ``box["exc"]``), then the
+        returned event is set."""
+        done = threading.Event()
+        self.jobs.put((fn, box, done))
+        return done
+
+    def _loop(self) -> None:
+        while True:
+            fn, box, done = self.jobs.get()
+            try:
+                box["out"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                box["exc"] = exc
+            done.set()
 
 
 def _stop_quietly(handle: Any) -> None:

@@ -32,10 +32,13 @@ from runner.load.loop import sendfile
 from runner.load.replies import (
     ERROR_KINDS,
     MAX_LINE,
+    MAX_PENDING_REPLIES,
+    MAX_PRELIMINARY,
     MAX_REPLY_LINES,
     FTPError,
     Reply,
     ReplyParser,
+    _with_timeout,
     classify,
     parse_epsv,
     parse_pasv,
@@ -50,14 +53,6 @@ if TYPE_CHECKING:
 #: Re-exported: the load generator, its tests and the selftest import them from here.
 __all__ = ["ERROR_KINDS", "MAX_LINE", "MAX_REPLY_LINES", "FTPError", "FTPSession", "Reply", "ReplyParser",
            "RetrMode", "classify", "open_session", "parse_epsv", "parse_pasv", "reply_error", "scratch_buffer"]
-
-
-#: Most replies queued unread on a control connection; more is a peer sending replies
-#: nobody asked for (a protocol error: the connection is aborted), so it cannot grow
-#: the client's memory.
-MAX_PENDING_REPLIES = 64
-#: Most ``1xx`` preliminary replies skipped before the greeting.
-MAX_PRELIMINARY = 8
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -104,15 +99,6 @@ class _ControlProtocol(asyncio.Protocol):
         w = self.waiter
         if w is not None and not w.done() and (self.replies or self.error is not None):
             w.set_result(None)
-
-
-async def _with_timeout(aw, timeout: float, what: str):
-    """Await ``aw`` bounded by ``timeout`` seconds; raise FTPError(kind="timeout")."""
-    try:
-        async with asyncio.timeout(timeout):
-            return await aw
-    except TimeoutError:
-        raise FTPError("timeout", f"{what}: no completion within {timeout:g} s") from None
 
 
 class FTPSession(RetrReceivers, TlsTransfers):
@@ -176,10 +162,9 @@ class FTPSession(RetrReceivers, TlsTransfers):
 
     # -- control connection -------------------------------------------------------
     async def connect(self) -> Reply:
-        """Open the control connection and read the greeting (``220``; up to
-        :data:`MAX_PRELIMINARY` ``1xx`` preliminaries are skipped): the connect bounded by
-        ``connect_timeout``, then the whole greeting by one more ``connect_timeout``
-        (however many preliminaries arrive). Returns the greeting reply."""
+        """Open the control connection, bounded by ``connect_timeout``, and read the
+        greeting (``220``; up to MAX_PRELIMINARY ``1xx`` skipped), all of it bounded by
+        one more ``connect_timeout``. Returns the greeting reply."""
         loop = asyncio.get_running_loop()
         try:
             self._family = _family_of(self.host)
@@ -200,13 +185,10 @@ class FTPSession(RetrReceivers, TlsTransfers):
             await self._start_tls()
         end = loop.time() + self.connect_timeout
         r = await self.read_reply("greeting", self.connect_timeout)
-        for _ in range(MAX_PRELIMINARY):
+        for _ in range(MAX_PRELIMINARY):  # every 1xx within the one bound
             if not 100 <= r.code < 200:
                 break
-            left = end - loop.time()
-            if left <= 0:
-                raise FTPError("timeout", f"greeting: no 220 within {self.connect_timeout:g} s")
-            r = await self.read_reply("greeting", left)
+            r = await self.read_reply("greeting", max(0.001, end - loop.time()))
         if r.code != 220:
             raise reply_error(r, "greeting")
         if self.tls_mode == "explicit":
