@@ -62,6 +62,13 @@ class Settings(BaseSettings):
     """``XFERLAB_MAX_CELLS``: the most cells one campaign spec may expand to
     (runner.spec.check_cells)."""
 
+    cell_allowance: float = Field(900.0, gt=0, le=7 * 24 * 3600)
+    """``XFERLAB_CELL_ALLOWANCE``: seconds a cell may take beyond its warm-up and measured
+    phase (``phase_timeout`` each), the writing of its fixtures (at 50 MB/s) and a
+    backend's explicit ``ready_timeout``, for its server's start, checks, sync, counters,
+    stored-file checks and the server's stop; past the sum the cell watchdog fails the
+    cell, naming the stage that hung, and stops its server (runner.watchdog)."""
+
     progress_interval: float = Field(30.0, gt=0)
     """``XFERLAB_PROGRESS_INTERVAL``: when a run's output is not a terminal, the most seconds
     between two plain progress lines (a heartbeat line during long image builds and cells)."""

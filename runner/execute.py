@@ -4,7 +4,9 @@ The same loop serves ``xferlab run`` (one campaign, in the foreground) and the
 worker (any queued campaign). One cell is one fresh server process: start it, wait
 until it answers, sample its process tree's memory, warm up, run the measured
 workload, stop it. Samples are committed per cell, so a crash loses at most the
-cell in flight.
+cell in flight. Each cell runs under its watchdog (runner.watchdog): past its overall
+bound the cell is failed naming the stage that hung, its server stopped, and the loop
+goes on to the next cell.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from runner.backends.base import Backend
-from runner.cell import CellOutcome, CellRunner, Reporter, warmup_params
+from runner.cell import CellOutcome, CellRunner, Reporter, failed, warmup_params
+from runner.config import get_settings
 from runner.drivers import driver_record
 from runner.local_cell import run_local_cell
 from runner.server_reuse import ServerPool
@@ -29,6 +32,7 @@ from runner.spec_secrets import LOG_FILTER, scrub, scrub_data
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 from runner.store.retry import store_retry
+from runner.watchdog import CellWatchdog, cell_bound_s
 from runner.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
@@ -255,9 +259,14 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                 if key in skipped_servers:
                     outcome = CellOutcome("skipped", skipped_servers[key], summary=skipped_servers[key])
                 elif spec.hosts is None:
-                    outcome = run_local_cell(cell, spec, backend, reporter=cell_reporter, pool=pool)
+                    watch = _watchdog(cell, backend)
+                    outcome = watch.run(
+                        partial(run_local_cell, cell, spec, backend, reporter=cell_reporter, pool=pool, watch=watch),
+                        partial(_expired, watch))
                 else:
-                    outcome = cell_runner(spec)(cell, spec, backend, reporter=cell_reporter)
+                    watch = _watchdog(cell, backend)
+                    outcome = watch.run(partial(cell_runner(spec), cell, spec, backend, reporter=cell_reporter),
+                                        partial(_expired, watch))
                 outcome = scrubbed_outcome(outcome, secrets[camp.id])  # before it is stored or shown
                 if spec.hosts is not None and outcome.status == "skipped":
                     skipped_servers[key] = outcome.error or "skipped"
@@ -275,6 +284,25 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
         pool.close()
         os.sched_setaffinity(0, orig_affinity)
     return ran
+
+
+def _watchdog(cell: Cell, backend: Backend) -> CellWatchdog:
+    """The watchdog of ``cell`` (runner.watchdog): its bound from the cell's
+    ``phase_timeout``, the backend's ``ready_timeout``, its fixture sizes and
+    ``Settings.cell_allowance``."""
+    p = WorkloadParams.model_validate(cell.params)
+    ready = getattr(backend, "ready_timeout", None)
+    allowance = get_settings().cell_allowance
+    bound = cell_bound_s(p.phase_timeout, ready, allowance, p.file_size + p.transfer_size)
+    explain = ((f"ready_timeout {ready:g} s + " if ready else "") + f"warm-up and phase 2 x {p.phase_timeout:g} s"
+               f" + fixtures + allowance {allowance:g} s")
+    return CellWatchdog(bound, explain)
+
+
+def _expired(watch: CellWatchdog, reason: str) -> CellOutcome:
+    """The failed outcome of a cell whose watchdog fired."""
+    handle = watch.handle
+    return failed(reason, build_info=dict(handle.build_info) if handle is not None else None)
 
 
 def _campaign_backend(camp: Campaign, reporter: Reporter) -> tuple[CampaignSpec, Backend]:

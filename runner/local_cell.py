@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -37,6 +37,7 @@ from runner.server_reuse import ServerPool
 from runner.spec import CampaignSpec, ServerSpec
 from runner.store.models import Cell, Sample
 from runner.upload_check import UploadCheck, judge
+from runner.watchdog import CellWatchdog
 from runner.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
@@ -62,18 +63,25 @@ STAGES: dict[str, str] = {
 
 class StageClock:
     """Wall time per stage of one cell: ``with clock("start"): ...`` adds the block's
-    duration to stage ``start``; :meth:`record` adds a known duration. Seconds."""
+    duration to stage ``start``; :meth:`record` adds a known duration. Seconds.
+    ``on_stage`` (optional; the cell watchdog's ``enter``) hears ``STAGE`` when a block
+    starts and ``after STAGE`` when it ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_stage: Callable[[str], None] | None = None) -> None:
         self.seconds: dict[str, float] = {}
+        self.on_stage = on_stage
 
     @contextmanager
     def __call__(self, stage: str) -> Iterator[None]:
         t = time.perf_counter()
+        if self.on_stage is not None:
+            self.on_stage(stage)
         try:
             yield
         finally:
             self.record(stage, time.perf_counter() - t)
+            if self.on_stage is not None:
+                self.on_stage(f"after {stage}")
 
     def record(self, stage: str, seconds: float) -> None:
         """Add ``seconds`` to ``stage`` (a :data:`STAGES` key; ValueError otherwise)."""
@@ -186,7 +194,8 @@ def _own_netns() -> str:
 
 
 def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
-                   reporter: Reporter | None = None, pool: ServerPool | None = None) -> CellOutcome:
+                   reporter: Reporter | None = None, pool: ServerPool | None = None,
+                   watch: CellWatchdog | None = None) -> CellOutcome:
     """Run one cell on this machine (a runner.cell.CellRunner): start the server with
     ``backend``, sample its process tree, warm up, run the measured phase with the
     spec's driver, stop the server. Never raises for server or load failures (they
@@ -200,16 +209,20 @@ def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
 
     Where the cell's time went is added to the outcome's samples (metric ``cell_time``,
     one row per :data:`STAGES` entry that ran, seconds of wall time), for ``xferlab
-    show ID --timing``."""
-    clock = StageClock()
-    outcome = _run_local_cell(cell, spec, backend, reporter, clock, pool)
+    show ID --timing``.
+
+    ``watch`` (runner.watchdog, when the cell runs under its watchdog) hears the stages
+    and the server's handle; the server is stopped here only when the watchdog has not
+    claimed its stop, and never kept for reuse once the watchdog fired."""
+    clock = StageClock(watch.enter if watch is not None else None)
+    outcome = _run_local_cell(cell, spec, backend, reporter, clock, pool, watch)
     if outcome.status != "skipped":
         outcome.samples += clock.samples()
     return outcome
 
 
 def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: Reporter | None,
-                    clock: StageClock, pool: ServerPool | None) -> CellOutcome:
+                    clock: StageClock, pool: ServerPool | None, watch: CellWatchdog | None) -> CellOutcome:
     from runner.metrics.sampler import TreeSampler
 
     srv = ServerSpec.model_validate(cell.server_spec)
@@ -242,6 +255,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         if handle is None:
             with clock("start"):
                 handle = backend.start(req, cpu=spec.pinning.server)
+        if watch is not None:
+            watch.watch(handle)
         fresh = served == 1
         build = dict(handle.build_info)
         if fresh and isinstance(build.get("startup_s"), (int, float)):  # of which: the greeting and a login
@@ -341,6 +356,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 sampler.stop()
             except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
                 pass
-        if handle is not None and not (keep and pool is not None and pool.keep(cell, handle, served)):
+        expired = watch is not None and watch.expired.is_set()
+        if handle is not None and not (keep and not expired and pool is not None and pool.keep(cell, handle, served)) \
+                and (watch is None or watch.claim_stop()):
             with clock("stop"):
                 handle.stop()

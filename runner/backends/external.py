@@ -29,7 +29,8 @@ class ExternalHandle:
         self.build_info = build_info
 
     def alive(self) -> bool:
-        """pid given: whether it exists; else whether the FTP port answers a login."""
+        """pid given: whether it exists; else whether the FTP port answers a login within
+        3 s (one bounded exchange: runner.backends.probe.probe_once)."""
         if self.pid is not None:
             return psutil.pid_exists(self.pid)
         try:
@@ -83,7 +84,8 @@ def external_target(req: ServerRequest) -> Target:
 
 def check_external(req: ServerRequest) -> None:
     """Raise ServerSkipped when host/port are missing or the server does not answer a
-    login within 5 s."""
+    login within 5 s (one bounded exchange, connect to QUIT: a server that drips or
+    floods reply lines is skipped with the deadline or cap it hit)."""
     external_target(req)
     ext = req.external
     try:

@@ -1,5 +1,8 @@
 """Readiness probes: FTP greeting (220) and a USER/PASS login (230), or any HTTP reply
-for an HTTP-only server; bounded in time."""
+for an HTTP-only server. Each attempt is one bounded exchange (runner.backends.bounded:
+one overall deadline, the time left as every read's timeout, replies capped in lines and
+bytes), so a server that drips or floods reply lines cannot stretch a wait past its
+``timeout``."""
 from __future__ import annotations
 
 import ftplib
@@ -8,6 +11,8 @@ import ssl
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from .bounded import BoundedFTP, BoundedFTP_TLS, Deadline, read_http_head
 
 if TYPE_CHECKING:
     from .base import TargetTls
@@ -18,53 +23,56 @@ class ProbeError(Exception):
     ``str(exc)`` says what the last attempt saw."""
 
 
-class _ImplicitFTPS(ftplib.FTP_TLS):
-    """ftplib's FTP_TLS with the TLS handshake right after connect (implicit FTPS)."""
+class _ImplicitFTPS(BoundedFTP_TLS):
+    """The bounded FTP_TLS with the TLS handshake right after connect (implicit FTPS)."""
+
+    _server_name: str | None = None
 
     def connect(self, host: str = "", port: int = 0, timeout: float = -999, source_address=None) -> str:
-        self.host, self.port, self.timeout = host, port, timeout
-        self.sock = socket.create_connection((host, port), timeout)
-        self.af = self.sock.family
-        self.sock = self.context.wrap_socket(self.sock, server_hostname=self._server_name)
+        self.host, self.port = host, port
+        d = self._deadline(host, port)
+        with d.guard("connect and TLS handshake"):
+            self.sock = socket.create_connection((host, port), d.left("connect"))
+            self.af = self.sock.family
+            d.arm(self.sock, "TLS handshake")
+            self.sock = self.context.wrap_socket(self.sock, server_hostname=self._server_name)
         self.file = self.sock.makefile("r", encoding=self.encoding)
         self.welcome = self.getresp()
         return self.welcome
 
+
+class _ExplicitFTPS(BoundedFTP_TLS):
+    """AUTH TLS verified against the certificate's name, not the address."""
+
     _server_name: str | None = None
 
+    def _tls_name(self) -> str | None:
+        return self._server_name
 
-def _client(tls: TargetTls | None) -> ftplib.FTP:
+
+def _client(tls: TargetTls | None, deadline_s: float) -> ftplib.FTP:
     if tls is None or tls.mode == "https":  # HTTPS leaves the FTP listener plain (tpd)
-        return ftplib.FTP()
+        return BoundedFTP(deadline_s)
     ctx = ssl.create_default_context(cafile=tls.ca_file)
-    if tls.mode == "implicit":
-        ftp: ftplib.FTP_TLS = _ImplicitFTPS(context=ctx)
-        ftp._server_name = tls.server_name  # type: ignore[attr-defined]
-        return ftp
-
-    name = tls.server_name
-
-    class _Explicit(ftplib.FTP_TLS):  # AUTH TLS verified against the certificate's name, not the address
-        def auth(self) -> str:
-            resp = self.voidcmd("AUTH TLS")
-            assert self.sock is not None  # connected: AUTH TLS was answered on it
-            self.sock = self.context.wrap_socket(self.sock, server_hostname=name)
-            self.file = self.sock.makefile(mode="r", encoding=self.encoding)
-            return resp
-
-    return _Explicit(context=ctx)
+    ftp: _ImplicitFTPS | _ExplicitFTPS = (_ImplicitFTPS if tls.mode == "implicit" else _ExplicitFTPS)(
+        deadline_s, context=ctx)
+    ftp._server_name = tls.server_name
+    return ftp
 
 
 def probe_once(host: str, port: int, user: str, password: str, timeout: float = 3.0,
                tls: TargetTls | None = None) -> str:
     """Connect, read the greeting, log in, QUIT; with ``tls``, over FTPS (explicit:
     ``AUTH TLS`` before the login; implicit: TLS from connect), the certificate verified
-    against ``tls.ca_file`` and ``tls.server_name``. Returns the greeting line (e.g.
-    ``"220 xferlab pyftpdlib ready"``). Raises OSError (ssl.SSLError included) or
-    ftplib.Error on failure."""
-    ftp = _client(tls)
+    against ``tls.ca_file`` and ``tls.server_name``. ``timeout`` (s) bounds the whole
+    exchange, connect to QUIT; a reply is capped at runner.backends.bounded's
+    MAX_REPLY_LINES lines and MAX_REPLY_BYTES bytes. Returns the greeting line (e.g.
+    ``"220 xferlab pyftpdlib ready"``). Raises OSError (ssl.SSLError included;
+    bounded.ExchangeTimeout past the deadline) or ftplib.Error (bounded.ReplyTooLong
+    past a cap) on failure."""
+    ftp = _client(tls, timeout)
     try:
-        welcome = ftp.connect(host, port, timeout=timeout)
+        welcome = ftp.connect(host, port)
         if not welcome.startswith("220"):
             raise ftplib.error_reply(welcome)
         resp = ftp.login(user, password)
@@ -109,7 +117,7 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
             raise ProbeError(f"server process exited during startup (last probe: {last})")
         try:
             greeting = probe_once(host, port, user, password,
-                                  timeout=max(0.5, min(3.0, deadline - time.monotonic())), tls=tls)
+                                  timeout=max(0.05, min(3.0, deadline - time.monotonic())), tls=tls)
             return greeting, time.monotonic() - t0
         except ftplib.error_perm as e:  # 5xx: e.g. 530 login refused; retried 3 times
             last = f"login refused: {e}"
@@ -122,8 +130,8 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
             raise ProbeError(f"{host}:{port}: TLS certificate verify failed: {e.verify_message or e}") from e
         except ConnectionRefusedError:
             last = "connection refused"
-        except TimeoutError:
-            last = "timed out"
+        except TimeoutError as e:
+            last = f"timed out ({e})" if str(e) else "timed out"
         except OSError as e:
             last = f"{type(e).__name__}: {e}"
         if time.monotonic() >= deadline:
@@ -137,23 +145,26 @@ def http_probe_once(host: str, port: int, timeout: float = 3.0, tls: TargetTls |
     """Send ``HEAD / HTTP/1.1`` and return the status line of any HTTP reply (e.g.
     ``"HTTP/1.1 200 OK"``, ``"HTTP/1.1 403 Forbidden"``: the server is up whatever it
     answers); with ``tls`` (mode ``https``) over TLS, verified against ``tls.ca_file``
-    and ``tls.server_name``. Raises OSError (ssl.SSLError included) on a refused,
-    timed-out or unverified connection, ValueError when the reply is not HTTP."""
-    raw = socket.create_connection((host, port), timeout=timeout)
+    and ``tls.server_name``. ``timeout`` (s) bounds the whole exchange (connect,
+    handshake, request, status line); the status line is capped at
+    runner.backends.bounded.MAX_HTTP_HEAD bytes. Raises OSError (ssl.SSLError included;
+    bounded.ExchangeTimeout past the deadline) on a refused, timed-out or unverified
+    connection, ValueError when the reply is not HTTP or its first line is too long."""
+    d = Deadline(timeout, f"HTTP server {host}:{port}")
+    with d.guard("connect"):
+        raw = socket.create_connection((host, port), timeout=d.left("connect"))
     if tls is not None and tls.mode == "https":
         try:
-            raw = ssl.create_default_context(cafile=tls.ca_file).wrap_socket(raw, server_hostname=tls.server_name)
+            d.arm(raw, "TLS handshake")
+            with d.guard("TLS handshake"):
+                raw = ssl.create_default_context(cafile=tls.ca_file).wrap_socket(raw, server_hostname=tls.server_name)
         except BaseException:
             raw.close()
             raise
-    with raw as s:
+    with raw as s, d.guard("sending the request"):
+        d.arm(s, "sending the request")
         s.sendall(f"HEAD / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while b"\n" not in data and len(data) < 4096:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        data = read_http_head(s, d)
     line = data.split(b"\r\n", 1)[0].decode("latin-1").strip()
     if not line.startswith("HTTP/"):
         raise ValueError(f"not an HTTP reply: {line[:80]!r}")
@@ -179,7 +190,7 @@ def wait_http_ready(host: str, port: int, *, timeout: float = 20.0, alive: Calla
         if alive is not None and not alive():
             raise ProbeError(f"server process exited during startup (last probe: {last})")
         try:
-            return http_probe_once(host, port, max(0.5, min(3.0, deadline - time.monotonic())), tls), \
+            return http_probe_once(host, port, max(0.05, min(3.0, deadline - time.monotonic())), tls), \
                 time.monotonic() - t0
         except ConnectionRefusedError:
             last = "connection refused"

@@ -54,8 +54,11 @@ UPLOADS: tuple[str, ...] = ("stor", "stor_concurrent")
 SINGLE: tuple[str, ...] = ("stor", "retr")
 #: Most transfers of one single-stream phase (each a process of its own).
 MAX_TRANSFERS = 100_000
-#: Seconds any one untimed server-side check (SIZE, DELE over ftplib) may take.
+#: Seconds the untimed server-side check (one bounded ftplib session: login, SIZE and
+#: DELE of the uploads) may take, plus :data:`CHECK_PER_FILE_S` per SIZE or DELE.
 CHECK_TIMEOUT_S = 60.0
+#: Seconds added to :data:`CHECK_TIMEOUT_S` per SIZE or DELE command of the check.
+CHECK_PER_FILE_S = 0.5
 
 
 class FtpClientDriver:
@@ -335,8 +338,10 @@ def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: l
                   delete: bool = True) -> dict[int, int | None]:
     """Untimed: the size on the server of each uploaded ``remotes[i]`` for ``i`` in
     ``which`` (None: missing), then (``delete``) every upload deleted. From ``target.root`` when known,
-    else ``SIZE``/``DELE`` over one ftplib session (inside ``target.netns``); a failed
-    check leaves a note and the sizes it could not read as None."""
+    else ``SIZE``/``DELE`` over one bounded ftplib session (runner.backends.bounded: the
+    whole session within :data:`CHECK_TIMEOUT_S` + :data:`CHECK_PER_FILE_S` per command,
+    replies capped; inside ``target.netns``); a failed check (a timeout or a reply over
+    the cap included) leaves a note and the sizes it could not read as None."""
     if target.root is not None:
         out: dict[int, int | None] = {}
         for i in which:
@@ -351,10 +356,14 @@ def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: l
                 pass
         return out
 
+    from runner.backends.bounded import BoundedFTP
+
+    bound = CHECK_TIMEOUT_S + CHECK_PER_FILE_S * (len(which) + (len(set(remotes)) if delete else 0))
+
     def over_ftp() -> dict[int, int | None]:
         got: dict[int, int | None] = {}
-        with ftplib.FTP() as ftp:
-            ftp.connect(target.host, target.port, timeout=CHECK_TIMEOUT_S)
+        with BoundedFTP(bound) as ftp:
+            ftp.connect(target.host, target.port)
             ftp.login(target.user, target.password)
             ftp.voidcmd("TYPE I")
             for i in which:
@@ -375,7 +384,7 @@ def _server_sizes(target: Target, remotes: list[str], which: list[int], notes: l
 
             return call_in_netns(target.netns, over_ftp)
         return over_ftp()
-    except (OSError, EOFError, ftplib.Error) as e:
+    except (OSError, EOFError, ftplib.Error, ValueError) as e:  # ValueError: a SIZE reply not a number
         notes.append(f"uploads not checked on the server (SIZE over FTP failed: {e})")
         return {}
 

@@ -32,10 +32,13 @@ from runner.load.loop import sendfile
 from runner.load.replies import (
     ERROR_KINDS,
     MAX_LINE,
+    MAX_PENDING_REPLIES,
+    MAX_PRELIMINARY,
     MAX_REPLY_LINES,
     FTPError,
     Reply,
     ReplyParser,
+    _with_timeout,
     classify,
     parse_epsv,
     parse_pasv,
@@ -69,6 +72,8 @@ class _ControlProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:  # noqa: D102
         try:
             self.replies.extend(self.parser.feed(data))
+            if len(self.replies) > MAX_PENDING_REPLIES:
+                raise FTPError("protocol", f"more than {MAX_PENDING_REPLIES} replies sent unasked")
         except FTPError as e:
             self.error = e
             if self.transport is not None:
@@ -94,15 +99,6 @@ class _ControlProtocol(asyncio.Protocol):
         w = self.waiter
         if w is not None and not w.done() and (self.replies or self.error is not None):
             w.set_result(None)
-
-
-async def _with_timeout(aw, timeout: float, what: str):
-    """Await ``aw`` bounded by ``timeout`` seconds; raise FTPError(kind="timeout")."""
-    try:
-        async with asyncio.timeout(timeout):
-            return await aw
-    except TimeoutError:
-        raise FTPError("timeout", f"{what}: no completion within {timeout:g} s") from None
 
 
 class FTPSession(RetrReceivers, TlsTransfers):
@@ -166,9 +162,9 @@ class FTPSession(RetrReceivers, TlsTransfers):
 
     # -- control connection -------------------------------------------------------
     async def connect(self) -> Reply:
-        """Open the control connection and read the greeting (``220``; a ``120``
-        preliminary is skipped), each bounded by ``connect_timeout``. Returns the
-        greeting reply."""
+        """Open the control connection, bounded by ``connect_timeout``, and read the
+        greeting (``220``; up to MAX_PRELIMINARY ``1xx`` skipped), all of it bounded by
+        one more ``connect_timeout``. Returns the greeting reply."""
         loop = asyncio.get_running_loop()
         try:
             self._family = _family_of(self.host)
@@ -187,9 +183,12 @@ class FTPSession(RetrReceivers, TlsTransfers):
             self._family = transport.get_extra_info("socket").family
         if self.tls_mode == "implicit":
             await self._start_tls()
+        end = loop.time() + self.connect_timeout
         r = await self.read_reply("greeting", self.connect_timeout)
-        while 100 <= r.code < 200:
-            r = await self.read_reply("greeting", self.connect_timeout)
+        for _ in range(MAX_PRELIMINARY):  # every 1xx within the one bound
+            if not 100 <= r.code < 200:
+                break
+            r = await self.read_reply("greeting", max(0.001, end - loop.time()))
         if r.code != 220:
             raise reply_error(r, "greeting")
         if self.tls_mode == "explicit":

@@ -1,6 +1,7 @@
 """FTP replies and errors (RFC 959 section 4.2, RFC 2428 section 3): the error kinds the
 load generator counts, the incremental reply parser, and the ports of ``227``/``229``
-passive replies. Pure code, no sockets; :mod:`runner.load.ftp` speaks it."""
+passive replies, and the bound of one awaited operation. No sockets: :mod:`runner.load.ftp`
+speaks it."""
 from __future__ import annotations
 
 import asyncio
@@ -17,6 +18,14 @@ ERROR_KINDS = ("refused", "timeout", "reply_425", "reply_4xx", "reply_5xx", "sho
 MAX_LINE = 64 * 1024
 #: Most lines in one multi-line reply (bounds the parser on a misbehaving peer).
 MAX_REPLY_LINES = 10_000
+#: Most replies queued unread on a control connection (runner.load.ftp); more is a peer
+#: sending replies nobody asked for (a protocol error: the connection is aborted).
+MAX_PENDING_REPLIES = 64
+#: Most ``1xx`` preliminary replies skipped before the greeting (runner.load.ftp).
+MAX_PRELIMINARY = 8
+#: Most bytes of one reply, all its lines together (bounds the memory a peer that floods
+#: continuation lines can make the parser hold).
+MAX_REPLY_BYTES = 256 * 1024
 
 
 class FTPError(Exception):
@@ -98,15 +107,17 @@ class ReplyParser:
 
     ``feed(data)`` returns the list of replies completed by ``data`` (possibly empty).
     Raises FTPError(kind="protocol") on a malformed first line, a line longer than
-    :data:`MAX_LINE`, or more than :data:`MAX_REPLY_LINES` lines in one reply.
+    :data:`MAX_LINE`, more than :data:`MAX_REPLY_LINES` lines or :data:`MAX_REPLY_BYTES`
+    bytes in one reply.
     """
 
-    __slots__ = ("_buf", "_code", "_lines")
+    __slots__ = ("_buf", "_code", "_lines", "_size")
 
     def __init__(self) -> None:
         self._buf = b""
         self._code: bytes | None = None  # code of the multi-line reply in progress
         self._lines: list[str] = []
+        self._size = 0  # bytes of the multi-line reply in progress
 
     def feed(self, data: bytes) -> list[Reply]:
         """Consume ``data``; return the replies it completes, in order."""
@@ -139,6 +150,7 @@ class ReplyParser:
             if sep == b"-":
                 self._code = code
                 self._lines = [line[4:].decode("utf-8", "replace")]
+                self._size = len(line)
                 return None
             if sep not in (b" ", b""):
                 raise FTPError("protocol", f"malformed reply line {line[:80]!r}")
@@ -151,8 +163,20 @@ class ReplyParser:
             return r
         if len(self._lines) >= MAX_REPLY_LINES:
             raise FTPError("protocol", f"multi-line reply longer than {MAX_REPLY_LINES} lines")
+        self._size += len(line)
+        if self._size > MAX_REPLY_BYTES:
+            raise FTPError("protocol", f"multi-line reply longer than {MAX_REPLY_BYTES} bytes")
         self._lines.append(line.decode("utf-8", "replace"))
         return None
+
+
+async def _with_timeout(aw, timeout: float, what: str):
+    """Await ``aw`` bounded by ``timeout`` seconds; raise FTPError(kind="timeout")."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await aw
+    except TimeoutError:
+        raise FTPError("timeout", f"{what}: no completion within {timeout:g} s") from None
 
 
 _PASV_RE = re.compile(rb"(\d{1,3}),(\d{1,3}),(\d{1,3}),(\d{1,3}),(\d{1,3}),(\d{1,3})")
