@@ -11,10 +11,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from dashboard.deps import INT4_MAX, CampaignId, get_session, public_error, render, require_read, require_token
-from runner.spec import redacted, secret_values
-from runner.spec_secrets import scrub
+from runner.catalogue.workloads import WORKLOADS
+from runner.spec.model import redacted, secret_values
+from runner.spec.redaction import scrub
 from runner.store.models import Campaign, Cell, Sample
-from runner.workloads import WORKLOADS
 
 router = APIRouter()
 
@@ -65,7 +65,7 @@ class CampaignInfo(BaseModel):
 class CampaignDetail(CampaignInfo):
     """CampaignInfo plus the running cells, failures with their reason, and the
     latest finished cells with their headline figure. ``spec`` is the stored spec with every
-    secret field (runner.spec_secrets: an external server's password, ``hosts.inventory``)
+    secret field (runner.spec.redaction: an external server's password, ``hosts.inventory``)
     replaced by ``"********"``, for every reader."""
 
     running: list[CellInfo] = []
@@ -78,7 +78,7 @@ def _title(cell: Cell) -> str:
     info = WORKLOADS.get(cell.workload)
     if info is None:
         return cell.workload
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
 
     try:
         return info.title_for(WorkloadParams.model_validate(cell.params))
@@ -87,7 +87,7 @@ def _title(cell: Cell) -> str:
 
 
 def _cell_info(cell: Cell, figure: str | None = None, secrets: frozenset[str] = frozenset()) -> CellInfo:
-    """The cell as the API shows it, its error scrubbed of ``secrets`` (runner.spec_secrets.scrub)."""
+    """The cell as the API shows it, its error scrubbed of ``secrets`` (runner.spec.redaction.scrub)."""
     dur = None
     if cell.started_at and cell.finished_at:
         dur = (cell.finished_at - cell.started_at).total_seconds()
@@ -140,7 +140,7 @@ def list_campaigns(session: Session, *, limit: int = 100, offset: int = 0) -> li
 
 def campaign_detail(session: Session, *, campaign_id: int, latest: int = 10) -> CampaignDetail:
     """One campaign's progress, its spec redacted and its cells' errors scrubbed of the
-    spec's secrets (runner.spec_secrets). Raises LookupError for an unknown id."""
+    spec's secrets (runner.spec.redaction). Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
     if camp is None:
         raise LookupError(f"no campaign {campaign_id}")
@@ -242,9 +242,9 @@ def _tables(session: Session, campaign_id: int, *, context: bool = False):
     "Setup" tables as the exports have them: runner.report.context)``."""
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
+    from runner.report.reader import load_campaign
     from runner.report.tables import campaign_table
     from runner.report.uploads import upload_tables
-    from runner.results import load_campaign
 
     data = load_campaign(session, campaign_id=campaign_id)
     tables = [campaign_table(data)] if data.series or data.failures else []

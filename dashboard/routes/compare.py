@@ -30,9 +30,9 @@ def comparison(session: Session, *, a: str, b: str, campaign: int | None = None)
     index over the clients of N-client cells, when both have it), "memory": Table | None,
     "rows": [chart rows], "a_ref", "b_ref": (campaign id, label)}``;
     chart rows are ``{title, unit, a, b: medians, a_lo, a_hi, b_lo, b_hi: CI bounds, ratio, significant}``.
-    Raises runner.reporting.CompareError (a LookupError) when an operand does not resolve."""
+    Raises runner.report.render.CompareError (a LookupError) when an operand does not resolve."""
+    from runner.report.render import comparison_data, resolve_operand
     from runner.report.tables import COST_METRICS, MEMORY_METRICS, comparison_table, fairness_comparison, memory_table
-    from runner.reporting import comparison_data, resolve_operand
 
     data, la, lb, warnings = comparison_data(session, a, b, campaign=campaign)
     table = comparison_table(data, la, lb, ci=True)
@@ -133,7 +133,7 @@ def page_compare(request: Request, a: str | None = Query(None, max_length=300),
     ctx: dict[str, Any] = {"a": a or "", "b": b or "", "campaign": campaign, "operands": _operands(session),
                            "result": None, "error": None}
     if a and b:
-        from runner.reporting import CompareError
+        from runner.report.render import CompareError
 
         try:
             ctx["result"] = comparison(session, a=a, b=b, campaign=campaign)

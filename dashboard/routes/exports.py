@@ -2,7 +2,7 @@
 
 The bytes are those of the CLI (``xferlab export ID --format F -o FILE`` and
 ``xferlab compare A B --format F -o FILE``): both call
-:func:`runner.reporting.campaign_report` / :func:`runner.reporting.compare_report`.
+:func:`runner.report.render.campaign_report` / :func:`runner.report.render.compare_report`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from dashboard.deps import CampaignId, OptionalCampaign, get_session, public_error, require_read
-from runner.reporting import FORMATS
+from runner.report.render import FORMATS
 
 router = APIRouter(tags=["exports"])
 
@@ -36,8 +36,8 @@ def export_campaign(request: Request, campaign_id: CampaignId, format: str = Que
     memory table) as a download; the same bytes as ``xferlab export ID --format F -o FILE``
     (without the token, failure reasons about the hosts inventory are replaced by a generic
     line). 404 for an unknown campaign, 422 for an unknown format."""
-    from runner.reporting import campaign_report
-    from runner.results import load_campaign
+    from runner.report.reader import load_campaign
+    from runner.report.render import campaign_report
 
     data = load_campaign(session, campaign_id=campaign_id)
     data.failures = [(*f[:3], public_error(request, f[3]) or "") for f in data.failures]
@@ -52,7 +52,7 @@ def export_compare(a: str = Query(..., min_length=1, max_length=300), b: str = Q
     ``xferlab compare`` (``ID``, ``ID:SERVER`` or ``SERVER`` looked up in ``campaign``);
     the same bytes as ``xferlab compare A B --format F -o FILE``. 404 when an operand
     does not resolve."""
-    from runner.reporting import compare_report
+    from runner.report.render import compare_report
 
     body = compare_report(session, a, b, campaign=campaign, fmt=format, speedup=speedup)
     return _download(body, format, f"xferlab-compare-{a}-vs-{b}")

@@ -1,7 +1,7 @@
 """Fairness: the per-client distribution of a campaign's N-client cells (issue 15).
 
 Every figure is derived from the per-client list each cell stores as the ``raw`` of its
-``fairness``/``jain`` sample (runner.fairness.figures_from_raw), so cells stored before
+``fairness``/``jain`` sample (runner.metrics.fairness.figures_from_raw), so cells stored before
 the fairness figures were get the same figures and curves as new ones.
 """
 from __future__ import annotations
@@ -13,9 +13,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from dashboard.deps import CampaignId, get_session, require_read
-from runner.fairness import figures_from_raw, sorted_curve
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.metrics.fairness import figures_from_raw, sorted_curve
 from runner.store.models import Campaign, Cell, Sample
-from runner.workloads import WORKLOADS, WorkloadParams
 
 router = APIRouter()
 

@@ -1,9 +1,9 @@
 """Launch: queue a campaign from the web form, a YAML upload, or the JSON API.
 
 The form is built from the same pydantic spec the CLI uses
-(:class:`runner.spec.CampaignSpec`): its fields are named after the spec's field
+(:class:`runner.spec.model.CampaignSpec`): its fields are named after the spec's field
 paths (``servers.0.version``, ``params.clients``...), and the errors of
-:func:`runner.spec.parse_spec` are shown beside the field they name. Launching only
+:func:`runner.spec.model.parse_spec` are shown beside the field they name. Launching only
 inserts the campaign and its cells (status ``queued``); ``xferlab worker`` runs them.
 Also the login page, which stores the token in an HTTP-only cookie.
 """
@@ -31,10 +31,10 @@ from dashboard.deps import (
     same_origin,
     token_ok,
 )
-from runner.backends.variants import parse_variant_text as parse_variant
-from runner.spec import PRESETS, SERVER_NAMES, CampaignSpec, SpecError, parse_spec
-from runner.spec_yaml import load_yaml
-from runner.workloads import WORKLOADS, WorkloadParams
+from runner.catalogue.variants import parse_variant_text as parse_variant
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.spec.model import PRESETS, SERVER_NAMES, CampaignSpec, SpecError, parse_spec
+from runner.spec.safe_yaml import load_yaml
 
 router = APIRouter()
 
@@ -172,7 +172,7 @@ async def launch_in_thread(session: Session, *, data: Any = None, text: str | No
 def _form_context(values: dict[str, str] | None = None, workloads: list[str] | None = None,
                   errors: dict[str, str] | None = None, general: list[str] | None = None,
                   yaml_error: str | None = None, preset_error: str | None = None) -> dict[str, Any]:
-    from runner.spec_presets import preset_names
+    from runner.spec.presets import preset_names
 
     defaults = WorkloadParams()
     values = values if values is not None else {"name": "campaign", "repeats": "5", "backend": "auto",
@@ -231,11 +231,11 @@ def _spec_from_text(text: str, source: str) -> CampaignSpec:
 
 @router.post("/launch/preset", include_in_schema=False, dependencies=[Depends(require_token)])
 async def page_launch_preset(request: Request, session: Session = Depends(get_session)):
-    """Queue a built-in campaign preset (runner/presets/, as ``xferlab run --preset NAME``),
+    """Queue a built-in campaign preset (runner/spec/preset_specs/, as ``xferlab run --preset NAME``),
     with optional ``repeats`` (N or auto) and ``backend`` (auto, local, docker) replacing
     the preset's. 303 to the campaign; 422 with the reason for an unknown preset or a bad
     value."""
-    from runner.spec_presets import preset_data
+    from runner.spec.presets import preset_data
 
     form = await request.form(max_files=0, max_fields=10)
     name = str(form.get("preset", ""))

@@ -1,6 +1,6 @@
 """Saturation: the curves of a campaign's sustained-load sweeps (issue 15): throughput and
 p99 against the number of clients N, the knee, users at rate R. Every figure comes from
-runner.report.saturation over the campaign's stored series (runner.results.load_campaign),
+runner.report.saturation over the campaign's stored series (runner.report.reader.load_campaign),
 the same figures ``xferlab show`` prints and the exports carry."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from fastapi import APIRouter, Depends
 from sqlalchemy.orm import Session
 
 from dashboard.deps import CampaignId, get_session, require_read
+from runner.report.reader import load_campaign
 from runner.report.saturation import KNEE_P99_FACTOR, KNEE_THROUGHPUT_SHARE, curves
-from runner.results import load_campaign
 from runner.store.models import Campaign
 
 router = APIRouter()

@@ -1,5 +1,5 @@
 """The per-client fairness API (dashboard.routes.fairness) on the real test PostgreSQL:
-curves sorted from the fastest client, figures as runner.fairness computes them, old cells
+curves sorted from the fastest client, figures as runner.metrics.fairness computes them, old cells
 (stored with only ``jain`` and its per-client list) included, ids validated."""
 from __future__ import annotations
 

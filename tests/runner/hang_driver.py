@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from runner.drivers.xferlab_ftp import XferlabFtpDriver
+from runner.load.ftp.driver import XferlabFtpDriver
 
 
 class HangDriver(XferlabFtpDriver):

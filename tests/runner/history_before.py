@@ -14,12 +14,12 @@ from scipy.stats import false_discovery_control
 from sqlalchemy import Text, and_, cast, func, or_, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
+from runner.catalogue.workloads import WORKLOADS
+from runner.history.changepoint import detect_steps, step_indices
 from runner.history.changes import _oriented, _runs
 from runner.history.series import MEMORY_METRICS, MIB, MIN_DETECT_POINTS, PRIMARY, Change, Point, SeriesKey
-from runner.report.changepoint import detect_steps, step_indices
 from runner.report.stats import mann_whitney_p
 from runner.store.models import Campaign, Cell, Environment, Sample
-from runner.workloads import WORKLOADS
 
 OLD_METRICS = (PRIMARY, *MEMORY_METRICS)
 

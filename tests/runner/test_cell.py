@@ -1,11 +1,11 @@
-"""runner.cell: one construction of a cell's outcome for the local and the multi-host
+"""runner.cell.outcome: one construction of a cell's outcome for the local and the multi-host
 cell runner; run_campaign picks the runner; the backends' handles answer the
 ServerHandle methods execute.py used to probe with hasattr."""
 from __future__ import annotations
 
-from runner.backends.base import Target
-from runner.cell import crashed, measured, memory_figures, skipped
-from runner.drivers.result import ClientFigures, PhaseResult
+from runner.cell.outcome import crashed, measured, memory_figures, skipped
+from runner.load.result import ClientFigures, PhaseResult
+from runner.load.target import Target
 
 
 def _result(errors: dict[str, int], notes: list[str]) -> PhaseResult:
@@ -58,10 +58,10 @@ def test_done_skipped_and_crashed():
 
 
 def test_run_campaign_picks_the_cell_runner(tmp_path, monkeypatch):
+    from runner.campaign.loop import cell_runner, run_local_cell
+    from runner.cell.remote import run_remote_cell
     from runner.config import get_settings
-    from runner.execute import cell_runner, run_local_cell
-    from runner.multihost.control import run_remote_cell
-    from runner.spec import parse_spec
+    from runner.spec.model import parse_spec
 
     inv = tmp_path / "inv.yml"  # hosts.inventory must be a static file under an allowed directory
     inv.write_text("all:\n  children:\n    servers: {hosts: {s1: {}}}\n    clients: {hosts: {c1: {}}}\n")
@@ -90,7 +90,8 @@ def test_stage_clock_records_blocks_and_known_durations():
 
     import pytest
 
-    from runner.local_cell import STAGES, StageClock
+    from runner.catalogue.stages import STAGES
+    from runner.cell.local import StageClock
 
     clock = StageClock()
     with clock("start"):

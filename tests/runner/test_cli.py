@@ -57,7 +57,7 @@ def test_run_driver_option():
     """``xferlab run --driver wget --workloads retr_concurrent``: the spec's driver; a
     workload the driver cannot run is the spec's error."""
     from runner.cli.campaign import _build_spec
-    from runner.spec import SpecError
+    from runner.spec.model import SpecError
 
     spec = _build_spec(parse_args(["run", "--preset", "classic", "--driver", "wget", "--workloads",
                                    "retr_concurrent", "--clients", "512", "--file-size", "1M"]))

@@ -1,7 +1,7 @@
 """The CLI shows fairness: ``xferlab show ID`` (the campaign table's Jain column),
 ``xferlab compare A B`` (the fairness table), ``xferlab export ID --format csv`` (the
 fairness series); a campaign stored through the store helpers in the test PostgreSQL,
-its fairness rows made by runner.measure as a run makes them."""
+its fairness rows made by runner.cell.samples as a run makes them."""
 from __future__ import annotations
 
 import csv
@@ -16,9 +16,9 @@ FAIR, UNFAIR = "fair-server", "unfair-server"
 
 
 def _store(engine) -> int:
-    from runner.drivers.result import ClientFigures, PhaseResult
-    from runner.measure import fairness_samples
-    from runner.spec import parse_spec
+    from runner.cell.samples import fairness_samples
+    from runner.load.result import ClientFigures, PhaseResult
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 

@@ -1,4 +1,4 @@
-"""Server and client CPU per unit of work (issue 12): runner.measure.efficiency_samples
+"""Server and client CPU per unit of work (issue 12): runner.cell.samples.efficiency_samples
 against a server that burns a known amount of CPU per login, and the campaign table's
 server CPU column."""
 from __future__ import annotations
@@ -11,13 +11,13 @@ import time
 import psutil
 import pytest
 
-from runner.backends.base import Target
-from runner.drivers.result import PhaseResult
-from runner.load.run import run_workload_sync
-from runner.measure import GIB, efficiency_samples, phase_samples
+from runner.catalogue.workloads import WorkloadParams
+from runner.cell.samples import GIB, efficiency_samples, phase_samples
+from runner.load.ftp.workloads import run_workload_sync
+from runner.load.result import PhaseResult
+from runner.load.target import Target
 from runner.report.data import CampaignData, Series
 from runner.report.tables import campaign_table
-from runner.workloads import WorkloadParams
 
 BURN_MS = 8.0
 

@@ -1,14 +1,14 @@
-"""Fairness figures (runner.fairness) against hand-computed values, and the sample rows a
-cell stores (runner.measure.fairness_samples)."""
+"""Fairness figures (runner.metrics.fairness) against hand-computed values, and the sample rows a
+cell stores (runner.cell.samples.fairness_samples)."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from runner.drivers.result import ClientFigures, PhaseResult
-from runner.fairness import coefficient_of_variation, cv_from_jain, figures_from_raw, jain_index, sorted_curve
-from runner.measure import phase_samples
+from runner.cell.samples import phase_samples
+from runner.load.result import ClientFigures, PhaseResult
+from runner.metrics.fairness import coefficient_of_variation, cv_from_jain, figures_from_raw, jain_index, sorted_curve
 
 MIB = 1 << 20
 

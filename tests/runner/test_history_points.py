@@ -12,13 +12,13 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from runner.catalogue.workloads import WORKLOADS
 from runner.history import SERIES_METRICS, Point, SeriesKey, list_series, load_points, series_changes, series_points
 from runner.history.changes import _notable
-from runner.spec import parse_spec
+from runner.spec.model import parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Cell, Sample, SeriesPoint
 from runner.store.points import CPU_COST, refresh_points, track_expr
-from runner.workloads import WORKLOADS
 from tests.runner import history_before as before
 
 SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 0.2}

@@ -1,4 +1,4 @@
-"""The step detector (runner.report.changepoint) and the regression verdicts of
+"""The step detector (runner.history.changepoint) and the regression verdicts of
 runner.history on synthetic series (no database).
 
 Stated bound (also in docs/methodology.md): on 1,000 seeded pure-noise series the
@@ -13,9 +13,8 @@ import random
 import numpy as np
 import pytest
 
-from runner.history import Point, SeriesKey, series_changes
-from runner.report import changepoint
-from runner.report.changepoint import detect_steps, detect_steps_many, segment_costs, step_indices
+from runner.history import Point, SeriesKey, changepoint, series_changes
+from runner.history.changepoint import detect_steps, detect_steps_many, segment_costs, step_indices
 from runner.report.stats import summarize
 
 FP_BOUND = 0.01  # at most 1% of pure-noise series with a reported step

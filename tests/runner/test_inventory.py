@@ -12,7 +12,7 @@ import pytest
 
 from runner.multihost import MultiHostError
 from runner.multihost.inventory import load_inventory
-from runner.spec import SpecError, parse_spec
+from runner.spec.model import SpecError, parse_spec
 
 INI = "[servers]\nsrv1 ansible_host=192.0.2.10\n[clients]\ncli1 ansible_host=192.0.2.11\n"
 HAVE_ANSIBLE = (Path(sys.executable).parent / "ansible-inventory").exists() or shutil.which("ansible-inventory")
@@ -77,8 +77,8 @@ def test_ansible_env_alone_keeps_scripts_from_running(tmp_path):
     with ansible_env() (static plugins only) does not execute it."""
     import subprocess
 
-    from runner.inventory import ansible_env
     from runner.multihost.inventory import _ansible_inventory
+    from runner.spec.inventory_policy import ansible_env
 
     marker = tmp_path / "ran"
     inv = _script(tmp_path / "dyn.sh", marker)
@@ -131,7 +131,7 @@ def test_spec_refuses_inventory_outside(dirs):
 
 def test_default_dirs(monkeypatch):
     from runner.config import REPO_ROOT
-    from runner.inventory import inventory_dirs
+    from runner.spec.inventory_policy import inventory_dirs
 
     PROJECT_DIR = REPO_ROOT / "ansible" / "inventories"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.drivers.result import ClientFigures, PhaseResult
-from runner.measure import headline, phase_samples
+from runner.cell.samples import headline, phase_samples
+from runner.load.result import ClientFigures, PhaseResult
 
 
 def _rows(result: PhaseResult, **kw) -> dict[tuple[str, str], object]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.drivers.result import ClientFigures, PhaseResult
-from runner.loadgen_remote import result_from_json, result_to_json
+from runner.load.result import ClientFigures, PhaseResult
 from runner.multihost.combine import combine, split_clients
+from runner.multihost.loadgen import result_from_json, result_to_json
 
 
 def _r(workload: str, elapsed: float, nbytes: int, lat: list[float], clients: list[ClientFigures],
@@ -61,7 +61,7 @@ def test_loadgen_json_round_trip() -> None:
 
 
 def test_spec_hosts_block(tmp_path, monkeypatch) -> None:
-    from runner.spec import SpecError, parse_spec
+    from runner.spec.model import SpecError, parse_spec
 
     monkeypatch.setenv("XFERLAB_INVENTORY_DIRS", str(tmp_path))  # inventories must be under it
     (tmp_path / "inv.ini").write_text("[servers]\nsrv1\n[clients]\ncli1\n")
@@ -75,7 +75,8 @@ def test_spec_hosts_block(tmp_path, monkeypatch) -> None:
 
 
 def test_client_bound_is_judged_per_host() -> None:
-    from runner.measure import client_utilization, headline
+    from runner.cell.samples import headline
+    from runner.load.result import client_utilization
 
     # two hosts, each 0.5 s of CPU over a 1 s phase: 50% each, not client-bound
     half = [_r("login", 1.0, 0, [1.0] * 10, [], 100.0, 101.0) for _ in range(2)]
@@ -110,7 +111,7 @@ def test_http_results_combine_and_round_trip() -> None:
 
 
 def _hist(values_s: list[float]) -> str:
-    from runner.drivers import hdr
+    from runner.load import hdr
 
     h = hdr.new_histogram()
     for v in values_s:
@@ -122,7 +123,7 @@ def test_combine_adds_hdr_histograms_and_round_trips() -> None:
     """Sustained workloads: the hosts' HDR histograms add, so the combined p99 is the p99
     of all operations (here host b's slow tail: 2 of 100 operations at 1 s, p99 = 1000 ms,
     which neither an average of the hosts' p99 (505 ms) nor host a's (10 ms) gives)."""
-    from runner.drivers import hdr
+    from runner.load import hdr
 
     a = _r("retr_sustained", 1.0, 1 << 20, [], [ClientFigures(1 << 20, 1.0)], 100.0, 101.0)
     b = _r("retr_sustained", 1.0, 1 << 20, [], [ClientFigures(1 << 20, 1.0)], 100.0, 101.0)
@@ -147,8 +148,8 @@ def test_combine_adds_hdr_histograms_and_round_trips() -> None:
 def test_host_params_split_an_open_loop_rate() -> None:
     """Across client processes or hosts the sustained workloads' open-loop rate is split in
     proportion to each one's clients, so together they keep the spec's rate."""
+    from runner.catalogue.workloads import WorkloadParams
     from runner.multihost.combine import client_shares, host_params
-    from runner.workloads import WorkloadParams
 
     p = WorkloadParams(clients=5, rate=100.0)
     shares = client_shares("retr_sustained", 5, 2)

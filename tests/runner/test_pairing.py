@@ -1,12 +1,12 @@
 """Pairs of servers and workloads that cannot run: skipped cells with the reason, or a
-spec error when no pair of the spec can run (runner.pairing)."""
+spec error when no pair of the spec can run (runner.catalogue.pairing)."""
 from __future__ import annotations
 
 import pytest
 
-from runner.pairing import no_valid_pair, pair_skip_reason
-from runner.spec import SpecError, parse_spec
-from runner.workloads import WorkloadParams
+from runner.catalogue.pairing import no_valid_pair, pair_skip_reason
+from runner.catalogue.workloads import WorkloadParams
+from runner.spec.model import SpecError, parse_spec
 
 
 def test_protocol_mismatch_names_both_sides():
@@ -45,7 +45,7 @@ def test_spec_with_some_valid_pairs_parses():
 
 
 def test_local_cell_skips_a_pair_before_starting_anything():
-    from runner.local_cell import run_local_cell
+    from runner.cell.local import run_local_cell
     from runner.store.models import Cell
 
     class _NoBackend:

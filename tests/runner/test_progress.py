@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.backends.catalogue import UNAVAILABLE_SERVERS
+from runner.catalogue.servers import UNAVAILABLE_SERVERS
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 
 XFERLAB = [sys.executable, "-m", "runner.cli"]
@@ -27,7 +27,7 @@ SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd")
 # ---------------------------------------------------------------- heartbeat (no engine, no database)
 
 def test_heartbeat_writes_only_when_quiet():
-    from runner.execute import Heartbeat
+    from runner.campaign.loop import Heartbeat
 
     lines: list[tuple[float, str]] = []
     hb = Heartbeat(lambda s: lines.append((time.monotonic(), s)), 0.2)
@@ -116,7 +116,7 @@ def client():
 def test_build_image_reports_each_step_in_order(client, tmp_path: Path):
     """A throwaway image (its own tag and context, removed afterwards) built with the
     function that builds the server images: one line per build step, in order."""
-    from runner import images
+    from runner.backends.docker import images
 
     (tmp_path / "Dockerfile").write_text(f"FROM {images.BASE_TAG}\nRUN true\nCOPY hello /hello\n"
                                          f"RUN cat /hello\nLABEL xferlab.test={SESSION_LABEL}\n")
@@ -150,7 +150,7 @@ def test_build_image_reports_each_step_in_order(client, tmp_path: Path):
 @pytest.mark.docker
 @pytest.mark.timeout(1800)  # may build vsftpd cold
 def test_ensure_server_images_counts_each_image_in_order(client):
-    from runner import images
+    from runner.backends.docker import images
 
     msgs: list[str] = []
     got = images.ensure_server_images([("vsftpd", None), ("nosuch", None), ("vsftpd", None)], client=client,
@@ -173,8 +173,8 @@ def test_campaign_builds_its_images_before_the_first_cell(client, engine, monkey
     found ready) with a counter before the first cell starts, through the reporter."""
     from sqlalchemy.orm import Session
 
-    from runner.execute import run_campaign
-    from runner.spec import parse_spec
+    from runner.campaign.loop import run_campaign
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
 
     monkeypatch.setenv("XFERLAB_DOCKER_LABELS", f"xferlab.test={SESSION_LABEL}")
@@ -214,7 +214,7 @@ def _servers(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
 @pytest.mark.docker
 @pytest.mark.timeout(1800)
 def test_servers_shows_both_backends_with_what_to_run(client, tmp_path: Path):
-    from runner import images
+    from runner.backends.docker import images
 
     images.ensure_server_image("vsftpd", client=client, progress=print)
     env = {**os.environ, "XFERLAB_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}  # nothing fetched
@@ -272,7 +272,7 @@ def test_servers_without_an_engine_says_so_once(tmp_path: Path):
 
 
 def test_write_fixture_reports_making_and_how_far(tmp_path: Path, monkeypatch):
-    from runner.load import fixtures
+    from runner.load.ftp import fixtures
 
     monkeypatch.setattr(fixtures, "PROGRESS_EVERY", fixtures.BLOCK)  # a line per MiB, for a small file
     msgs: list[str] = []

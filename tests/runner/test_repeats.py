@@ -1,4 +1,4 @@
-"""Adaptive repeats (runner.repeats): the stopping rule on synthetic samples, the spec's
+"""Adaptive repeats (runner.campaign.repeats): the stopping rule on synthetic samples, the spec's
 ``repeats: auto``, and a campaign in the store that queues more repeats for a noisy
 group only."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runner.repeats import add_repeat_if_needed, needs_more, relative_half_width
-from runner.spec import SpecError, count_cells, expand, parse_spec
+from runner.campaign.repeats import add_repeat_if_needed, needs_more, relative_half_width
+from runner.spec.model import SpecError, count_cells, expand, parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 

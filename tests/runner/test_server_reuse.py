@@ -1,4 +1,4 @@
-"""Server reuse (runner.server_reuse): the pool's rules with stand-in handles, the
+"""Server reuse (runner.cell.server_reuse): the pool's rules with stand-in handles, the
 store's claim preference, and real campaigns of tpd on this machine under each policy:
 how many servers started, in which order the cells ran, and that memory figures come
 only from cells that started their server."""
@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runner.server_reuse import REUSE_POLICIES, ServerPool, reuse_key
-from runner.spec import CampaignSpec, SpecError, parse_spec
+from runner.cell.server_reuse import REUSE_POLICIES, ServerPool, reuse_key
+from runner.spec.model import CampaignSpec, SpecError, parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 from tests.runner.support import local_server_or_skip
@@ -104,7 +104,7 @@ SMALL = {"clients": 5, "file_size": "256K", "transfer_size": "4M", "duration": 0
 
 
 def _campaign(engine, policy: str):
-    from runner.execute import run_campaign
+    from runner.campaign.loop import run_campaign
 
     spec = parse_spec({"name": f"reuse-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
                        "servers": [{"name": "tpd"}],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.spec import SpecError, expand, load_spec, parse_spec
+from runner.spec.model import SpecError, expand, load_spec, parse_spec
 
 
 def _spec(**kw):
@@ -133,7 +133,7 @@ def test_storage_axis_expands_servers_once():
 
 
 def test_variant_catalogue_per_server():
-    from runner.backends.variants import backend_problem, options_for, parse_variant_text
+    from runner.catalogue.variants import backend_problem, options_for, parse_variant_text
 
     assert options_for("twisted") == ["storage", "tls", "pasv_ports", "masquerade_address", "backlog", "tmpfs_size*",
                                       "memory*", "network*", "sysctls*", "link"]
@@ -148,7 +148,7 @@ def test_variant_catalogue_per_server():
 
 
 def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
-    from runner import drivers
+    from runner.load import registry as drivers
 
     base = {"servers": [{"name": "pyftpdlib"}], "workloads": [{"name": "login"}, {"preset": "classic"}]}
     assert parse_spec(base).driver == "xferlab-ftp"
@@ -166,7 +166,7 @@ def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
 
 
 def test_http_workloads_pair_only_with_http_drivers():
-    # tpd speaks FTP and HTTP: these specs fail or pass on the driver alone (pairs: runner.pairing)
+    # tpd speaks FTP and HTTP: these specs fail or pass on the driver alone (pairs: runner.catalogue.pairing)
     srv = [{"name": "tpd"}]
     ok = parse_spec({"servers": srv, "driver": "wrk",
                      "workloads": [{"name": "http_upload", "params": {"clients": 500, "duration": 10,
@@ -191,7 +191,7 @@ def test_http_workloads_pair_only_with_http_drivers():
 
 def test_workload_driver_overrides_the_campaign_driver():
     # seed 004: wget beside xferlab's own client in one campaign, told apart by key and title
-    from runner.workloads import WORKLOADS, params_key
+    from runner.catalogue.workloads import WORKLOADS, params_key
 
     srv = [{"name": "tpd"}]
     spec = parse_spec({"servers": srv, "workloads": [
@@ -217,7 +217,7 @@ def test_workload_driver_overrides_the_campaign_driver():
 
 
 def test_seed_presets_003_and_004():
-    from runner.spec_presets import preset_data, preset_names
+    from runner.spec.presets import preset_data, preset_names
 
     assert {"classic", "seed002", "seed003", "seed004"} <= set(preset_names())
     s3 = parse_spec(preset_data("seed003"), "preset seed003")

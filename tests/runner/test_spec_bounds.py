@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.spec import SpecError, expand, load_spec, parse_spec
+from runner.spec.model import SpecError, expand, load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def _alias_spec(n_aliases: int) -> str:
 _CHILD = textwrap.dedent("""
     import json, resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-    from runner.spec import SpecError, expand, load_spec
+    from runner.spec.model import SpecError, expand, load_spec
     t = time.perf_counter()
     try:
         cells = expand(load_spec(sys.argv[1]))
@@ -205,7 +205,7 @@ def test_version_check_is_linear_time():
     dashboard stalled. Now it is refused at once. Run in a child with a deadline, so a
     regression fails in seconds instead of hanging the suite."""
     code = textwrap.dedent("""
-        from runner.spec import SpecError, parse_spec
+        from runner.spec.model import SpecError, parse_spec
         for n in (26, 40, 60):
             spec = {"servers": [{"name": "pyftpdlib", "version": "1" + "a" * n + "!"}],
                     "workloads": [{"name": "login"}]}

@@ -1,10 +1,10 @@
-"""The campaign's link axis (runner.spec_axes, runner.backends.link): expansion into
+"""The campaign's link axis (runner.spec.axes, runner.net.conditions): expansion into
 server variants, labels, errors, and the CLI's --link."""
 from __future__ import annotations
 
 import pytest
 
-from runner.spec import CampaignSpec, SpecError, expand, parse_spec
+from runner.spec.model import CampaignSpec, SpecError, expand, parse_spec
 
 
 def _spec(**kw):

@@ -1,4 +1,4 @@
-"""runner.spec_secrets: the secret fields come from the models' marker, the redacted spec
+"""runner.spec.redaction: the secret fields come from the models' marker, the redacted spec
 hides exactly them, text is scrubbed of them; an inventory Ansible cannot parse does not
 put its lines (passwords included) into the error."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from runner.spec import REDACTED, CampaignSpec, ServerSpec, redacted, secret_values
-from runner.spec_secrets import SECRET_FIELD, ScrubFilter, redact_model_data, scrub, scrub_data, secret_paths
+from runner.spec.model import REDACTED, CampaignSpec, ServerSpec, redacted, secret_values
+from runner.spec.redaction import SECRET_FIELD, ScrubFilter, redact_model_data, scrub, scrub_data, secret_paths
 from tests.runner.test_inventory import needs_ansible
 
 PASSWORD = "S3cret-Password-1"

@@ -1,10 +1,10 @@
-"""The saturation sweep of a spec's workload entry (runner.spec_workloads): a list in
+"""The saturation sweep of a spec's workload entry (runner.spec.workloads): a list in
 ``params.clients`` or ``sweep:`` expands into one cell family per client count."""
 from __future__ import annotations
 
 import pytest
 
-from runner.spec import SpecError, count_cells, expand, parse_spec
+from runner.spec.model import SpecError, count_cells, expand, parse_spec
 
 
 def _spec(**entry) -> dict:

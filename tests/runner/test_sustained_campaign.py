@@ -1,23 +1,23 @@
 """A saturation sweep end to end: a campaign of ``retr_sustained`` at 1 and 3 clients
-against tpd and pyftpdlib started by the local backend, run by runner.execute, stored in
-the real test PostgreSQL, read back by runner.results and reported as saturation curves
+against tpd and pyftpdlib started by the local backend, run by runner.campaign.loop, stored in
+the real test PostgreSQL, read back by runner.report.reader and reported as saturation curves
 (runner.report.saturation), with the stored HDR histogram readable again."""
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runner.drivers import hdr
-from runner.spec import parse_spec
+from runner.load import hdr
+from runner.spec.model import parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 
 
 def test_sweep_campaign_to_curves(engine):
-    from runner.execute import run_campaign
+    from runner.campaign.loop import run_campaign
+    from runner.report.reader import load_campaign
+    from runner.report.render import campaign_report
     from runner.report.saturation import curves
-    from runner.reporting import campaign_report
-    from runner.results import load_campaign
 
     spec = parse_spec({"name": "sweep", "repeats": 1, "backend": "local", "pinning": {},
                        "servers": [{"name": "tpd"}, {"name": "pyftpdlib"}],
@@ -54,7 +54,7 @@ def test_open_loop_over_two_client_processes(engine):
     """``client_processes: 2``: the open loop's 4 clients run as two ``xferlab loadgen``
     processes of 2 clients and 50/s each; their HDR histograms are added, so the cell counts
     every operation of both (100/s x 1 s = 100) in its stored histogram."""
-    from runner.execute import run_campaign
+    from runner.campaign.loop import run_campaign
 
     spec = parse_spec({"name": "split", "repeats": 1, "backend": "local", "pinning": {}, "client_processes": 2,
                        "warmup": False, "servers": [{"name": "tpd"}],

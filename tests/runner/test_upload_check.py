@@ -1,17 +1,18 @@
-"""The stored-file check of http_upload cells (runner.upload_check, seed 002's
+"""The stored-file check of http_upload cells (runner.cell.upload_check, seed 002's
 ``ls | wc -l``): a server that answers 201 without writing fails its cell with both
 numbers; a server that stores every upload passes and its uploads are deleted after."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner.backends.base import Target, list_stored_files, remove_stored_files
-from runner.drivers.result import PhaseResult
-from runner.local_cell import run_local_cell
-from runner.spec import parse_spec
+from runner.backends.base import list_stored_files, remove_stored_files
+from runner.catalogue.workloads import WorkloadParams
+from runner.cell.local import run_local_cell
+from runner.cell.upload_check import UploadCheck, slack
+from runner.load.result import PhaseResult
+from runner.load.target import Target
+from runner.spec.model import parse_spec
 from runner.store.models import Cell
-from runner.upload_check import UploadCheck, slack
-from runner.workloads import WorkloadParams
 from tests.runner.load.httpserver import HttpTestServer
 from tests.runner.support import FixedBackend, RunningHandle
 

@@ -1,4 +1,4 @@
-"""The cell watchdog (runner.watchdog): a cell whose stage hangs past the cell's bound is
+"""The cell watchdog (runner.cell.watchdog): a cell whose stage hangs past the cell's bound is
 failed naming the stage, and the campaign goes on to the next cell."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from runner.watchdog import CellWatchdog, cell_bound_s
+from runner.cell.watchdog import CellWatchdog, cell_bound_s
 from tests.runner.backends.hostile_ftp import LOGIN_ONLY, HostileFTP
 
 
@@ -25,10 +25,11 @@ def test_campaign_goes_on_past_a_cell_that_hangs(engine, monkeypatch):
     from sqlalchemy import select
     from sqlalchemy.orm import Session
 
-    from runner import drivers, watchdog
+    from runner.campaign.loop import run_campaign
+    from runner.cell import watchdog
     from runner.config import get_settings
-    from runner.execute import run_campaign
-    from runner.spec import parse_spec
+    from runner.load import registry as drivers
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell
 

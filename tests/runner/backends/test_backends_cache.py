@@ -6,9 +6,10 @@ import sys
 import time
 
 import pytest
+from filelock import FileLock
 
-from runner.backends import debs
-from runner.backends.venvs import FileLock, cache_dir, ensure_venv, read_marker
+from runner.backends.local import debs
+from runner.backends.local.venvs import cache_dir, ensure_venv, read_marker
 
 
 def test_cached_venv_reused():
@@ -26,7 +27,7 @@ def test_file_lock_excludes_other_processes(tmp_path):
     lock = tmp_path / "x.lock"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys,time\nfrom runner.backends.venvs import FileLock\n"
+         "import sys,time\nfrom runner.backends.local.venvs import FileLock\n"
          f"with FileLock(__import__('pathlib').Path({str(lock)!r})):\n"
          "    print('held', flush=True); time.sleep(3)\n"],
         stdout=subprocess.PIPE, text=True)

@@ -12,7 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
+from runner.backends.base import ServerFailed, ServerSkipped
+from runner.spec.request import ServerRequest
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(2700)]  # cold image builds
@@ -150,7 +151,7 @@ def test_unknown_variant_values_are_skips(dbackend):
 
 
 def test_auto_backend_is_docker_when_engine_answers(client):
-    from runner.execute import resolve_backend
+    from runner.campaign.loop import resolve_backend
 
     assert resolve_backend("auto").name == "docker"
 
@@ -264,8 +265,8 @@ def test_netns_client_connects_from_inside_the_container_namespace(dbackend, net
     they are opened on the host (the container's namespace opens none)."""
     import os
 
-    from runner.load.run import run_workload_sync
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.workloads import run_workload_sync
 
     assert dbackend.network == "netns"  # root here: the default is not downgraded
     h = dbackend.start(ServerRequest("pyftpdlib", variant={"network": network}))

@@ -2,7 +2,7 @@
 the readiness probe, the external backend's checks and liveness, and the SIZE/DELE check
 of uploads each return within their deadline against a server that drips reply lines,
 floods them, says nothing, or drips the answer to PASS (tests/runner/backends/hostile_ftp.py),
-and a flood's reply is capped (runner.backends.bounded)."""
+and a flood's reply is capped (runner.load.bounded)."""
 from __future__ import annotations
 
 import socket
@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
-from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped, Target
-from runner.backends.bounded import MAX_HTTP_HEAD, MAX_REPLY_BYTES
+from runner.backends.base import ServerFailed, ServerSkipped
+from runner.load.bounded import MAX_HTTP_HEAD, MAX_REPLY_BYTES
 from runner.backends.external import ExternalHandle, check_external, start_external
 from runner.backends.probe import ProbeError, http_probe_once, wait_ready
-from runner.drivers import ftpclient
+from runner.load.target import Target
+from runner.load.tools import ftp_tool as ftpclient
+from runner.spec.request import ServerRequest
 from tests.runner.backends.hostile_ftp import MODES, HostileFTP
 
 #: Seconds past a deadline a call may take (thread start-up, the last read's slack).
@@ -94,7 +96,7 @@ def test_side_channels_end_within_their_deadline(mode, monkeypatch):
 
 def test_flood_is_capped_in_memory():
     """One probe of a flooding server keeps at most the reply cap (64 KiB), not the flood."""
-    from runner.backends.bounded import ReplyTooLong
+    from runner.load.bounded import ReplyTooLong
     from runner.backends.probe import probe_once
 
     with HostileFTP("flood") as srv:

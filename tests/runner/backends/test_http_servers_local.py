@@ -9,11 +9,12 @@ import http.client
 import psutil
 import pytest
 
-from runner.backends.base import ServerRequest, ServerSkipped
-from runner.backends.catalogue import DEFAULT_MAX_BODY, HTTP_SERVERS, UNAVAILABLE_SERVERS, upload_skip_reason
+from runner.backends.base import ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
 from runner.backends.local.recipes import RECIPES
 from runner.backends.local.rundir import RunDir
+from runner.catalogue.servers import DEFAULT_MAX_BODY, HTTP_SERVERS, UNAVAILABLE_SERVERS, upload_skip_reason
+from runner.spec.request import ServerRequest
 from tests.runner.backends.http_checks import (
     check_413,
     check_interface,

@@ -1,10 +1,10 @@
 """Link conditions: the spec's text and mapping forms, their errors, and the tc argv
-each link stands for (runner.backends.link). Plain data: runs nothing."""
+each link stands for (runner.net.conditions). Plain data: runs nothing."""
 from __future__ import annotations
 
 import pytest
 
-from runner.backends.link import (
+from runner.net.conditions import (
     LOOPBACK,
     LinkError,
     LinkSpec,

@@ -1,4 +1,4 @@
-"""A real shaped link between two namespaces (runner.backends.linknet): the measured
+"""A real shaped link between two namespaces (runner.net.link): the measured
 throughput of a 100 Mbit link, an unshaped one, the qdisc counters, teardown and the
 skip reasons. Needs root, ip and tc; skipped with the reason otherwise."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from runner.backends import linknet
-from runner.backends.link import parse_link
-from runner.backends.netns import call_in_netns
+from runner.net import link as linknet
+from runner.net.conditions import parse_link
+from runner.net.netns import call_in_netns
 
 pytestmark = pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))
 

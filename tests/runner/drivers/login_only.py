@@ -1,7 +1,7 @@
 """A registered-for-the-test driver that runs only ``login`` (spec validation tests)."""
 from __future__ import annotations
 
-from runner.drivers.xferlab_ftp import XferlabFtpDriver
+from runner.load.ftp.driver import XferlabFtpDriver
 
 
 class LoginOnly(XferlabFtpDriver):

@@ -1,5 +1,5 @@
-"""``client_options`` as typed allow-lists (runner.drivers.options) and the ``external``
-block's host/user/password (runner.spec_external), through ``parse_spec``; and lftp, curl
+"""``client_options`` as typed allow-lists (runner.load.tools.options) and the ``external``
+block's host/user/password (runner.spec.external), through ``parse_spec``; and lftp, curl
 and wget run for real against pyftpdlib on 127.0.0.1 with hostile but accepted values."""
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Target
 from runner.backends.external import external_target
-from runner.drivers import get_driver
-from runner.drivers.curl import OPTIONS as CURL
-from runner.drivers.lftp import SETTINGS
-from runner.drivers.wget import OPTIONS as WGET
-from runner.spec import SpecError, parse_spec
+from runner.load.registry import get_driver
+from runner.load.target import Target
+from runner.load.tools.curl import OPTIONS as CURL
+from runner.load.tools.lftp import SETTINGS
+from runner.load.tools.wget import OPTIONS as WGET
+from runner.spec.model import SpecError, parse_spec
 from tests.runner.load.conftest import stop
 from tests.runner.support import driver_or_skip
 

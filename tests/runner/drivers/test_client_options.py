@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.spec import SpecError, parse_spec
-from runner.workloads import WORKLOADS, WorkloadParams, params_key
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams, params_key
+from runner.spec.model import SpecError, parse_spec
 
 BASE = {"servers": [{"name": "pyftpdlib"}]}
 

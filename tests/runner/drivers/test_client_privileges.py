@@ -1,5 +1,5 @@
 """Client tools never run as root: as root, clientspawn's children and run_child's tool
-run as the lab user (XFERLAB_CLIENT_USER, runner.drivers.labuser) with no supplementary
+run as the lab user (XFERLAB_CLIENT_USER, runner.load.tools.labuser) with no supplementary
 group and no descriptor but 0-2; the job list (passwords) is out of their reach; real
 lftp, wget, curl, wrk and h2load runs still pass that way; a missing user is a clear
 error. The drop tests need root (skipped otherwise: then no drop happens)."""
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Target
-from runner.drivers import DriverUnavailable, get_driver
-from runner.drivers.child import run_child
-from runner.drivers.clients import Job, build_spawner, run_clients
-from runner.drivers.labuser import client_user
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.registry import DriverUnavailable, get_driver
+from runner.load.target import Target
+from runner.load.tools.child import run_child
+from runner.load.tools.labuser import client_user
+from runner.load.tools.spawn import Job, build_spawner, run_clients
 from tests.runner.drivers.test_ftp_clients import MIB, check_result, pyftpd  # noqa: F401 - pyftpd: a fixture
 from tests.runner.load.conftest import PASSWORD, USER
 from tests.runner.load.httpserver import HttpTestServer
@@ -242,7 +242,7 @@ def test_client_reads_the_ca_certificate_not_the_private_keys(shared, lab):
     """A campaign's certificate folder reachable by the lab user (as a client verifying
     FTPS/HTTPS would need): the CA and server certificates are readable, the keys (0600,
     root's) are not."""
-    from runner.backends.certs import make_certificates
+    from runner.tls.certs import make_certificates
 
     tls = make_certificates(shared / "tls")
     (shared / "tls").chmod(0o755)

@@ -1,4 +1,4 @@
-"""runner.drivers.clients: N processes released together, each one's rusage, the bound,
+"""runner.load.tools.spawn: N processes released together, each one's rusage, the bound,
 and no process left behind (clientspawn compiled with the system C compiler)."""
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.drivers import clients
-from runner.drivers.base import DriverUnavailable
-from runner.drivers.clients import Job, run_clients
+from runner.load.base import DriverUnavailable
+from runner.load.tools import spawn as clients
+from runner.load.tools.spawn import Job, run_clients
 from tests.runner.support import assert_gone
 
-#: A Python the clients can run: as root they run as the lab user (runner.drivers.labuser),
+#: A Python the clients can run: as root they run as the lab user (runner.load.tools.labuser),
 #: which may not reach this interpreter's folder (e.g. one under /root).
 CLIENT_PYTHON = shutil.which("python3", path=os.defpath) or sys.executable
 
@@ -164,7 +164,7 @@ def test_clients_die_with_a_killed_runner(tmp_path, spawner):
     code = f"""
 import threading
 from pathlib import Path
-from runner.drivers.clients import Job, run_clients
+from runner.load.tools.spawn import Job, run_clients
 jobs = [Job(["sh", "-c", "echo $$ > pid; exec sleep 60"], {str(tmp_path)!r} + "/c" + str(i)) for i in range(3)]
 threading.Thread(target=lambda: run_clients(jobs, folder=Path({str(tmp_path)!r}), bound_s=60,
                                             spawner=Path({str(spawner)!r})), daemon=True).start()

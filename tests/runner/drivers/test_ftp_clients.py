@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner.backends.base import Target
-from runner.drivers import DriverUnavailable, get_driver
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.registry import DriverUnavailable, get_driver
+from runner.load.target import Target
 from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
 from tests.runner.support import driver_or_skip
 
@@ -78,7 +78,7 @@ def test_single_stream_one_process_per_transfer(pyftpd, name, workload):
     assert r.ended_at - r.started_at >= r.elapsed_s * 0.99  # the processes ran one after another
     assert all(c.max_rss > 1 << 20 for c in r.clients) and r.client_cpu_user_s + r.client_cpu_system_s > 0
     assert not [f for f in os.listdir(home) if f.startswith("xferlab-stor-")]
-    from runner.measure import phase_samples
+    from runner.cell.samples import phase_samples
 
     metrics = {(s.metric, s.stat) for s in phase_samples(r)}
     assert ("client_max_rss", "max") in metrics and ("fairness", "jain") not in metrics  # one process per repeat
@@ -223,7 +223,7 @@ def test_refusals():
 def test_curl_options_are_known_to_this_curl():
     if shutil.which("curl") is None:
         pytest.skip("curl not installed")
-    from runner.drivers.curl import OPTIONS
+    from runner.load.tools.curl import OPTIONS
 
     text = subprocess.run(["curl", "--help", "all"], capture_output=True, text=True, timeout=10).stdout
     assert not [o for o in OPTIONS if f" {o}" not in text]
@@ -232,7 +232,7 @@ def test_curl_options_are_known_to_this_curl():
 def test_wget_options_are_known_to_this_wget():
     if shutil.which("wget") is None:
         pytest.skip("wget not installed")
-    from runner.drivers.wget import OPTIONS
+    from runner.load.tools.wget import OPTIONS
 
     text = subprocess.run(["wget", "--help"], capture_output=True, text=True, timeout=10).stdout
     assert not [o for o in OPTIONS if o not in text]
@@ -267,7 +267,7 @@ def test_loadgen_carries_the_process_figures(pyftpd, capsys):
     import argparse
     import json
 
-    from runner.loadgen_remote import add_arguments, main, result_from_json
+    from runner.multihost.loadgen import add_arguments, main, result_from_json
 
     driver_or_skip("curl")
     port, _ = pyftpd
@@ -283,7 +283,7 @@ def test_loadgen_carries_the_process_figures(pyftpd, capsys):
 
 
 def test_versions_recorded_like_wrk():
-    from runner.drivers import driver_record
+    from runner.load.registry import driver_record
 
     prefixes = {"lftp": "LFTP | Version ", "wget": "GNU Wget ", "curl": "curl "}
     for name, prefix in prefixes.items():

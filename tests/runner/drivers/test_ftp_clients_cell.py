@@ -1,4 +1,4 @@
-"""A whole cell (runner.local_cell.run_local_cell: warm-up, measured phase, sample rows,
+"""A whole cell (runner.cell.local.run_local_cell: warm-up, measured phase, sample rows,
 outcome) with a real-client driver against the tests' pyftpdlib on loopback."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Target
-from runner.local_cell import run_local_cell
-from runner.spec import parse_spec
+from runner.cell.local import run_local_cell
+from runner.load.target import Target
+from runner.spec.model import parse_spec
 from runner.store.models import Cell
 from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
 from tests.runner.support import FixedBackend, RunningHandle, driver_or_skip, local_server_or_skip
@@ -63,7 +63,7 @@ def test_stored_and_read_back_as_series(tmp_path, engine):
     per-process series, and the options in the row title."""
     from sqlalchemy.orm import Session
 
-    from runner.results import load_campaign
+    from runner.report.reader import load_campaign
     from runner.store import campaigns as crud
 
     driver_or_skip("lftp")
@@ -98,7 +98,7 @@ def test_campaign_with_a_workload_naming_its_own_driver(engine):
     from sqlalchemy.orm import Session
 
     from runner.report.clients import client_tables
-    from runner.results import load_campaign
+    from runner.report.reader import load_campaign
     from runner.store.models import Environment
 
     driver_or_skip("wget")
@@ -131,7 +131,7 @@ def test_campaign_keeps_going_past_missing_and_hung_clients(engine, monkeypatch)
     the next workload's cell is done; no lftp process is left."""
     import psutil
 
-    from runner.drivers import get_driver
+    from runner.load.registry import get_driver
 
     driver_or_skip("lftp")
     local_server_or_skip("tpd")
@@ -153,12 +153,12 @@ def test_campaign_keeps_going_past_missing_and_hung_clients(engine, monkeypatch)
 
 
 def _run_campaign(engine, spec, n: int) -> tuple[int, list[Cell]]:
-    """Store ``spec`` as a campaign, run it here (runner.execute.run_campaign), assert it
+    """Store ``spec`` as a campaign, run it here (runner.campaign.loop.run_campaign), assert it
     ran ``n`` cells; ``(campaign id, its cells in spec order)``."""
     from sqlalchemy import select
     from sqlalchemy.orm import Session
 
-    from runner.execute import run_campaign
+    from runner.campaign.loop import run_campaign
     from runner.store import campaigns as crud
 
     with Session(engine) as s:

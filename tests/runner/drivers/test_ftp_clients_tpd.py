@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from runner.backends import paths
-from runner.backends.base import ServerRequest, ServerSkipped
+from runner.backends.base import ServerSkipped
 from runner.backends.local import LocalBackend
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.spec.request import ServerRequest
 from tests.runner.drivers.test_ftp_clients import MIB, RUNS, check_result
 from tests.runner.support import driver_or_skip
 

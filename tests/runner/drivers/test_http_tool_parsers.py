@@ -1,17 +1,17 @@
 """wrk and h2load output parsers, on output captured from real runs on this kind of machine
 (tests/runner/drivers/data/: wrk 4.1.0 and h2load 1.52.0 against tpd's HTTP listener and the
-tests' own upload server, with the Lua script runner.drivers.wrk writes)."""
+tests' own upload server, with the Lua script runner.load.tools.wrk writes)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from runner.drivers.base import LoadError
-from runner.drivers.child import ChildRun
-from runner.drivers.h2load import h2load_result, parse_h2load
-from runner.drivers.wrk import parse_wrk, wrk_result
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.base import LoadError
+from runner.load.tools.child import ChildRun
+from runner.load.tools.h2load import h2load_result, parse_h2load
+from runner.load.tools.wrk import parse_wrk, wrk_result
 
 DATA = Path(__file__).parent / "data"
 

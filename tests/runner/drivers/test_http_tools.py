@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Target
-from runner.drivers import DriverUnavailable, get_driver
-from runner.drivers.child import require
-from runner.load.fixtures import server_name
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.ftp.fixtures import server_name
+from runner.load.registry import DriverUnavailable, get_driver
+from runner.load.target import Target
+from runner.load.tools.child import require
 from tests.runner.load.httpserver import HttpTestServer
 from tests.runner.support import driver_or_skip
 

@@ -2,9 +2,9 @@
 faults) as sample rows, and through ``xferlab loadgen``'s JSON document."""
 from __future__ import annotations
 
-from runner.drivers.result import ClientFigures, PhaseResult
-from runner.loadgen_remote import result_from_json, result_to_json
-from runner.measure import phase_samples, process_samples
+from runner.cell.samples import phase_samples, process_samples
+from runner.load.result import ClientFigures, PhaseResult
+from runner.multihost.loadgen import result_from_json, result_to_json
 
 
 def _proc_result():

@@ -14,13 +14,13 @@ from urllib.parse import urlsplit
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from runner.backends.base import Target
-from runner.backends.docker.spec import ContainerSettings, container_spec
-from runner.drivers import get_driver
-from runner.drivers.curl import OPTIONS as CURL
-from runner.drivers.lftp import SETTINGS
-from runner.drivers.wget import OPTIONS as WGET
-from runner.spec import SpecError, parse_spec
+from runner.backends.docker.container import ContainerSettings, container_spec
+from runner.load.registry import get_driver
+from runner.load.target import Target
+from runner.load.tools.curl import OPTIONS as CURL
+from runner.load.tools.lftp import SETTINGS
+from runner.load.tools.wget import OPTIONS as WGET
+from runner.spec.model import SpecError, parse_spec
 
 PROPERTY = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HOSTILE = list("aZ09 -;\"'\\/.:,!$`|&#%*?<>(){}=\n\t\r\x00") + ["..", "--", "; !sh", "$(id)", "\" ; \"", "-o"]
@@ -168,7 +168,7 @@ def test_variant_values_reach_the_container_as_typed_values(variant, version):
         return
     event("accepted")
     srv = spec.servers[0]
-    # one path component of the venv folder, <package>-<version> (runner.backends.venvs)
+    # one path component of the venv folder, <package>-<version> (runner.backends.local.venvs)
     assert srv.version is not None and "/" not in srv.version and srv.version[0].isdigit()
     c = container_spec(srv.request(spec.max_clients), ContainerSettings(), image_id="sha256:0", image_tag="t",
                        built=False, name="xl-prop", password="pw", pick_port=lambda: 2121)

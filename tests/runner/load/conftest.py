@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Target
+from runner.load.target import Target
 
 HERE = Path(__file__).parent
 USER, PASSWORD = "bench", "s3cret"

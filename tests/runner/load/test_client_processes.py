@@ -7,9 +7,9 @@ import os
 
 import pytest
 
+from runner.catalogue.workloads import WorkloadParams
 from runner.multihost.processes import run_client_processes, splits
-from runner.spec import CampaignSpec
-from runner.workloads import WorkloadParams
+from runner.spec.model import CampaignSpec
 
 from .test_netns import ns_server  # noqa: F401 - fixture
 
@@ -55,7 +55,7 @@ def test_two_processes_merge_into_one_phase(remote_target, workload):
 
 
 def test_processes_join_the_server_namespace(ns_server):  # noqa: F811
-    from runner.backends.base import Target
+    from runner.load.target import Target
 
     from .conftest import PASSWORD, USER
 
@@ -79,7 +79,7 @@ def test_no_process_measuring_is_an_error_naming_each(remote_target):
 def test_http_phase_split_over_two_processes(tmp_path, driver):
     import shutil
 
-    from runner.backends.base import Target
+    from runner.load.target import Target
 
     from .httpserver import HttpTestServer
 

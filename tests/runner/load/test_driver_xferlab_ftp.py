@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from runner.drivers import DEFAULT_DRIVER, LoadError, driver_names, driver_record, get_driver
-from runner.workloads import WORKLOADS, WorkloadParams
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.load.registry import DEFAULT_DRIVER, LoadError, driver_names, driver_record, get_driver
 
 
 def test_registry():
@@ -27,7 +27,7 @@ def test_driver_runs_a_phase(target):
 
 
 def test_driver_raises_load_error_when_nothing_measured(pyftpd):
-    from runner.backends.base import Target
+    from runner.load.target import Target
 
     host, port, _ = pyftpd
     with pytest.raises(LoadError):
@@ -36,7 +36,7 @@ def test_driver_raises_load_error_when_nothing_measured(pyftpd):
 
 
 def _loadgen(capsys, target, **kw) -> tuple[int, dict]:
-    from runner.loadgen_remote import add_arguments, main
+    from runner.multihost.loadgen import add_arguments, main
 
     p = argparse.ArgumentParser()
     add_arguments(p)

@@ -9,10 +9,10 @@ import socket
 
 import pytest
 
+from runner.catalogue.workloads import WorkloadParams
 from runner.config import get_settings
 from runner.load import loop as event_loop
-from runner.load.run import run_workload, run_workload_sync
-from runner.workloads import WorkloadParams
+from runner.load.ftp.workloads import run_workload, run_workload_sync
 
 pytest.importorskip("uvloop")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.load.fixtures import write_fixture
+from runner.load.ftp.fixtures import write_fixture
 
 MIB = 1 << 20
 
@@ -22,7 +22,7 @@ _CHILD = textwrap.dedent("""
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     limit, path, size = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    from runner.load.fixtures import write_fixture
+    from runner.load.ftp.fixtures import write_fixture
     try:
         write_fixture(path, size)
         print(json.dumps({"ok": True}))
@@ -63,7 +63,7 @@ def test_too_little_free_space_is_refused_before_writing(tmp_path):
 
 
 def test_check_free_space_names_path_need_and_free(tmp_path):
-    from runner.load.fixtures import FixtureSpaceError, check_free_space
+    from runner.load.ftp.fixtures import FixtureSpaceError, check_free_space
 
     with pytest.raises(FixtureSpaceError) as ei:
         check_free_space(tmp_path / "x.bin", 1 << 62)

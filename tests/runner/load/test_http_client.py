@@ -6,11 +6,11 @@ import socket
 
 import pytest
 
-from runner.backends.base import Target
-from runner.drivers import get_driver
-from runner.load.fixtures import server_name
-from runner.load.http_response import ResponseError, ResponseReader
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.ftp.fixtures import server_name
+from runner.load.http.response import ResponseError, ResponseReader
+from runner.load.registry import get_driver
+from runner.load.target import Target
 from tests.runner.load.httpserver import HttpTestServer
 
 
@@ -124,7 +124,7 @@ def test_reader_split_and_chunked():
 
 
 def test_big_body_in_slices(tmp_path):
-    size = 3 * (1 << 20) + 5  # more than runner.load.http.BODY_SLICE: sent in slices with flow control
+    size = 3 * (1 << 20) + 5  # more than runner.load.http.client.BODY_SLICE: sent in slices with flow control
     with HttpTestServer(tmp_path) as srv:
         r = get_driver("xferlab-http").run("http_upload", _target(srv.port),
                                            WorkloadParams(clients=2, duration=0.5, body_size=size))

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from runner.load.fixtures import server_name, write_fixture
-from runner.load.ftp import FTPError, FTPSession, ReplyParser, open_session, parse_epsv, parse_pasv
+from runner.load.ftp.fixtures import server_name, write_fixture
+from runner.load.ftp.session import FTPError, FTPSession, ReplyParser, open_session, parse_epsv, parse_pasv
 
 from .conftest import PASSWORD, USER
 from .fakeftp import FakeFTP

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from runner.backends.base import Target
-from runner.load.fixtures import server_name
-from runner.load.run import LoadError, run_workload, run_workload_sync
-from runner.measure import headline, phase_samples
-from runner.workloads import WORKLOADS, WorkloadParams
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.cell.samples import headline, phase_samples
+from runner.load.ftp.fixtures import server_name
+from runner.load.ftp.workloads import LoadError, run_workload, run_workload_sync
+from runner.load.target import Target
 
 from .conftest import PASSWORD, USER
 from .fakeftp import FakeFTP
@@ -92,7 +92,7 @@ def test_retr_fixture_uploaded_when_root_unknown(remote_target, ftp_home):
 
 
 def test_window_login_keeps_at_most_the_window_in_flight(target, monkeypatch):
-    from runner.load import phase
+    from runner.load.ftp import phase
 
     monkeypatch.setattr(phase, "LOGIN_WINDOW", 3)
     inflight = [0, 0]  # now, most seen
@@ -186,7 +186,7 @@ def test_quit(target):
 
 
 def test_catalogue_covered():
-    from runner.load import run as runmod
+    from runner.load.ftp import workloads as runmod
     assert set(runmod._IMPLS) == {n for n, w in WORKLOADS.items() if w.protocol == "ftp"}
 
 

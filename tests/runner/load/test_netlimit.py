@@ -1,4 +1,4 @@
-"""runner.load.limit and netlimit.c: the tool builds with the system compiler, measures a
+"""runner.selftest.limit and netlimit.c: the tool builds with the system compiler, measures a
 nonzero loopback figure in a short bounded run (pair and FTP against the session's
 pyftpdlib), and fails clearly on a missing compiler or bad arguments. Figures are only
 checked for plausibility (bytes = whole downloads), never against a speed."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.load import limit
-from runner.load.limit import NetlimitError, build, measure_ftp_retr, measure_pair, run_tool
+from runner.selftest import limit
+from runner.selftest.limit import NetlimitError, build, measure_ftp_retr, measure_pair, run_tool
 from tests.runner.load.conftest import PASSWORD, USER
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on PATH")

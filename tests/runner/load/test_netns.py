@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Target
-from runner.backends.netns import NetnsError, call_in_netns, can_join_netns
-from runner.drivers.base import LoadError
-from runner.load.run import run_workload_sync
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.base import LoadError
+from runner.load.ftp.workloads import run_workload_sync
+from runner.load.target import Target
+from runner.net.netns import NetnsError, call_in_netns, can_join_netns
 
 from .conftest import HERE, PASSWORD, USER, stop
 

@@ -1,4 +1,4 @@
-"""The sustained-load workloads (runner.load.sustained) against real servers on loopback:
+"""The sustained-load workloads (runner.load.ftp.sustained) against real servers on loopback:
 pyftpdlib (the session fixture of conftest.py) and tpd (built with make, plain binary),
 closed and open loop, per-operation and reused sessions, RETR and STOR; and the proof of
 the coordinated-omission correction: an open loop against a tpd stopped with SIGSTOP for
@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from runner.backends.base import Target
-from runner.drivers import hdr
-from runner.load.run import run_workload_sync
-from runner.measure import phase_samples
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.cell.samples import phase_samples
+from runner.load import hdr
+from runner.load.ftp.workloads import run_workload_sync
+from runner.load.target import Target
 from tests.tpd.conftest import BUILD, TPD_DIR, TpdServer
 
 KIB = 1 << 10
@@ -148,13 +148,13 @@ def test_per_op_sessions_are_counted(target):
     """Each per-operation session is a greeted session (the late-session figure covers them)."""
     r = run_workload_sync("retr_sustained", target, _params(clients=2, duration=0.5))
     assert r.greeted_sessions >= r.ops + 1  # + the untimed setup session
-    from runner.measure import headline
+    from runner.cell.samples import headline
 
     assert "/s, p99 " in headline(r)
 
 
 def test_no_server_is_a_load_error():
-    from runner.drivers.base import LoadError
+    from runner.load.base import LoadError
     from tests.tpd.conftest import free_port
 
     t = Target(host="127.0.0.1", port=free_port(), user="u", password="p", root=None)

@@ -62,8 +62,8 @@ def test_environment_differences_of_two_campaigns():
 def test_compare_across_campaigns_lists_the_environment_differences(engine):
     from sqlalchemy.orm import Session
 
-    from runner.reporting import compare_report
-    from runner.spec import parse_spec
+    from runner.report.render import compare_report
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 
@@ -96,7 +96,7 @@ def test_compare_across_campaigns_lists_the_environment_differences(engine):
 
 
 def test_link_row_names_the_shaped_links_of_the_servers():
-    """Servers of a link axis (runner.spec_axes): the shaped links are named beside the
+    """Servers of a link axis (runner.spec.axes): the shaped links are named beside the
     loopback the others use."""
     setups = {"tpd [link=loopback]": {"variant": {"link": "loopback"}},
               "tpd [link=100mbit]": {"variant": {"link": "100mbit"}},

@@ -95,8 +95,8 @@ def test_fairness_comparison_a_vs_b():
 def test_stored_cv_and_cv_derived_for_an_old_cell(engine):
     """A cell stored with only ``jain`` (before the CV was stored) gets its CV derived,
     sqrt(1/J - 1); a new cell's stored CV is read as it is; the series keep cell order."""
-    from runner.results import load_campaign
-    from runner.spec import parse_spec
+    from runner.report.reader import load_campaign
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 

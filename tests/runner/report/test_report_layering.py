@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 
-FORBIDDEN = ("runner.load", "runner.backends", "runner.store", "runner.workloads", "runner.drivers",
-             "runner.spec", "dashboard")
+FORBIDDEN = ("runner.load", "runner.backends", "runner.store", "runner.catalogue.workloads", "runner.load.registry",
+             "runner.spec.model", "dashboard")
 
 
 def test_report_modules_import_no_runner_internals():

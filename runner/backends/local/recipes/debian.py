@@ -1,12 +1,13 @@
 """Servers from Debian packages: the installed binary, or the package fetched into
-xferlab's cache with ``apt-get download`` + ``dpkg -x`` (:mod:`runner.backends.debs`)."""
+xferlab's cache with ``apt-get download`` + ``dpkg -x`` (:mod:`runner.backends.local.debs`)."""
 from __future__ import annotations
 
 from typing import Any
 
-from ... import debs
-from ...base import ServerRequest, ServerSkipped
-from .base import Recipe
+from runner.backends.base import ServerSkipped
+from runner.backends.local import debs
+from runner.backends.local.recipes.base import Recipe
+from runner.spec.request import ServerRequest
 
 
 class DebianRecipe(Recipe):

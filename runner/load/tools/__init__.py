@@ -1,0 +1,1 @@
+"""runner.load.tools."""
