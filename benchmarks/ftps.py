@@ -52,7 +52,7 @@ from runner.load.base import LoadError  # noqa: E402
 from runner.load.ftp.driver import DRIVER  # noqa: E402
 from runner.load.result import latency_stats  # noqa: E402
 from runner.metrics.sampler import TreeSampler  # noqa: E402
-from runner.spec.request import ServerRequest
+from runner.spec.request import ServerRequest  # noqa: E402
 from runner.tls.certs import KEY_TYPES, campaign_certificates  # noqa: E402
 
 GIB = 1 << 30

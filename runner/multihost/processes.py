@@ -27,11 +27,11 @@ from dataclasses import asdict
 from typing import Any
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
-from runner.multihost.loadgen import collect_loadgens, loadgen_args
 from runner.load.registry import DEFAULT_DRIVER
 from runner.load.result import PhaseResult
 from runner.load.target import Target
 from runner.multihost.combine import client_shares, combine, contribution_samples, host_params
+from runner.multihost.loadgen import collect_loadgens, loadgen_args
 from runner.store.models import Sample
 
 #: Seconds between launching the processes and their common start: a process needs

@@ -43,8 +43,8 @@ class HostsSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     inventory: str | None = Field(None, description="Ansible inventory file (groups servers, clients) under an "
-                                                    "allowed inventory directory (runner.spec.inventory_policy); needed, "
-                                                    "may be given as xferlab run --inventory; secret "
+                                                    "allowed inventory directory (runner.spec.inventory_policy); "
+                                                    "needed, may be given as xferlab run --inventory; secret "
                                                     "(runner.spec.redaction: it names the hosts' credentials)",
                                         json_schema_extra=SECRET_FIELD)
     server: str | None = Field(None, description="host of group servers to use; default the first")

@@ -2,8 +2,8 @@
 lftp, wget and curl: runner.load.tools.ftp_tool).
 
 The processes are started by ``clientspawn`` (``clientspawn.c`` here, compiled on first
-use with the system C compiler into ``<cache_dir>/clientspawn/``, as runner.selftest.limit
-builds netlimit, both through runner.load.cbuild): it forks every client, each blocked on one pipe, then closes the pipe,
+use with the system C compiler into ``<cache_dir>/clientspawn/`` by runner.load.cbuild, as
+the self-test's netlimit): it forks every client, each blocked on one pipe, then closes the pipe,
 which releases them together; it reaps each with ``wait4(2)`` and reports its start
 (after the release, just before ``exec``), its exit, its wait status and its rusage (user
 and system CPU, ``ru_maxrss``, minor and major page faults: the figures of seed 003's

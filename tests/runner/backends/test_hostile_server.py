@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from runner.backends.base import ServerFailed, ServerSkipped
-from runner.load.bounded import MAX_HTTP_HEAD, MAX_REPLY_BYTES
 from runner.backends.external import ExternalHandle, check_external, start_external
 from runner.backends.probe import ProbeError, http_probe_once, wait_ready
+from runner.load.bounded import MAX_HTTP_HEAD, MAX_REPLY_BYTES
 from runner.load.target import Target
 from runner.load.tools import ftp_tool as ftpclient
 from runner.spec.request import ServerRequest
@@ -96,8 +96,8 @@ def test_side_channels_end_within_their_deadline(mode, monkeypatch):
 
 def test_flood_is_capped_in_memory():
     """One probe of a flooding server keeps at most the reply cap (64 KiB), not the flood."""
-    from runner.load.bounded import ReplyTooLong
     from runner.backends.probe import probe_once
+    from runner.load.bounded import ReplyTooLong
 
     with HostileFTP("flood") as srv:
         tracemalloc.start()
