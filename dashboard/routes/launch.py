@@ -31,9 +31,10 @@ from dashboard.deps import (
     same_origin,
     token_ok,
 )
+from runner.catalogue.servers import SERVER_NAMES
 from runner.catalogue.variants import parse_variant_text as parse_variant
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
-from runner.spec.model import PRESETS, SERVER_NAMES, CampaignSpec, SpecError, parse_spec
+from runner.spec.model import PRESETS, CampaignSpec, SpecError, parse_spec
 from runner.spec.safe_yaml import load_yaml
 
 router = APIRouter()

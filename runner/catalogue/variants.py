@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.catalogue.servers import FTP_SERVERS, HTTP_SERVERS
+from runner.catalogue.servers import FTP_SERVERS, HTTP_SERVERS, WORKER_SERVERS
 
 ALL_SERVERS = FTP_SERVERS | HTTP_SERVERS
 STORAGE_KINDS = ("disk", "tmpfs")
@@ -37,9 +37,9 @@ STORAGE_KINDS = ("disk", "tmpfs")
 #: ``implicit`` FTPS (TLS from the first byte on a port of its own) for FTP workloads,
 #: ``https`` for HTTP workloads.
 TLS_MODES = ("none", "explicit", "implicit", "https")
-#: Servers with a worker-process (or thread) count: node-http (cluster, round-robin),
-#: uvicorn (--workers), nginx (worker_processes), go-http (GOMAXPROCS), netty (event loops).
-WORKER_SERVERS = frozenset({"node-http", "uvicorn", "nginx", "go-http", "netty"})
+#: Most worker processes (or threads) of a server that takes ``workers`` (WORKER_SERVERS):
+#: node-http (cluster, round-robin), uvicorn (--workers), nginx (worker_processes), go-http
+#: (GOMAXPROCS), netty (event loops).
 MAX_WORKERS = 64
 
 

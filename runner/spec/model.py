@@ -38,6 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner.catalogue.pairing import no_valid_pair
+from runner.catalogue.servers import ONE_VERSION_SERVERS, ServerName
 from runner.catalogue.variants import check_variant
 from runner.catalogue.workloads import WorkloadParams, params_key
 from runner.load.registry import DEFAULT_DRIVER, driver_names, driver_refuses, get_driver
@@ -49,11 +50,6 @@ from runner.spec.request import ServerRequest
 from runner.spec.safe_yaml import control_characters, load_yaml
 from runner.spec.workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS: the dashboard imports it from here)
 
-SERVER_NAMES = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
-                "uvicorn", "netty", "external")
-#: Servers with one version per install or image (Debian's package; tpd's source tree):
-#: a requested version could never be honoured.
-ONE_VERSION_SERVERS = ("vsftpd", "proftpd", "pureftpd", "tpd")
 #: A version string as pip and the image build take it (runner.backends.local.venvs): digits and
 #: dots, then letters, digits, ``.``, ``_`` and ``-``; no shell metacharacter. Written with one
 #: greedy class after the release part, so matching is linear: an optional separator inside a
@@ -79,8 +75,7 @@ class ServerSpec(BaseModel):
     """One server build to benchmark: name, version, variant options."""
 
     model_config = ConfigDict(extra="forbid")
-    name: Literal["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
-                  "uvicorn", "netty", "external"]
+    name: ServerName
     version: str | None = Field(None, description="version to install (pyftpdlib, twisted); None = latest/installed")
     variant: dict[str, bool | int | float | str | dict[str, int | str]] = Field(
         default_factory=dict, description="variant options (runner.catalogue.variants), e.g. use_sendfile: false")

@@ -1,1 +1,1 @@
-"""runner.tls."""
+"""TLS of a campaign: its CA and server certificates (`certs`)."""

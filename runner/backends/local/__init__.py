@@ -37,13 +37,13 @@ from __future__ import annotations
 
 from runner.backends.external import ExternalHandle
 from runner.backends.local.accounts import VSFTPD_GECOS, VSFTPD_PASSWORD, VSFTPD_USER
-from runner.backends.local.backend import KNOWN_SERVERS, LocalBackend, available_servers
+from runner.backends.local.backend import LocalBackend, available_servers
 from runner.backends.local.debs import fetch_debian_server
 from runner.backends.local.process import LocalServerHandle
 from runner.backends.local.recipes import FTP_USER, Launch, Recipe
 from runner.backends.local.rundir import RunDir, filesystem_type
 from runner.backends.system import free_port
 
-__all__ = ["FTP_USER", "KNOWN_SERVERS", "VSFTPD_GECOS", "VSFTPD_PASSWORD", "VSFTPD_USER", "ExternalHandle",
+__all__ = ["FTP_USER", "VSFTPD_GECOS", "VSFTPD_PASSWORD", "VSFTPD_USER", "ExternalHandle",
            "Launch", "LocalBackend", "LocalServerHandle", "Recipe", "RunDir", "available_servers",
            "fetch_debian_server", "filesystem_type", "free_port"]

@@ -12,7 +12,7 @@ from runner.backends.local.recipes import RECIPES, Recipe
 from runner.backends.local.rundir import RunDir
 from runner.backends.system import free_port
 from runner.catalogue import variants
-from runner.catalogue.servers import tls_skip_reason
+from runner.catalogue.servers import SERVER_NAMES, tls_skip_reason
 from runner.net.conditions import LinkSpec
 from runner.net.link import LinkFailed, LinkUnavailable, attach_link, link_problem, open_link
 from runner.net.netns import call_in_netns
@@ -21,8 +21,6 @@ from runner.spec.request import ServerRequest
 Progress = Callable[[str], None]
 
 #: Server names this backend knows (``external`` needs ServerRequest.external).
-KNOWN_SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
-                 "uvicorn", "netty", "external")
 
 
 class LocalBackend:
@@ -54,7 +52,7 @@ class LocalBackend:
     def _recipe(self, req: ServerRequest) -> Recipe:
         r = self._recipes.get(req.name)
         if r is None:
-            raise ServerSkipped(f"unknown server {req.name!r}; known: {', '.join(KNOWN_SERVERS)}")
+            raise ServerSkipped(f"unknown server {req.name!r}; known: {', '.join(SERVER_NAMES)}")
         return r
 
     def check(self, req: ServerRequest) -> None:

@@ -29,31 +29,11 @@ from filelock import FileLock
 
 from runner.backends.base import ServerSkipped
 from runner.backends.local.venvs import cache_dir
+from runner.catalogue.servers import SERVERS, ServerInfo
 
-
-@dataclass(frozen=True)
-class DebServer:
-    """How to obtain one Debian-packaged FTP server.
-
-    Attributes:
-        name: xferlab server name (``vsftpd``, ``proftpd``, ``pureftpd``).
-        binary: executable file name (``vsftpd``, ``proftpd``, ``pure-ftpd``).
-        packages: Debian packages to download and extract (first one holds ``binary``).
-        helpers: other executables the recipe needs from the same packages.
-    """
-
-    name: str
-    binary: str
-    packages: tuple[str, ...]
-    helpers: tuple[str, ...] = ()
-
-
-DEB_SERVERS: dict[str, DebServer] = {
-    "vsftpd": DebServer("vsftpd", "vsftpd", ("vsftpd",)),
-    # proftpd-mod-crypto: mod_tls (FTPS), a DSO module loaded only with the ``tls`` variant
-    "proftpd": DebServer("proftpd", "proftpd", ("proftpd-core", "proftpd-mod-crypto")),
-    "pureftpd": DebServer("pureftpd", "pure-ftpd", ("pure-ftpd",), helpers=("pure-pw",)),
-}
+#: The Debian-packaged servers (runner.catalogue.servers.ServerInfo with ``debian`` packages):
+#: their ``binary``, ``debian`` packages (the first holds the binary) and ``helpers``.
+DEB_SERVERS: dict[str, ServerInfo] = {n: s for n, s in SERVERS.items() if s.debian}
 
 
 @dataclass(frozen=True)
@@ -120,13 +100,13 @@ def find_server_binary(name: str) -> FoundBinary | None:
     spec = DEB_SERVERS[name]
     p = _which(spec.binary)
     if p:
-        return FoundBinary(p, "system", None, _dpkg_version(spec.packages[0]))
+        return FoundBinary(p, "system", None, _dpkg_version(spec.debian[0]))
     root = debs_dir(name) / "root"
     c = root / "usr" / "sbin" / spec.binary
     if c.is_file():
         ver = None
         try:
-            ver = json.loads((debs_dir(name) / "info.json").read_text())["packages"].get(spec.packages[0])
+            ver = json.loads((debs_dir(name) / "info.json").read_text())["packages"].get(spec.debian[0])
         except (OSError, ValueError, KeyError):
             pass
         return FoundBinary(c, "debian-extract", root, ver)
@@ -149,7 +129,7 @@ def lib_packages(name: str) -> list[str]:
     needs to make the extracted binary run."""
     spec = DEB_SERVERS[name]
     out: list[str] = []
-    for pkg in spec.packages:
+    for pkg in spec.debian:
         try:
             r = subprocess.run(["apt-cache", "depends", pkg], capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
@@ -176,21 +156,21 @@ def fetch_debian_server(name: str, *, timeout: float = 300.0) -> Path:
     """
     spec = DEB_SERVERS[name]
     if not shutil.which("apt-get") or not shutil.which("dpkg"):
-        raise ServerSkipped(f"{name}: apt-get/dpkg not available to fetch {', '.join(spec.packages)}")
+        raise ServerSkipped(f"{name}: apt-get/dpkg not available to fetch {', '.join(spec.debian)}")
     dest = debs_dir(name)
     dest.mkdir(parents=True, exist_ok=True)
     with FileLock(dest.parent / f"{name}.lock", timeout=timeout):
         with tempfile.TemporaryDirectory(prefix=f"xferlab-deb-{name}-") as tmp:
             os.chmod(tmp, 0o755)  # apt's _apt sandbox user must write here
             try:
-                r = subprocess.run(["apt-get", "download", *spec.packages], cwd=tmp,
+                r = subprocess.run(["apt-get", "download", *spec.debian], cwd=tmp,
                                    capture_output=True, text=True, timeout=timeout)
             except subprocess.TimeoutExpired as e:
                 raise ServerSkipped(f"{name}: apt-get download timed out after {timeout:.0f} s") from e
             debs = sorted(Path(tmp).glob("*.deb"))
             if r.returncode != 0 or not debs:
                 tail = "\n".join((r.stderr + r.stdout).strip().splitlines()[-6:])
-                raise ServerSkipped(f"{name}: apt-get download {' '.join(spec.packages)} failed "
+                raise ServerSkipped(f"{name}: apt-get download {' '.join(spec.debian)} failed "
                                     f"(run apt-get update?):\n{tail}")
             new_root = dest / f"root.tmp-{os.getpid()}"
             shutil.rmtree(new_root, ignore_errors=True)
@@ -212,5 +192,5 @@ def fetch_debian_server(name: str, *, timeout: float = 300.0) -> Path:
                 {"packages": versions, "fetched": time.time()}, indent=1))
     binary = dest / "root" / "usr" / "sbin" / spec.binary
     if not binary.is_file():
-        raise ServerSkipped(f"{name}: {spec.binary} not found in extracted {', '.join(spec.packages)}")
+        raise ServerSkipped(f"{name}: {spec.binary} not found in extracted {', '.join(spec.debian)}")
     return binary

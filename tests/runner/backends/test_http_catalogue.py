@@ -12,10 +12,9 @@ import pytest
 
 from runner.backends.base import check_subdir, list_stored_files
 from runner.backends.paths import SERVERS_DIR
-from runner.catalogue.servers import DEFAULT_MAX_BODY, FTP_SERVERS, HTTP_SERVERS, SERVER_PROTOCOLS, speaks
+from runner.catalogue.servers import DEFAULT_MAX_BODY, FTP_SERVERS, HTTP_SERVERS, SERVER_NAMES, SERVER_PROTOCOLS, speaks
 from runner.catalogue.variants import check_variant, options_for, parse_size
 from runner.load.target import Target
-from runner.spec.model import SERVER_NAMES
 from runner.spec.request import ServerRequest
 from tests.runner.backends.http_checks import max_body_of
 

@@ -23,7 +23,7 @@ class DebianRecipe(Recipe):
             spec = debs.DEB_SERVERS[self.name]
             return (f"{self.name}: {spec.binary} not in PATH, /usr/sbin or xferlab's cache "
                     f"({debs.debs_dir(self.name)}); it is fetched on first use (or now: xferlab servers "
-                    f"--fetch {self.name}; apt-get download {' '.join(spec.packages)} + dpkg -x, no install)")
+                    f"--fetch {self.name}; apt-get download {' '.join(spec.debian)} + dpkg -x, no install)")
         return self._libs_reason(fb)
 
     def _libs_reason(self, fb: debs.FoundBinary) -> str | None:

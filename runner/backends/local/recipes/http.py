@@ -145,7 +145,7 @@ def nginx_version(binary: str) -> str:
 
 class NginxRecipe(Recipe):
     """Debian's nginx (``/usr/sbin/nginx``): static GET, ``PUT /uploads/<name>`` through
-    its DAV module (no POST: :data:`runner.catalogue.servers.HTTP_NOTES`), config from
+    its DAV module (no POST: ``upload_note`` of its runner.catalogue.servers.ServerInfo), config from
     ``servers/nginx/nginx.conf.tmpl``. Variant keys: ``workers`` (worker_processes,
     default 1), ``keepalive``, ``max_body`` (client_max_body_size), ``use_sendfile``,
     ``storage``."""
