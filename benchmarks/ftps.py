@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost of FTPS (issue 16): RETR throughput and CPU per GiB, plain FTP vs explicit
+"""The cost of FTPS: RETR throughput and CPU per GiB, plain FTP vs explicit
 FTPS, for tpd, pyftpdlib and vsftpd, in one run.
 
 Each server is started twice by the local backend (runner.backends.local), once plain

@@ -2,7 +2,7 @@
 """Compare the HTTP load drivers (xferlab-http, wrk, h2load) against one HTTP server
 on loopback: requests/s, client CPU (user + system s, and CPU s per 1000 successful
 requests) and peak memory of each driver, and the ratio of xferlab-http's requests/s
-to wrk's (issue 14: the compiled drivers exist so that the client is never what is
+to wrk's (the compiled drivers exist so that the client is never what is
 measured; if ours is slower, by how much).
 
 The server (``--server``) is Debian's nginx (one worker, PUT through its DAV module;

@@ -1,4 +1,4 @@
-"""Fairness: the per-client distribution of a campaign's N-client cells (issue 15).
+"""Fairness: the per-client distribution of a campaign's N-client cells.
 
 Every figure is derived from the per-client list each cell stores as the ``raw`` of its
 ``fairness``/``jain`` sample (runner.metrics.fairness.figures_from_raw), so cells stored before

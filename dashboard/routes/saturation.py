@@ -1,4 +1,4 @@
-"""Saturation: the curves of a campaign's sustained-load sweeps (issue 15): throughput and
+"""Saturation: the curves of a campaign's sustained-load sweeps: throughput and
 p99 against the number of clients N, the knee, users at rate R. Every figure comes from
 runner.report.saturation over the campaign's stored series (runner.report.reader.load_campaign),
 the same figures ``xferlab show`` prints and the exports carry."""

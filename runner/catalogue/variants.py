@@ -33,7 +33,7 @@ from runner.catalogue.servers import FTP_SERVERS, HTTP_SERVERS, WORKER_SERVERS
 
 ALL_SERVERS = FTP_SERVERS | HTTP_SERVERS
 STORAGE_KINDS = ("disk", "tmpfs")
-#: The TLS axis (issue 16): ``none`` (plain), ``explicit`` (AUTH TLS, RFC 4217) or
+#: The TLS axis: ``none`` (plain), ``explicit`` (AUTH TLS, RFC 4217) or
 #: ``implicit`` FTPS (TLS from the first byte on a port of its own) for FTP workloads,
 #: ``https`` for HTTP workloads.
 TLS_MODES = ("none", "explicit", "implicit", "https")

@@ -228,7 +228,7 @@ WORKLOADS: dict[str, WorkloadInfo] = {
                      "s", False, ("clients", "file_size", "login_mode", "same_file", "client_options") + _T),
         WorkloadInfo("quit", "{clients} concurrent clients (QUIT)", "elapsed", "s", False,
                      ("clients", "login_mode", "op_timeout")),
-        # sustained load (issue 15): N clients loop transfers for ``duration`` s (runner.load.ftp.sustained)
+        # sustained load: N clients loop transfers for ``duration`` s (runner.load.ftp.sustained)
         WorkloadInfo("retr_sustained", "{clients} clients RETR {size} for {duration} s ({session}, {loop})",
                      "throughput", "MiB/s", True, ("clients", "file_size", "duration", "session", "rate", "user_rate")
                      + _T, fixture_param="file_size", sustained=True),

@@ -1,5 +1,5 @@
 """Fairness figures of one N-client cell: how evenly the server shared itself between its
-clients (issue 15; seed 004: vsftpd's 512 wget transfers "much less balanced" than
+clients (seed 004: vsftpd's 512 wget transfers "much less balanced" than
 teepeedee's, one client at full bandwidth, then the next).
 
 The one place these figures are computed, from the per-client list a cell stores as the

@@ -192,7 +192,7 @@ class CampaignSpec(BaseModel):
                     "default) shapes nothing and adds nothing to a label")
     tls: list[Literal["none", "explicit", "implicit", "https"]] = Field(
         default_factory=_default_tls, min_length=1,
-        description="TLS axis (issue 16): none (plain), explicit (AUTH TLS) or implicit FTPS, https (HTTP "
+        description="TLS axis: none (plain), explicit (AUTH TLS) or implicit FTPS, https (HTTP "
                     "workloads); each server without its own variant tls runs once per mode listed "
                     "(runner.spec.axes)")
     tls_key: Literal["ecdsa-p256", "rsa-2048"] = Field(

@@ -1,5 +1,5 @@
 """The workload entries of a spec (``WorkloadSpec``: a workload or preset with its
-parameters) and their saturation sweep (issue 15; docs/methodology.md,
+parameters) and their saturation sweep (docs/methodology.md,
 "Saturation curve"): ``params: {clients: [1, 2, 4, ..., 512]}`` (or the entry's own
 ``sweep: [...]``) runs the workload once per client count, each count its own cell
 family (its ``params_key`` differs only in ``clients``), reported together as a curve
@@ -21,7 +21,7 @@ MAX_SWEEP = 64
 
 def move_clients_list(data: Any) -> Any:
     """A workload entry's raw data with a list ``params.clients`` moved to ``sweep``
-    (the list in params is the spelling of issue 15; ``sweep`` the stored one). Anything
+    (a list in params is how a spec writes a sweep; ``sweep`` is how it is stored). Anything
     else is returned as it is; bad values are reported by the fields' own validation.
     Raises ValueError when both ``params.clients`` is a list and ``sweep`` is given."""
     if not isinstance(data, dict) or not isinstance(data.get("params"), dict):

@@ -99,7 +99,7 @@ def store_campaign(engine) -> Callable[..., int]:
 def fair_campaign(engine) -> Callable[..., int]:
     """``fair_campaign(label=None)`` stores a campaign of one server, ``retr_concurrent`` with
     4 clients and 2 repeats, and ``login`` (1 repeat each, no per-client list): repeat 0 was
-    stored as cells were before issue 15 (only ``jain``, carrying the list), repeat 1 with
+    stored as older cells were (only ``jain``, carrying the list), repeat 1 with
     every fairness sample of runner.cell.samples. Repeat 0's clients ran at 4, 2, 1, 1 MiB/s, repeat
     1's all at 2 MiB/s. Returns the campaign id."""
     from sqlalchemy.orm import Session

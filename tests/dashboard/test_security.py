@@ -1,4 +1,4 @@
-"""Security regressions of the dashboard (issue 10, items 6, 7, 8 and 12): bodies refused
+"""Security regressions of the dashboard: bodies refused
 before they are read, launches off the event loop, no inventory details without the token,
 CSRF tokens on every form, JSON-only API, private API docs. Real app, real PostgreSQL,
 real uvicorn for the socket-level checks."""

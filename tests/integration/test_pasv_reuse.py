@@ -1,4 +1,4 @@
-"""Passive ports left in TIME_WAIT (issue 10, item 2), against every FTP server the
+"""Passive ports left in TIME_WAIT, against every FTP server the
 lab can run here, started by the lab's own local backend.
 
 A server that closes the data connection first (all of them do after RETR) leaves

@@ -1,4 +1,4 @@
-"""Server and client CPU per unit of work (issue 12): runner.cell.samples.efficiency_samples
+"""Server and client CPU per unit of work: runner.cell.samples.efficiency_samples
 against a server that burns a known amount of CPU per login, and the campaign table's
 server CPU column."""
 from __future__ import annotations

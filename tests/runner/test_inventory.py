@@ -1,4 +1,4 @@
-"""hosts.inventory (issue 10, item 8): only static inventories under the allowed
+"""hosts.inventory: only static inventories under the allowed
 directories reach ``ansible-inventory``; executable ones are never run, paths that
 escape are refused, and the refusal says nothing about files outside."""
 from __future__ import annotations

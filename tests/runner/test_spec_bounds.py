@@ -1,4 +1,4 @@
-"""Spec bounds (issue 10, items 7 and 9): the cell count is bounded before any cell
+"""Spec bounds: the cell count is bounded before any cell
 is made, YAML alias / merge-key bombs are refused while parsing, and values a server
 would only refuse at run time are refused with the spec."""
 from __future__ import annotations

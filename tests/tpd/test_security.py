@@ -1,4 +1,4 @@
-"""Regression tests for the tpd defects of issue 10 (items 1-5): header
+"""Regression tests for tpd security defects: header
 injection and open redirect through Location, passive ports exhausted by
 TIME_WAIT, CPU spin on EMFILE, memory amplification from listings, HTTP/1.0
 with a chunked body kept alive, and uploads that destroyed the old file.

@@ -1,5 +1,5 @@
-"""The sustained-load workloads ``retr_sustained`` / ``stor_sustained`` (issue 15;
-docs/methodology.md, "Sustained load"): N clients keep transferring a ``file_size`` file
+"""The sustained-load workloads ``retr_sustained`` / ``stor_sustained``
+(docs/methodology.md, "Sustained load"): N clients keep transferring a ``file_size`` file
 for ``duration`` seconds.
 
 * ``session: per_op``: every operation is a new session: connect, greeting, USER/PASS,

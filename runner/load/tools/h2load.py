@@ -4,7 +4,7 @@
 How it runs: ``h2load --h1 -c N -t T -D <ms>ms -m 1 [-d BODY -H "Content-Type: ..."] URL``
 (T = min(CPUs, N); ``-m 1``: one request at a time per connection, as gobench).
 
-What it can run, and why (decided for issue 14): h2load sends one fixed request
+What it can run, and why: h2load sends one fixed request
 per URI and cycles through its URI list per client, and ``-d FILE`` always makes the
 request a POST, so it cannot give every PUT a name of its own (clients would overwrite
 each other's files and the stored-file check would fail). It therefore runs

@@ -1,4 +1,4 @@
-"""HTTP servers under the docker backend (issue 14): the upload-lab interface in a fresh
+"""HTTP servers under the docker backend: the upload-lab interface in a fresh
 container per test (netns mode: the test joins the container's network namespace, as
 the load generator does), stored_files through /proc/<pid>/root and through ``find``
 in the container, the tmpfs storage axis, 413 over max_body.

@@ -1,4 +1,4 @@
-"""The HTTP servers under test (issue 14) under the local backend on 127.0.0.1: PUT and
+"""The HTTP servers under test under the local backend on 127.0.0.1: PUT and
 POST uploads stored under <home>/uploads, GET of a placed file, 400 for bad names, 413
 over max_body (every server launched with it, default 1 GiB), keep-alive, stored_files,
 the storage axis, workers; a server whose binary is missing is skipped with its reason."""

@@ -125,7 +125,7 @@ def test_campaign_with_a_workload_naming_its_own_driver(engine):
 
 
 def test_campaign_keeps_going_past_missing_and_hung_clients(engine, monkeypatch):
-    """Issue 15's failure cases in one campaign (tpd, local backend): a workload whose
+    """The real clients' failure cases in one campaign (tpd, local backend): a workload whose
     client program is missing is skipped with the install hint; lftp held at 1000 B/s
     (``net:limit-rate``) past a 3 s bound is killed and its cell fails naming the client;
     the next workload's cell is done; no lftp process is left."""

@@ -1,6 +1,6 @@
 """A tiny HTTP/1.1 upload server for the HTTP driver tests (loopback only).
 
-Speaks the interface of the HTTP servers under test (issue 14): ``PUT /uploads/<name>``
+Speaks the interface of the HTTP servers under test: ``PUT /uploads/<name>``
 writes the body to ``<home>/uploads/<name>`` (201), ``POST /uploads/`` to a name it
 picks (201), ``GET /<path>`` serves ``<home>/<path>`` (404 when missing). Modes:
 

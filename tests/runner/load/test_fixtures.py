@@ -1,5 +1,5 @@
 """Fixture files: written whole or not at all, never a leftover temporary file, and a
-clear error instead of filling the disk (issue 10, items 9 and 10)."""
+clear error instead of filling the disk."""
 from __future__ import annotations
 
 import json

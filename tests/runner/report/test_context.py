@@ -1,4 +1,4 @@
-"""Report context (issue 12): "Conducted on" and "Setup" tables in the exports, and the
+"""Report context: "Conducted on" and "Setup" tables in the exports, and the
 environment differences of a comparison across two campaigns."""
 from __future__ import annotations
 

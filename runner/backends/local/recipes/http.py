@@ -1,4 +1,4 @@
-"""HTTP-only servers under test (issue 14): Go net/http (built from ``servers/go-http``),
+"""HTTP-only servers under test: Go net/http (built from ``servers/go-http``),
 nginx (Debian's, DAV PUT) and Node.js ``http`` (Debian's ``nodejs``). Each serves its run
 home (``GET``) and stores uploads in ``<home>/uploads`` (``PUT /uploads/<name>``, and
 ``POST /uploads/`` except nginx): runner.catalogue.servers has the interface."""
