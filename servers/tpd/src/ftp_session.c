@@ -5,7 +5,7 @@
  * A session owns three handlers: the control connection, an optional
  * passive listener (PASV/EPSV) and an optional data connection.  The
  * control connection is line-buffered in a fixed FTP_LINE_MAX buffer; each
- * complete line is parsed (parse.c) and dispatched.  While a transfer runs,
+ * complete line is parsed (ftp_parse.c) and dispatched.  While a transfer runs,
  * only ABOR, QUIT, STAT and NOOP are executed; other commands wait in the
  * buffer (in order) until the transfer reply has been sent.
  *

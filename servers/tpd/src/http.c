@@ -23,7 +23,7 @@
  * SSL_write through a TLS_BUF_SIZE buffer held only while a body is
  * being sent, and a closing response ends with close_notify.
  */
-#include "tpd.h"
+#include "http_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,23 +2,29 @@
  * tpd.h - shared declarations for tpd, the single-threaded, event-driven,
  * zero-copy FTP + HTTP server of xferlab (after teepeedee).
  *
- * Module map:
+ * This header holds what is shared across protocols; FTP-only
+ * declarations are in ftp_int.h, HTTP-only ones in http_int.h.
+ *
+ * Module map (each file's header comment says what it may call):
  *   main.c   the epoll loop, idle timers, signal handling, logging and
  *            small helpers (epoll interest, connections, output buffers)
  *   config.c defaults, configuration file and command line
  *   listen.c listening sockets, accept, descriptor-exhaustion recovery
  *   users.c  the users file and password checks
- *   parse.c  pure, allocation-free protocol parsers (FTP command lines,
- *            PORT/EPRT, virtual paths, HTTP requests, chunked bodies,
- *            Range headers, percent-decoding); fuzzed by fuzz/
+ *   vpath.c  virtual path normalisation (pure; fuzzed)
+ *   listing.c directory-listing line formats, LIST/NLST/MLSD/MLST (pure;
+ *            fuzzed)
  *   vfs.c    confined file access below a user's home (openat2
  *            RESOLVE_BENEATH) and directory listings
  *   io.c     transfer loops shared by FTP and HTTP (sendfile or
  *            pread+send of a file range, recv, write to a file)
- *   ftp_*.c  FTP sessions: ftp_session.c (control connection, replies),
- *            ftp_cmds.c (command table, handlers), ftp_data.c (data
- *            channel, transfers); shared declarations in ftp_int.h
- *   http.c   HTTP/1.1 connections
+ *   ftp_*.c  FTP sessions: ftp_parse.c (command lines, PORT/EPRT, the
+ *            AUTH/PBSZ/PROT rules; pure, fuzzed), ftp_session.c (control
+ *            connection, replies), ftp_cmds.c (command table, handlers),
+ *            ftp_data.c (data channel, transfers); see ftp_int.h
+ *   http_*.c HTTP/1.1: http_parse.c (request head, chunked bodies, Range,
+ *            percent coding; pure, fuzzed), http.c (connections and
+ *            request handlers); see http_int.h
  *   tls.c    TLS configuration (OpenSSL context from --tls-cert/--tls-key),
  *            the kernel-TLS probe, --tls-info, attaching TLS to a socket,
  *            the list of TLS sockets with buffered plaintext
@@ -238,76 +244,17 @@ int tls_write(struct handler *h, const void *buf, size_t len, size_t *n);
 int tls_close_notify(struct handler *h);
 const char *tls_last_error(void);
 
-/* ---- parse.c: pure parsers (no I/O, no allocation) ----------------------- */
-enum ftp_cmd_id {
-    FC_UNKNOWN = 0,
-    FC_USER, FC_PASS, FC_ACCT, FC_SYST, FC_FEAT, FC_OPTS, FC_PWD, FC_CWD,
-    FC_CDUP, FC_TYPE, FC_MODE, FC_STRU, FC_PASV, FC_EPSV, FC_PORT, FC_EPRT,
-    FC_LIST, FC_NLST, FC_MLSD, FC_MLST, FC_SIZE, FC_MDTM, FC_REST, FC_RETR,
-    FC_STOR, FC_APPE, FC_DELE, FC_MKD, FC_RMD, FC_RNFR, FC_RNTO, FC_NOOP,
-    FC_ABOR, FC_QUIT, FC_STAT, FC_HELP, FC_ALLO, FC_SITE, FC_AUTH, FC_PBSZ,
-    FC_PROT, FC_LANG, FC_HOST, FC_CLNT,
-    FC__COUNT
-};
-struct ftp_cmd {
-    int  id;               /* enum ftp_cmd_id                           */
-    char verb[5];          /* upper-cased verb as received              */
-    char *arg;             /* NUL-terminated argument ("" if none)      */
-    size_t arglen;
-};
-int ftp_parse_line(const char *line, size_t len, char *work, size_t worksz,
-                   struct ftp_cmd *cmd);
-int ftp_parse_port(const char *arg, struct sockaddr_in *out);
-int ftp_parse_eprt(const char *arg, struct sockaddr_storage *out,
-                   socklen_t *outlen);
+/* ---- vpath.c: virtual path normalisation (pure) --------------------------- */
 int vpath_join(const char *cwd, const char *arg, char *out, size_t outsz);
 const char *vpath_rel(const char *vpath);
 
-enum http_method { HM_OTHER = 0, HM_GET, HM_HEAD, HM_PUT, HM_POST,
-                   HM_DELETE, HM_OPTIONS };
-struct http_req {
-    int method;            /* enum http_method                          */
-    char method_str[16];
-    const char *target;    /* points into the request buffer            */
-    size_t target_len;
-    int minor;             /* HTTP/1.x minor version                    */
-    int64_t content_length;/* -1 when absent                            */
-    bool chunked;
-    bool keepalive;
-    bool expect_continue;
-    const char *range;     /* value of Range header or NULL             */
-    size_t range_len;
-};
-int http_parse_request(const char *buf, size_t len, struct http_req *req);
-
-struct chunk_dec {
-    int state;
-    uint64_t remaining;    /* bytes left in current chunk               */
-    unsigned ndigits;
-    unsigned linelen;      /* length of current extension/trailer line  */
-};
-int chunk_decode(struct chunk_dec *d, char *buf, size_t len,
-                 size_t *consumed, size_t *produced);
-int http_parse_range(const char *s, size_t len, int64_t size,
-                     int64_t *start, int64_t *end);
-int url_decode(const char *in, size_t inlen, char *out, size_t outsz);
-int http_location_encode(const char *path, char *out, size_t outsz);
+/* ---- listing.c: directory-listing line formats (pure) ------------------- */
 enum { LS_LIST, LS_NLST, LS_MLSD };
 int list_format_line(int style, const char *name, const struct stat *st,
                      const char *link, bool writable, time_t now,
                      char *line, size_t sz);
 int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
                   char *buf, size_t sz);
-/* RFC 4217 security state of an FTP session, and its commands. */
-struct ftp_sec {
-    bool can_tls;          /* a certificate is configured               */
-    bool tls;              /* the control connection is (becoming) TLS  */
-    bool pbsz;             /* PBSZ 0 accepted                           */
-    bool prot_p;           /* PROT P: data connections use TLS          */
-    bool logged_in;
-};
-int ftp_sec_cmd(struct ftp_sec *st, int id, const char *arg,
-                const char **text);
 
 /* ---- vfs.c --------------------------------------------------------------- */
 int vfs_open(const struct user *u, const char *vpath, int flags, mode_t mode);
