@@ -287,7 +287,7 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer, bool tls)
         ctl_update(s);
 }
 
-/* Idle timeout: say so (best effort) before main.c closes the session. */
+/* Idle timeout: say so (best effort) before event.c closes the session. */
 void ftp_timeout(struct conn *c)
 {
     struct ftp_sess *s = (struct ftp_sess *)c;

@@ -894,7 +894,7 @@ void http_accept(int fd, const struct sockaddr_storage *peer, bool tls)
     http_update(c);
 }
 
-/* Idle timeout (main.c closes the connection afterwards). */
+/* Idle timeout (event.c closes the connection afterwards). */
 void http_timeout(struct conn *c)
 {
     log_debug("http %s: idle timeout", c->peer_str);

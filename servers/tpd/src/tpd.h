@@ -6,8 +6,12 @@
  * declarations are in ftp_int.h, HTTP-only ones in http_int.h.
  *
  * Module map (each file's header comment says what it may call):
- *   main.c   the epoll loop, idle timers, signal handling, logging and
- *            small helpers (epoll interest, connections, output buffers)
+ *   main.c   start-up and shutdown: options, users, TLS set-up, limits,
+ *            signals (signalfd), listeners, then the loop
+ *   event.c  the epoll loop, dispatch, idle timers, connection
+ *            bookkeeping (declared in event.h, included here)
+ *   log.c    log lines and "addr:port" formatting
+ *   obuf.c   growable output buffers (replies, response heads)
  *   config.c defaults, configuration file and command line
  *   listen.c listening sockets, accept, descriptor-exhaustion recovery
  *   users.c  the users file and password checks
@@ -47,6 +51,8 @@
 #include <time.h>
 #include <netinet/in.h>
 
+#include "event.h"         /* handlers, connections, the loop */
+
 /* ---- limits (documented in README.md) ---------------------------------- */
 #define FTP_LINE_MAX   2048           /* FTP command line incl. CRLF      */
 #define HTTP_HDR_MAX   8192           /* HTTP request line + headers      */
@@ -64,7 +70,7 @@
 #define TLS_BUF_SIZE   (64 * 1024)    /* TLS RETR/GET without kTLS: pread chunk */
 #endif
 
-/* ---- logging ------------------------------------------------------------ */
+/* ---- log.c: logging ----------------------------------------------------- */
 enum { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 extern int g_log_level;
 void tpd_log(int level, const char *fmt, ...)
@@ -73,6 +79,7 @@ void tpd_log(int level, const char *fmt, ...)
 #define log_warn(...)  tpd_log(LOG_WARN, __VA_ARGS__)
 #define log_info(...)  do { if (g_log_level >= LOG_INFO) tpd_log(LOG_INFO, __VA_ARGS__); } while (0)
 #define log_debug(...) do { if (g_log_level >= LOG_DEBUG) tpd_log(LOG_DEBUG, __VA_ARGS__); } while (0)
+void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
 
 /* ---- users -------------------------------------------------------------- */
 struct user {
@@ -117,71 +124,20 @@ int config_parse_int(const char *v, long lo, long hi, int *out);
 FILE *config_fopen(const char *what, const char *path);
 bool config_getline(FILE *f, char *line, int size, int *lineno, int max);
 
-/* ---- event loop objects ------------------------------------------------- */
-enum htype {
-    H_LISTEN_FTP, H_LISTEN_HTTP, H_LISTEN_FTPS, H_LISTEN_HTTPS, H_SIGNAL,
-    H_FTP_CTL, H_FTP_PASV, H_FTP_DATA, H_HTTP
-};
-enum ckind { C_FTP, C_HTTP };
-
-struct conn;
-struct ssl_st;
-
-/* TLS state bits of a handler (tls_flags). */
-#define TLS_HANDSHAKE   0x01u  /* handshake not finished yet               */
-#define TLS_HS_WRITE    0x02u  /* the handshake waits for EPOLLOUT          */
-#define TLS_RD_WANTS_WR 0x04u  /* the last SSL_read needs EPOLLOUT          */
-#define TLS_WR_WANTS_RD 0x08u  /* the last SSL_write needs EPOLLIN          */
-#define TLS_KTLS_SEND   0x10u  /* kernel TLS send offload is active         */
-#define TLS_PENDQ       0x20u  /* on the buffered-plaintext list (tls.c)    */
-#define TLS_SHUT_SENT   0x40u  /* close_notify sent                         */
-#define TLS_RD_LATER    0x80u  /* tls_read owes an EOF or error it already
-                                  took from the socket: call it again      */
-
-/* One registered descriptor; epoll_event.data.ptr points here. */
-struct handler {
-    int type;              /* enum htype                                */
-    int fd;                /* -1 when closed                            */
-    uint32_t events;       /* current epoll interest (0 = unregistered) */
-    struct conn *conn;     /* owning connection (NULL for listeners)    */
-    struct ssl_st *ssl;    /* TLS session (OpenSSL SSL *), NULL = plain  */
-    unsigned tls_flags;    /* TLS_* bits                                */
-    struct handler *pend_prev, *pend_next;  /* TLS_PENDQ list links     */
-};
-
-/* Common head of FTP sessions and HTTP connections: idle LRU list. */
-struct conn {
-    struct conn *lru_prev, *lru_next;
-    struct conn *free_next;
-    int64_t last_active;   /* ms, monotonic                             */
-    int kind;              /* enum ckind                                */
-    bool dead;             /* closed; memory released after this batch  */
-    char peer_str[64];     /* "addr:port" for logs                      */
-};
-
-/* Growable output buffer for control replies and HTTP headers. */
+/* ---- obuf.c: growable output buffers ----------------------------------- */
+/* Output buffer for control replies and HTTP headers. */
 struct obuf {
     char  *data;
     size_t len, off, cap;
 };
-
-extern int64_t g_now;      /* ms, updated once per loop iteration */
-extern int g_nconns;
-
-/* main.c helpers */
-void ev_set(struct handler *h, uint32_t events);
-void ev_close(struct handler *h);
-void conn_register(struct conn *c);
-void conn_touch(struct conn *c);
-void conn_kill(struct conn *c);
 int  obuf_append(struct obuf *b, const void *data, size_t len, size_t limit);
 int  obuf_printf(struct obuf *b, size_t limit, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int  obuf_flush(struct handler *h, struct obuf *b);
 size_t obuf_pending(const struct obuf *b);
 void obuf_free(struct obuf *b);
-void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
 
+/* ---- listeners and protocol entry points (event.c and main.c call them) - */
 /* listen.c */
 int  listen_start(void);
 void listen_event(struct handler *h);
@@ -200,6 +156,8 @@ void http_event(struct handler *h, uint32_t events);
 void http_timeout(struct conn *c);
 void http_close(struct conn *c);
 void http_free(struct conn *c);
+/* main.c: the signalfd is readable (SIGTERM, SIGINT: ev_stop) */
+void signal_event(struct handler *h);
 
 /* ---- io.c: transfer loops shared by FTP and HTTP ------------------------- */
 enum io_status {
@@ -226,6 +184,17 @@ int io_recv_append(struct handler *h, char *buf, size_t *len, size_t cap);
 int io_write_all(int fd, const void *p, size_t n);
 
 /* ---- tls.c / tls_io.c ---------------------------------------------------- */
+/* TLS state bits of a handler (tls_flags). */
+#define TLS_HANDSHAKE   0x01u  /* handshake not finished yet               */
+#define TLS_HS_WRITE    0x02u  /* the handshake waits for EPOLLOUT          */
+#define TLS_RD_WANTS_WR 0x04u  /* the last SSL_read needs EPOLLOUT          */
+#define TLS_WR_WANTS_RD 0x08u  /* the last SSL_write needs EPOLLIN          */
+#define TLS_KTLS_SEND   0x10u  /* kernel TLS send offload is active         */
+#define TLS_PENDQ       0x20u  /* on the buffered-plaintext list (tls.c)    */
+#define TLS_SHUT_SENT   0x40u  /* close_notify sent                         */
+#define TLS_RD_LATER    0x80u  /* tls_read owes an EOF or error it already
+                                  took from the socket: call it again      */
+
 int  tls_init(void);                 /* 0, or -1 (logged; exit status 2) */
 bool tls_enabled(void);              /* --tls-cert/--tls-key configured  */
 void tls_print_info(FILE *f);        /* the --tls-info JSON line         */
