@@ -27,8 +27,9 @@
  *            connection, replies), ftp_cmds.c (command table, handlers),
  *            ftp_data.c (data channel, transfers); see ftp_int.h
  *   http_*.c HTTP/1.1: http_parse.c (request head, chunked bodies, Range,
- *            percent coding; pure, fuzzed), http.c (connections and
- *            request handlers); see http_int.h
+ *            percent coding; pure, fuzzed), http_conn.c (connections: the
+ *            state machine, reading, sending, keep-alive), http_handlers.c
+ *            (GET/HEAD, PUT/POST, error replies); see http_int.h
  *   tls.c    TLS configuration (OpenSSL context from --tls-cert/--tls-key),
  *            the kernel-TLS probe, --tls-info, attaching TLS to a socket,
  *            the list of TLS sockets with buffered plaintext
@@ -145,7 +146,7 @@ int64_t listen_resume_at(void);
 void listen_resume(void);
 void listen_stop(void);
 
-/* ftp_session.c / http.c entry points (tls: TLS from the first byte) */
+/* ftp_session.c / http_conn.c entry points (tls: TLS from the first byte) */
 void ftp_accept(int fd, const struct sockaddr_storage *peer, bool tls);
 void ftp_event(struct handler *h, uint32_t events);
 void ftp_timeout(struct conn *c);
