@@ -5,6 +5,10 @@
  * text); ftp_dispatch() checks the flags and runs the entry, and HELP is
  * generated from the table.  Data-channel commands (PASV, EPSV, PORT,
  * EPRT) live in ftp_data.c.
+ *
+ * Calls ftp_parse.c (the AUTH/PBSZ/PROT rules), ftp_session.c (replies),
+ * ftp_data.c, vfs.c, vpath.c, listing.c (MLST), users.c and logging; reads
+ * g_cfg.
  */
 #include "ftp_int.h"
 

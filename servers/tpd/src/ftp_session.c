@@ -21,6 +21,9 @@
  * Errors never close the session directly: they set `broken`, and the
  * session is killed at the end of the event (ftp_event) - this keeps every
  * code path free of use-after-free.
+ *
+ * Calls ftp_parse.c, ftp_cmds.c (dispatch), ftp_data.c, io.c, obuf.c,
+ * vfs.c, tls.c / tls_io.c, event.c and logging; reads g_cfg.
  */
 #include "ftp_int.h"
 

@@ -14,9 +14,9 @@
  *
  * Calls http_parse.c (request, Range, chunked, percent coding), vpath.c,
  * vfs.c (confined opens, listings, uploads), users.c, obuf.c, io.c
- * (io_write_all) and http_conn.c's http_consume; reads g_cfg.  Sends
- * nothing itself: responses are queued in c->out and the state set to
- * HS_SEND for http_conn.c.
+ * (io_write_all) and http_conn.c's http_consume; reads g_cfg.  Responses
+ * are queued in c->out and the state set to HS_SEND for http_conn.c to
+ * send (only an interim "100 Continue" is flushed here at once).
  */
 #include "http_int.h"
 

@@ -13,6 +13,8 @@
  * If the kernel lacks openat2 (ENOSYS, e.g. old seccomp profiles), a
  * weaker fallback opens with openat() and verifies /proc/self/fd/N lies
  * below realpath(home) before using the descriptor.
+ *
+ * Calls vpath.c, listing.c (the line formats) and logging.
  */
 #include "tpd.h"
 
