@@ -52,7 +52,7 @@ def _bool(v: Any) -> None:
 #: net.core.somaxconn, which Linux kept within 65535 (a u16 queue length before 4.x,
 #: and the value documented as its maximum); Python's listen() also refuses more than INT_MAX.
 MAX_BACKLOG = 65535
-#: Largest idle timeout tpd accepts (servers/tpd/src/main.c, ``--idle-timeout``: 1..604800 s, one week).
+#: Largest idle timeout tpd accepts (servers/tpd/src/config.c, ``--idle-timeout``: 1..604800 s, one week).
 TPD_MAX_IDLE_TIMEOUT = 7 * 86400
 
 

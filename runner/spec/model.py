@@ -55,7 +55,7 @@ from runner.spec.workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS:
 #: greedy class after the release part, so matching is linear: an optional separator inside a
 #: starred group (``([._-]?[A-Za-z0-9]+)*``) backtracks exponentially on ``1aaaa...a!``.
 VERSION_RE = re.compile(r"^[0-9]+(?:\.[0-9]+)*[A-Za-z0-9._-]*$")
-#: Largest ``max_clients``: tpd's ``--max-conns`` maximum (servers/tpd/src/main.c), and below
+#: Largest ``max_clients``: tpd's ``--max-conns`` maximum (servers/tpd/src/config.c), and below
 #: the kernel's default per-process descriptor ceiling (fs.nr_open = 1,048,576).
 MAX_CLIENTS = 1_000_000
 

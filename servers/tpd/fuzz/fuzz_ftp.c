@@ -7,7 +7,7 @@
  * invariants the server relies on: the virtual path is absolute and holds
  * no "." or ".." component, so it can never name anything above the root.
  */
-#include "tpd.h"
+#include "ftp_int.h"
 
 #include <stdlib.h>
 #include <string.h>

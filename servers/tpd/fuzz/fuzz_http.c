@@ -13,7 +13,7 @@
  * that is not an escape, never starts with "//", and decodes back to the
  * path; a listing line is bounded and ends in exactly one CRLF.
  */
-#include "tpd.h"
+#include "http_int.h"
 
 #include <stdlib.h>
 #include <string.h>

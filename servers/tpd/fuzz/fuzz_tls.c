@@ -1,6 +1,6 @@
 /*
  * fuzz_tls.c - libFuzzer target for tpd's TLS state machine (src/tls_io.c)
- * and the RFC 4217 command states (ftp_sec_cmd, src/parse.c).
+ * and the RFC 4217 command states (ftp_sec_cmd, src/ftp_parse.c).
  *
  * The first input byte picks a mode, the rest is the data:
  *   0  a server handshake fed the bytes (in pieces whose sizes come from
@@ -18,7 +18,7 @@
  *      codes are the documented ones, and PROT P implies PBSZ implies TLS
  *      implies a configured certificate, whatever the order of commands
  */
-#include "tpd.h"
+#include "ftp_int.h"
 
 #include <openssl/err.h>
 #include <openssl/evp.h>

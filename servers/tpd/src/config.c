@@ -1,6 +1,8 @@
 /*
  * config.c - tpd configuration: defaults, the "key = value" configuration
  * file and the command line (--config is read first, flags override it).
+ *
+ * Calls logging only; fills g_cfg and g_log_level.
  */
 #include "tpd.h"
 

@@ -5,6 +5,10 @@
  * text); ftp_dispatch() checks the flags and runs the entry, and HELP is
  * generated from the table.  Data-channel commands (PASV, EPSV, PORT,
  * EPRT) live in ftp_data.c.
+ *
+ * Calls ftp_parse.c (the AUTH/PBSZ/PROT rules), ftp_session.c (replies),
+ * ftp_data.c, vfs.c, vpath.c, listing.c (MLST), users.c and logging; reads
+ * g_cfg.
  */
 #include "ftp_int.h"
 
@@ -130,7 +134,7 @@ static void reset_plaintext_state(struct ftp_sess *s)
 }
 
 /*
- * AUTH, PBSZ and PROT (RFC 4217; the rules are in ftp_sec_cmd, parse.c).
+ * AUTH, PBSZ and PROT (RFC 4217; the rules are in ftp_sec_cmd, ftp_parse.c).
  * After a 234 the rest of the plaintext input is discarded - a command
  * the client (or someone in the path) sent before TLS must not run as if
  * it came over TLS - the plaintext session state is forgotten (a USER
@@ -562,7 +566,7 @@ static void cmd_stat(struct ftp_sess *s, const char *arg)
 #define F_XFER  8u   /* allowed while a transfer runs */
 
 /*
- * The command table, indexed by enum ftp_cmd_id (parse.c maps verbs and
+ * The command table, indexed by enum ftp_cmd_id (ftp_parse.c maps verbs and
  * their RFC 775 X-forms to ids).  An entry runs `fn`, or, when fn is NULL,
  * sends the fixed reply `code text` - if `only` is set, only for that
  * argument (case-insensitive) and "504 Bad VERB command." otherwise.

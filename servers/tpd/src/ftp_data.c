@@ -16,6 +16,9 @@
  * send side, otherwise pread + SSL_write through a TLS_BUF_SIZE buffer.
  * Data-connection TLS sessions are not required to resume the control
  * connection's session.
+ *
+ * Calls ftp_parse.c (PORT/EPRT), ftp_session.c (replies, TLS steps), io.c,
+ * obuf.c, vfs.c, tls.c / tls_io.c, event.c and logging; reads g_cfg.
  */
 #include "ftp_int.h"
 

@@ -1,5 +1,7 @@
 /*
- * ftp_int.h - declarations shared by the FTP modules of tpd:
+ * ftp_int.h - declarations shared by the FTP modules of tpd (not by HTTP):
+ *   ftp_parse.c    pure parsers: command lines, PORT/EPRT arguments, the
+ *                  AUTH/PBSZ/PROT state rules (fuzzed: fuzz_ftp, fuzz_tls)
  *   ftp_session.c  session state, control connection, replies, idle
  *                  timeout, close/free
  *   ftp_cmds.c     command handlers and the command table (dispatch, HELP)
@@ -12,6 +14,41 @@
 
 #include "tpd.h"
 
+/* ---- ftp_parse.c: pure parsers (no I/O, no allocation) ----------------- */
+enum ftp_cmd_id {
+    FC_UNKNOWN = 0,
+    FC_USER, FC_PASS, FC_ACCT, FC_SYST, FC_FEAT, FC_OPTS, FC_PWD, FC_CWD,
+    FC_CDUP, FC_TYPE, FC_MODE, FC_STRU, FC_PASV, FC_EPSV, FC_PORT, FC_EPRT,
+    FC_LIST, FC_NLST, FC_MLSD, FC_MLST, FC_SIZE, FC_MDTM, FC_REST, FC_RETR,
+    FC_STOR, FC_APPE, FC_DELE, FC_MKD, FC_RMD, FC_RNFR, FC_RNTO, FC_NOOP,
+    FC_ABOR, FC_QUIT, FC_STAT, FC_HELP, FC_ALLO, FC_SITE, FC_AUTH, FC_PBSZ,
+    FC_PROT, FC_LANG, FC_HOST, FC_CLNT,
+    FC__COUNT
+};
+struct ftp_cmd {
+    int  id;               /* enum ftp_cmd_id                           */
+    char verb[5];          /* upper-cased verb as received              */
+    char *arg;             /* NUL-terminated argument ("" if none)      */
+    size_t arglen;
+};
+int ftp_parse_line(const char *line, size_t len, char *work, size_t worksz,
+                   struct ftp_cmd *cmd);
+int ftp_parse_port(const char *arg, struct sockaddr_in *out);
+int ftp_parse_eprt(const char *arg, struct sockaddr_storage *out,
+                   socklen_t *outlen);
+
+/* RFC 4217 security state of an FTP session, and its commands. */
+struct ftp_sec {
+    bool can_tls;          /* a certificate is configured               */
+    bool tls;              /* the control connection is (becoming) TLS  */
+    bool pbsz;             /* PBSZ 0 accepted                           */
+    bool prot_p;           /* PROT P: data connections use TLS          */
+    bool logged_in;
+};
+int ftp_sec_cmd(struct ftp_sec *st, int id, const char *arg,
+                const char **text);
+
+/* ---- FTP sessions ------------------------------------------------------- */
 enum { X_NONE, X_FILE_OUT, X_BUF_OUT, X_FILE_IN };
 
 struct ftp_sess {

@@ -5,7 +5,7 @@
  * A session owns three handlers: the control connection, an optional
  * passive listener (PASV/EPSV) and an optional data connection.  The
  * control connection is line-buffered in a fixed FTP_LINE_MAX buffer; each
- * complete line is parsed (parse.c) and dispatched.  While a transfer runs,
+ * complete line is parsed (ftp_parse.c) and dispatched.  While a transfer runs,
  * only ABOR, QUIT, STAT and NOOP are executed; other commands wait in the
  * buffer (in order) until the transfer reply has been sent.
  *
@@ -21,6 +21,9 @@
  * Errors never close the session directly: they set `broken`, and the
  * session is killed at the end of the event (ftp_event) - this keeps every
  * code path free of use-after-free.
+ *
+ * Calls ftp_parse.c, ftp_cmds.c (dispatch), ftp_data.c, io.c, obuf.c,
+ * vfs.c, tls.c / tls_io.c, event.c and logging; reads g_cfg.
  */
 #include "ftp_int.h"
 
@@ -287,7 +290,7 @@ void ftp_accept(int fd, const struct sockaddr_storage *peer, bool tls)
         ctl_update(s);
 }
 
-/* Idle timeout: say so (best effort) before main.c closes the session. */
+/* Idle timeout: say so (best effort) before event.c closes the session. */
 void ftp_timeout(struct conn *c)
 {
     struct ftp_sess *s = (struct ftp_sess *)c;

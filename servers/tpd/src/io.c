@@ -10,6 +10,8 @@
  * A socket with TLS (h->ssl) goes through tls_io.c instead of send/recv:
  * a file range with SSL_sendfile() when the kernel took the send side
  * (kTLS), otherwise pread into the caller's bounce buffer + SSL_write.
+ *
+ * Calls tls_io.c (the steps on TLS sockets) and libc only.
  */
 #include "tpd.h"
 

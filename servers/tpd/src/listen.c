@@ -4,6 +4,9 @@
  * listen, accepting new connections (with the --max-conns "busy" reply),
  * and descriptor-exhaustion recovery (a reserved descriptor, then a short
  * pause of both listeners that the event loop lifts).
+ *
+ * Calls the protocols' accept functions (ftp_accept, http_accept), event.c
+ * (interest, g_now, g_nconns) and logging; reads g_cfg.
  */
 #include "tpd.h"
 
@@ -140,7 +143,7 @@ static void do_accept(struct handler *h)
                 if (!handled || g_reserve_fd < 0) {
                     /* cannot even drop the connection: stop listening for
                      * a while instead of spinning on level-triggered
-                     * readiness (re-armed by the main loop) */
+                     * readiness (re-armed by the event loop) */
                     for (size_t k = 0; k < NLISTENERS; k++)
                         ev_set(g_listeners[k], 0);
                     g_listen_resume = g_now + LISTEN_BACKOFF_MS;

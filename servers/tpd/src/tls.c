@@ -21,9 +21,12 @@
  * raises no readiness, nor does an EOF or error a read has taken from the
  * socket but reports only on the next call (TLS_RD_LATER, after the bytes
  * before it); such sockets, when they want to read, sit on a list
- * the main loop serves as if EPOLLIN had fired (and it then polls with a
- * zero timeout).  Without read-ahead OpenSSL never buffers more than the
- * record it is reading, so nothing else can hide from epoll.
+ * the event loop (event.c) serves as if EPOLLIN had fired (and it then
+ * polls with a zero timeout).  Without read-ahead OpenSSL never buffers
+ * more than the record it is reading, so nothing else can hide from
+ * epoll.
+ *
+ * Calls OpenSSL and logging; reads g_cfg.
  */
 #include "tpd.h"
 
@@ -356,7 +359,7 @@ bool tls_have_pending(void)
 
 /*
  * Take up to max sockets off the buffered-plaintext list into out (the
- * main loop then runs them as readable; they return to the list through
+ * event loop then runs them as readable; they return to the list through
  * tls_interest while plaintext remains).  Returns the count.
  */
 int tls_pending_take(struct handler **out, int max)

@@ -13,6 +13,9 @@
  *
  * OpenSSL's error queue is per thread and must be empty before each call
  * for SSL_get_error() to be right: every step clears it first.
+ *
+ * Calls OpenSSL only (no other tpd module), so fuzz/fuzz_tls.c links it
+ * alone.
  */
 #include "tpd.h"
 

@@ -2,23 +2,34 @@
  * tpd.h - shared declarations for tpd, the single-threaded, event-driven,
  * zero-copy FTP + HTTP server of xferlab (after teepeedee).
  *
- * Module map:
- *   main.c   the epoll loop, idle timers, signal handling, logging and
- *            small helpers (epoll interest, connections, output buffers)
+ * This header holds what is shared across protocols; FTP-only
+ * declarations are in ftp_int.h, HTTP-only ones in http_int.h.
+ *
+ * Module map (each file's header comment says what it may call):
+ *   main.c   start-up and shutdown: options, users, TLS set-up, limits,
+ *            signals (signalfd), listeners, then the loop
+ *   event.c  the epoll loop, dispatch, idle timers, connection
+ *            bookkeeping (declared in event.h, included here)
+ *   log.c    log lines and "addr:port" formatting
+ *   obuf.c   growable output buffers (replies, response heads)
  *   config.c defaults, configuration file and command line
  *   listen.c listening sockets, accept, descriptor-exhaustion recovery
  *   users.c  the users file and password checks
- *   parse.c  pure, allocation-free protocol parsers (FTP command lines,
- *            PORT/EPRT, virtual paths, HTTP requests, chunked bodies,
- *            Range headers, percent-decoding); fuzzed by fuzz/
+ *   vpath.c  virtual path normalisation (pure; fuzzed)
+ *   listing.c directory-listing line formats, LIST/NLST/MLSD/MLST (pure;
+ *            fuzzed)
  *   vfs.c    confined file access below a user's home (openat2
  *            RESOLVE_BENEATH) and directory listings
  *   io.c     transfer loops shared by FTP and HTTP (sendfile or
  *            pread+send of a file range, recv, write to a file)
- *   ftp_*.c  FTP sessions: ftp_session.c (control connection, replies),
- *            ftp_cmds.c (command table, handlers), ftp_data.c (data
- *            channel, transfers); shared declarations in ftp_int.h
- *   http.c   HTTP/1.1 connections
+ *   ftp_*.c  FTP sessions: ftp_parse.c (command lines, PORT/EPRT, the
+ *            AUTH/PBSZ/PROT rules; pure, fuzzed), ftp_session.c (control
+ *            connection, replies), ftp_cmds.c (command table, handlers),
+ *            ftp_data.c (data channel, transfers); see ftp_int.h
+ *   http_*.c HTTP/1.1: http_parse.c (request head, chunked bodies, Range,
+ *            percent coding; pure, fuzzed), http_conn.c (connections: the
+ *            state machine, reading, sending, keep-alive), http_handlers.c
+ *            (GET/HEAD, PUT/POST, error replies); see http_int.h
  *   tls.c    TLS configuration (OpenSSL context from --tls-cert/--tls-key),
  *            the kernel-TLS probe, --tls-info, attaching TLS to a socket,
  *            the list of TLS sockets with buffered plaintext
@@ -41,6 +52,8 @@
 #include <time.h>
 #include <netinet/in.h>
 
+#include "event.h"         /* handlers, connections, the loop */
+
 /* ---- limits (documented in README.md) ---------------------------------- */
 #define FTP_LINE_MAX   2048           /* FTP command line incl. CRLF      */
 #define HTTP_HDR_MAX   8192           /* HTTP request line + headers      */
@@ -58,7 +71,7 @@
 #define TLS_BUF_SIZE   (64 * 1024)    /* TLS RETR/GET without kTLS: pread chunk */
 #endif
 
-/* ---- logging ------------------------------------------------------------ */
+/* ---- log.c: logging ----------------------------------------------------- */
 enum { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 extern int g_log_level;
 void tpd_log(int level, const char *fmt, ...)
@@ -67,6 +80,7 @@ void tpd_log(int level, const char *fmt, ...)
 #define log_warn(...)  tpd_log(LOG_WARN, __VA_ARGS__)
 #define log_info(...)  do { if (g_log_level >= LOG_INFO) tpd_log(LOG_INFO, __VA_ARGS__); } while (0)
 #define log_debug(...) do { if (g_log_level >= LOG_DEBUG) tpd_log(LOG_DEBUG, __VA_ARGS__); } while (0)
+void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
 
 /* ---- users -------------------------------------------------------------- */
 struct user {
@@ -111,71 +125,20 @@ int config_parse_int(const char *v, long lo, long hi, int *out);
 FILE *config_fopen(const char *what, const char *path);
 bool config_getline(FILE *f, char *line, int size, int *lineno, int max);
 
-/* ---- event loop objects ------------------------------------------------- */
-enum htype {
-    H_LISTEN_FTP, H_LISTEN_HTTP, H_LISTEN_FTPS, H_LISTEN_HTTPS, H_SIGNAL,
-    H_FTP_CTL, H_FTP_PASV, H_FTP_DATA, H_HTTP
-};
-enum ckind { C_FTP, C_HTTP };
-
-struct conn;
-struct ssl_st;
-
-/* TLS state bits of a handler (tls_flags). */
-#define TLS_HANDSHAKE   0x01u  /* handshake not finished yet               */
-#define TLS_HS_WRITE    0x02u  /* the handshake waits for EPOLLOUT          */
-#define TLS_RD_WANTS_WR 0x04u  /* the last SSL_read needs EPOLLOUT          */
-#define TLS_WR_WANTS_RD 0x08u  /* the last SSL_write needs EPOLLIN          */
-#define TLS_KTLS_SEND   0x10u  /* kernel TLS send offload is active         */
-#define TLS_PENDQ       0x20u  /* on the buffered-plaintext list (tls.c)    */
-#define TLS_SHUT_SENT   0x40u  /* close_notify sent                         */
-#define TLS_RD_LATER    0x80u  /* tls_read owes an EOF or error it already
-                                  took from the socket: call it again      */
-
-/* One registered descriptor; epoll_event.data.ptr points here. */
-struct handler {
-    int type;              /* enum htype                                */
-    int fd;                /* -1 when closed                            */
-    uint32_t events;       /* current epoll interest (0 = unregistered) */
-    struct conn *conn;     /* owning connection (NULL for listeners)    */
-    struct ssl_st *ssl;    /* TLS session (OpenSSL SSL *), NULL = plain  */
-    unsigned tls_flags;    /* TLS_* bits                                */
-    struct handler *pend_prev, *pend_next;  /* TLS_PENDQ list links     */
-};
-
-/* Common head of FTP sessions and HTTP connections: idle LRU list. */
-struct conn {
-    struct conn *lru_prev, *lru_next;
-    struct conn *free_next;
-    int64_t last_active;   /* ms, monotonic                             */
-    int kind;              /* enum ckind                                */
-    bool dead;             /* closed; memory released after this batch  */
-    char peer_str[64];     /* "addr:port" for logs                      */
-};
-
-/* Growable output buffer for control replies and HTTP headers. */
+/* ---- obuf.c: growable output buffers ----------------------------------- */
+/* Output buffer for control replies and HTTP headers. */
 struct obuf {
     char  *data;
     size_t len, off, cap;
 };
-
-extern int64_t g_now;      /* ms, updated once per loop iteration */
-extern int g_nconns;
-
-/* main.c helpers */
-void ev_set(struct handler *h, uint32_t events);
-void ev_close(struct handler *h);
-void conn_register(struct conn *c);
-void conn_touch(struct conn *c);
-void conn_kill(struct conn *c);
 int  obuf_append(struct obuf *b, const void *data, size_t len, size_t limit);
 int  obuf_printf(struct obuf *b, size_t limit, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int  obuf_flush(struct handler *h, struct obuf *b);
 size_t obuf_pending(const struct obuf *b);
 void obuf_free(struct obuf *b);
-void sockaddr_to_str(const struct sockaddr *sa, char *buf, size_t sz);
 
+/* ---- listeners and protocol entry points (event.c and main.c call them) - */
 /* listen.c */
 int  listen_start(void);
 void listen_event(struct handler *h);
@@ -183,7 +146,7 @@ int64_t listen_resume_at(void);
 void listen_resume(void);
 void listen_stop(void);
 
-/* ftp_session.c / http.c entry points (tls: TLS from the first byte) */
+/* ftp_session.c / http_conn.c entry points (tls: TLS from the first byte) */
 void ftp_accept(int fd, const struct sockaddr_storage *peer, bool tls);
 void ftp_event(struct handler *h, uint32_t events);
 void ftp_timeout(struct conn *c);
@@ -194,6 +157,8 @@ void http_event(struct handler *h, uint32_t events);
 void http_timeout(struct conn *c);
 void http_close(struct conn *c);
 void http_free(struct conn *c);
+/* main.c: the signalfd is readable (SIGTERM, SIGINT: ev_stop) */
+void signal_event(struct handler *h);
 
 /* ---- io.c: transfer loops shared by FTP and HTTP ------------------------- */
 enum io_status {
@@ -220,6 +185,17 @@ int io_recv_append(struct handler *h, char *buf, size_t *len, size_t cap);
 int io_write_all(int fd, const void *p, size_t n);
 
 /* ---- tls.c / tls_io.c ---------------------------------------------------- */
+/* TLS state bits of a handler (tls_flags). */
+#define TLS_HANDSHAKE   0x01u  /* handshake not finished yet               */
+#define TLS_HS_WRITE    0x02u  /* the handshake waits for EPOLLOUT          */
+#define TLS_RD_WANTS_WR 0x04u  /* the last SSL_read needs EPOLLOUT          */
+#define TLS_WR_WANTS_RD 0x08u  /* the last SSL_write needs EPOLLIN          */
+#define TLS_KTLS_SEND   0x10u  /* kernel TLS send offload is active         */
+#define TLS_PENDQ       0x20u  /* on the buffered-plaintext list (tls.c)    */
+#define TLS_SHUT_SENT   0x40u  /* close_notify sent                         */
+#define TLS_RD_LATER    0x80u  /* tls_read owes an EOF or error it already
+                                  took from the socket: call it again      */
+
 int  tls_init(void);                 /* 0, or -1 (logged; exit status 2) */
 bool tls_enabled(void);              /* --tls-cert/--tls-key configured  */
 void tls_print_info(FILE *f);        /* the --tls-info JSON line         */
@@ -238,76 +214,17 @@ int tls_write(struct handler *h, const void *buf, size_t len, size_t *n);
 int tls_close_notify(struct handler *h);
 const char *tls_last_error(void);
 
-/* ---- parse.c: pure parsers (no I/O, no allocation) ----------------------- */
-enum ftp_cmd_id {
-    FC_UNKNOWN = 0,
-    FC_USER, FC_PASS, FC_ACCT, FC_SYST, FC_FEAT, FC_OPTS, FC_PWD, FC_CWD,
-    FC_CDUP, FC_TYPE, FC_MODE, FC_STRU, FC_PASV, FC_EPSV, FC_PORT, FC_EPRT,
-    FC_LIST, FC_NLST, FC_MLSD, FC_MLST, FC_SIZE, FC_MDTM, FC_REST, FC_RETR,
-    FC_STOR, FC_APPE, FC_DELE, FC_MKD, FC_RMD, FC_RNFR, FC_RNTO, FC_NOOP,
-    FC_ABOR, FC_QUIT, FC_STAT, FC_HELP, FC_ALLO, FC_SITE, FC_AUTH, FC_PBSZ,
-    FC_PROT, FC_LANG, FC_HOST, FC_CLNT,
-    FC__COUNT
-};
-struct ftp_cmd {
-    int  id;               /* enum ftp_cmd_id                           */
-    char verb[5];          /* upper-cased verb as received              */
-    char *arg;             /* NUL-terminated argument ("" if none)      */
-    size_t arglen;
-};
-int ftp_parse_line(const char *line, size_t len, char *work, size_t worksz,
-                   struct ftp_cmd *cmd);
-int ftp_parse_port(const char *arg, struct sockaddr_in *out);
-int ftp_parse_eprt(const char *arg, struct sockaddr_storage *out,
-                   socklen_t *outlen);
+/* ---- vpath.c: virtual path normalisation (pure) --------------------------- */
 int vpath_join(const char *cwd, const char *arg, char *out, size_t outsz);
 const char *vpath_rel(const char *vpath);
 
-enum http_method { HM_OTHER = 0, HM_GET, HM_HEAD, HM_PUT, HM_POST,
-                   HM_DELETE, HM_OPTIONS };
-struct http_req {
-    int method;            /* enum http_method                          */
-    char method_str[16];
-    const char *target;    /* points into the request buffer            */
-    size_t target_len;
-    int minor;             /* HTTP/1.x minor version                    */
-    int64_t content_length;/* -1 when absent                            */
-    bool chunked;
-    bool keepalive;
-    bool expect_continue;
-    const char *range;     /* value of Range header or NULL             */
-    size_t range_len;
-};
-int http_parse_request(const char *buf, size_t len, struct http_req *req);
-
-struct chunk_dec {
-    int state;
-    uint64_t remaining;    /* bytes left in current chunk               */
-    unsigned ndigits;
-    unsigned linelen;      /* length of current extension/trailer line  */
-};
-int chunk_decode(struct chunk_dec *d, char *buf, size_t len,
-                 size_t *consumed, size_t *produced);
-int http_parse_range(const char *s, size_t len, int64_t size,
-                     int64_t *start, int64_t *end);
-int url_decode(const char *in, size_t inlen, char *out, size_t outsz);
-int http_location_encode(const char *path, char *out, size_t outsz);
+/* ---- listing.c: directory-listing line formats (pure) ------------------- */
 enum { LS_LIST, LS_NLST, LS_MLSD };
 int list_format_line(int style, const char *name, const struct stat *st,
                      const char *link, bool writable, time_t now,
                      char *line, size_t sz);
 int vfs_mlst_line(const struct stat *st, const char *type, bool writable,
                   char *buf, size_t sz);
-/* RFC 4217 security state of an FTP session, and its commands. */
-struct ftp_sec {
-    bool can_tls;          /* a certificate is configured               */
-    bool tls;              /* the control connection is (becoming) TLS  */
-    bool pbsz;             /* PBSZ 0 accepted                           */
-    bool prot_p;           /* PROT P: data connections use TLS          */
-    bool logged_in;
-};
-int ftp_sec_cmd(struct ftp_sec *st, int id, const char *arg,
-                const char **text);
 
 /* ---- vfs.c --------------------------------------------------------------- */
 int vfs_open(const struct user *u, const char *vpath, int flags, mode_t mode);

@@ -8,6 +8,9 @@
  * line is split at the first and at the last two colons).  Each home is
  * opened once as an O_PATH directory descriptor shared by all sessions of
  * that user; all file access is resolved beneath it (see vfs.c).
+ *
+ * Calls config.c's file helpers (config_fopen, config_getline) and
+ * logging.
  */
 #include "tpd.h"
 

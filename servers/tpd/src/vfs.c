@@ -2,7 +2,7 @@
  * vfs.c - confined file access and directory listings.
  *
  * Every path a client names is first normalised lexically (vpath_join in
- * parse.c: "..", "." and duplicate slashes can never climb above the
+ * vpath.c: "..", "." and duplicate slashes can never climb above the
  * virtual root), then opened relative to the user's home descriptor with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): the kernel refuses any
  * resolution - including through symlinks, absolute or relative - that
@@ -13,6 +13,8 @@
  * If the kernel lacks openat2 (ENOSYS, e.g. old seccomp profiles), a
  * weaker fallback opens with openat() and verifies /proc/self/fd/N lies
  * below realpath(home) before using the descriptor.
+ *
+ * Calls vpath.c, listing.c (the line formats) and logging.
  */
 #include "tpd.h"
 

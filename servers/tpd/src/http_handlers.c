@@ -1,75 +1,33 @@
 /*
- * http.c - HTTP/1.1 connections: GET and HEAD of files below the first
- * user's home (single Range requests, 206/416), PUT and POST of a body to
- * a file (Content-Length or chunked, Expect: 100-continue), persistent
- * connections with pipelining, and explicit 4xx/5xx replies.
+ * http_handlers.c - tpd's HTTP request handlers: routing a parsed request
+ * (http_try_request), GET and HEAD of files below the first user's home
+ * (single Range requests, 206/416, a file body handed to the connection
+ * for sendfile(), directory listings streamed by the connection, 301 to
+ * the directory with a slash), PUT and POST of a body to a file
+ * (Content-Length or chunked, Expect: 100-continue, --max-body: 413; the
+ * body's sink: decoding, writing to the temporary file, 201/204 on
+ * completion), OPTIONS, and explicit 4xx/5xx replies.
  *
- * Per-connection state machine (all non-blocking, driven by http_event):
- *   HS_READ   accumulate the request head in a fixed HTTP_HDR_MAX buffer
- *   HS_BODY   receive an upload body into a 256 KiB buffer, write() it
- *   HS_SEND   send the response head (obuf) then the file via sendfile()
- *   HS_DRAIN  after a "Connection: close" response: write side shut down,
- *             unread input discarded until EOF (so the kernel does not
- *             reset the connection under the response)
- *   HS_SHUT   (TLS) close_notify waits for room in the socket, then
- *             HS_DRAIN
  * Request bodies of refused uploads are read and discarded, so the
  * connection can stay alive; if the client waits for 100-continue the
  * refusal is sent at once and the connection is closed instead.
  *
- * HTTPS (--https-listen) runs the same machine over TLS: the handshake
- * comes first (in the loop, nothing read or sent before it is done), a
- * GET body goes out with SSL_sendfile() under kTLS or else pread +
- * SSL_write through a TLS_BUF_SIZE buffer held only while a body is
- * being sent, and a closing response ends with close_notify.
+ * Calls http_parse.c (request, Range, chunked, percent coding), vpath.c,
+ * vfs.c (confined opens, listings, uploads), users.c, obuf.c, io.c
+ * (io_write_all) and http_conn.c's http_consume; reads g_cfg.  Responses
+ * are queued in c->out and the state set to HS_SEND for http_conn.c to
+ * send (only an interim "100 Continue" is flushed here at once).
  */
-#include "tpd.h"
+#include "http_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
-
-enum { HS_READ, HS_BODY, HS_SEND, HS_DRAIN, HS_SHUT };
-
-struct http_conn {
-    struct conn base;          /* must be first */
-    struct handler h;
-    int state;
-    bool keepalive;
-    bool broken;
-    bool kick;                 /* more pipelined work: wake up again */
-    struct obuf out;           /* response head (+ small generated body) */
-    int file_fd;               /* response body file, -1 if none */
-    struct lister *lister;     /* directory listing being streamed */
-    bool chunked_out;          /* listing sent with chunked coding */
-    int minor;                 /* HTTP/1.x minor version of the request */
-    struct io_src body;        /* file range of the response body */
-    /* upload */
-    int up_fd;                 /* -1 while discarding a refused body */
-    struct upload up;          /* temporary file renamed on success */
-    int up_status;             /* 201 or 204 on success */
-    int up_err;                /* error status to send after the body */
-    bool up_chunked;
-    int64_t up_remaining;      /* Content-Length bytes still expected */
-    struct chunk_dec dec;
-    char *upbuf;
-    char *tlsbuf;              /* TLS_BUF_SIZE: GET body over TLS, no kTLS */
-    char *location;            /* Location for 201 */
-    size_t drained;
-    /* request log */
-    char method[16];
-    int status;
-    uint64_t sent;
-    size_t inlen;
-    char in[HTTP_HDR_MAX];
-};
 
 /* Reason phrase for the statuses tpd sends. */
 static const char *reason(int status)
@@ -176,13 +134,6 @@ static void error_reply(struct http_conn *c, int status, bool close_conn,
         c->keepalive = false;
     respond(c, status, NULL, "text/plain; charset=utf-8\r\n", n,
             head ? NULL : body, head ? 0 : (size_t)n);
-}
-
-/* Drop the first n bytes of the request buffer. */
-static void consume(struct http_conn *c, size_t n)
-{
-    memmove(c->in, c->in + n, c->inlen - n);
-    c->inlen -= n;
 }
 
 /* Map an errno from opening a path to an HTTP status. */
@@ -340,7 +291,7 @@ static void body_write(struct http_conn *c, const char *p, size_t n)
  * to the bytes belonging to this body.  Returns 1 when the body is
  * complete, 0 when more is needed, -1 on malformed chunked coding.
  */
-static int body_feed(struct http_conn *c, char *data, size_t len, size_t *used)
+int http_body_feed(struct http_conn *c, char *data, size_t len, size_t *used)
 {
     if (c->up_chunked) {
         size_t consumed = 0, produced = 0;
@@ -366,8 +317,8 @@ static int body_feed(struct http_conn *c, char *data, size_t len, size_t *used)
     return c->up_remaining == 0;
 }
 
-/* Handle the outcome of body_feed (-2: over --max-body, 413). */
-static void body_result(struct http_conn *c, int r)
+/* Handle the outcome of http_body_feed (-2: over --max-body, 413). */
+void http_body_result(struct http_conn *c, int r)
 {
     if (r < 0) {
         if (c->up_fd >= 0)
@@ -502,9 +453,9 @@ static void start_upload(struct http_conn *c, const char *vp, const char *raw,
     }
     if (c->inlen > 0) {            /* body bytes that came with the head */
         size_t used = 0;
-        int r = body_feed(c, c->in, c->inlen, &used);
-        consume(c, used);
-        body_result(c, r);
+        int r = http_body_feed(c, c->in, c->inlen, &used);
+        http_consume(c, used);
+        http_body_result(c, r);
     }
 }
 
@@ -539,7 +490,7 @@ static int target_path(const struct http_req *req, char *raw, char *vp)
  * request was consumed (the state changed), false when more input is
  * needed.
  */
-static bool try_request(struct http_conn *c)
+bool http_try_request(struct http_conn *c)
 {
     struct http_req req;
     char raw[VPATH_MAX], vp[VPATH_MAX], range[128];
@@ -574,7 +525,7 @@ static bool try_request(struct http_conn *c)
         memcpy(range, req.range, req.range_len);
         range_len = req.range_len;
     }
-    consume(c, (size_t)r);            /* req.* pointers are invalid now */
+    http_consume(c, (size_t)r);       /* req.* pointers are invalid now */
     bool has_body = req.chunked || req.content_length > 0;
     bool head = req.method == HM_HEAD;
 
@@ -599,329 +550,4 @@ static bool try_request(struct http_conn *c)
             error_reply(c, 501, false, false);
     }
     return true;
-}
-
-/*
- * Closing response sent: (TLS) close_notify, then shut the write side and
- * drain input (HS_DRAIN); HS_SHUT while close_notify waits for room.
- */
-static void start_close(struct http_conn *c)
-{
-    if (c->h.ssl) {
-        int r = tls_close_notify(&c->h);
-        if (r == IO_AGAIN) {
-            c->state = HS_SHUT;
-            return;
-        }
-        if (r != IO_OK) {
-            c->broken = true;
-            return;
-        }
-    }
-    shutdown(c->h.fd, SHUT_WR);
-    c->state = HS_DRAIN;
-    c->drained = 0;
-}
-
-/* Response fully sent: log, then keep-alive or start the lingering close. */
-static void response_done(struct http_conn *c)
-{
-    log_info("http %s %s %d %llu", c->base.peer_str, c->method, c->status,
-             (unsigned long long)c->sent);
-    free(c->tlsbuf);
-    c->tlsbuf = NULL;
-    if (!c->keepalive) {
-        start_close(c);
-        return;
-    }
-    c->state = HS_READ;
-}
-
-/* Send the response head and file body.  True when the response is done. */
-static bool send_some(struct http_conn *c)
-{
-    if (obuf_pending(&c->out)) {
-        int r = obuf_flush(&c->h, &c->out);
-        if (r < 0) {
-            c->broken = true;
-            return false;
-        }
-        if (r == 0)
-            return false;
-    }
-    if (c->file_fd >= 0) {
-        char buf[65536];               /* --no-sendfile bounce buffer */
-        unsigned fl = g_cfg.use_sendfile ? IO_SENDFILE : IO_NOKEEP;
-        int r;
-        if (c->h.ssl && !(g_cfg.use_sendfile && (c->h.tls_flags & TLS_KTLS_SEND))) {
-            /* TLS without kTLS: SSL_write must be offered the same bytes
-             * again after IO_AGAIN, so the buffer outlives the wakeup */
-            if (!c->tlsbuf && !(c->tlsbuf = malloc(TLS_BUF_SIZE))) {
-                c->broken = true;
-                return false;
-            }
-            c->body.buf = c->tlsbuf;
-            c->body.cap = TLS_BUF_SIZE;
-            r = io_send_file(&c->h, &c->body, SEND_BUDGET, 0, &c->sent);
-        } else {
-            c->body.buf = buf;
-            c->body.cap = sizeof(buf);
-            r = io_send_file(&c->h, &c->body, SEND_BUDGET,
-                             c->h.ssl ? IO_SENDFILE : fl, &c->sent);
-            c->body.buf = NULL;
-        }
-        if (r != IO_OK && r != IO_AGAIN) {
-            /* error or file shrank: the length promised is wrong, close */
-            c->broken = true;
-            return false;
-        }
-        conn_touch(&c->base);
-        if (r == IO_AGAIN)
-            return false;
-        close(c->file_fd);
-        c->file_fd = -1;
-    }
-    if (c->lister) {
-        /* next piece of a streamed listing, once the last one has gone */
-        char chunk[LIST_CHUNK];
-        ssize_t n = vfs_list_read(c->lister, chunk, sizeof(chunk));
-        int r = 0;
-        if (n > 0 && c->chunked_out)
-            r = obuf_printf(&c->out, HTTP_OBUF_LIMIT, "%zx\r\n", (size_t)n);
-        if (n > 0 && r == 0)
-            r = obuf_append(&c->out, chunk, (size_t)n, HTTP_OBUF_LIMIT);
-        if (n > 0 && r == 0 && c->chunked_out)
-            r = obuf_append(&c->out, "\r\n", 2, HTTP_OBUF_LIMIT);
-        if (n == 0) {
-            vfs_list_close(c->lister);
-            c->lister = NULL;
-            if (c->chunked_out)
-                r = obuf_append(&c->out, "0\r\n\r\n", 5, HTTP_OBUF_LIMIT);
-        }
-        if (r < 0) {
-            c->broken = true;
-            return false;
-        }
-        c->sent += (uint64_t)(n > 0 ? n : 0);
-        conn_touch(&c->base);
-        return true;                   /* loop again: flush what was queued */
-    }
-    response_done(c);
-    return true;
-}
-
-/* Read more of the request head. */
-static void read_head(struct http_conn *c)
-{
-    int r = io_recv_append(&c->h, c->in, &c->inlen, HTTP_HDR_MAX);
-    if (r != IO_OK) {
-        if (r != IO_AGAIN)
-            c->broken = true;
-        return;
-    }
-    conn_touch(&c->base);
-}
-
-/* Read upload body bytes from the socket (up to 4 MiB per wakeup). */
-static void read_body(struct http_conn *c)
-{
-    if (!c->upbuf && !(c->upbuf = malloc(XFER_BUF_SIZE))) {
-        c->broken = true;
-        return;
-    }
-    for (int i = 0; i < 16 && c->state == HS_BODY; i++) {
-        size_t cap = XFER_BUF_SIZE;
-        if (!c->up_chunked && (int64_t)cap > c->up_remaining)
-            cap = (size_t)c->up_remaining;
-        size_t n;
-        int r = io_recv(&c->h, c->upbuf, cap, &n);
-        if (r == IO_EOF) {
-            log_info("http %s: client closed during upload",
-                     c->base.peer_str);
-            c->broken = true;
-            return;
-        }
-        if (r != IO_OK) {
-            if (r != IO_AGAIN)
-                c->broken = true;
-            break;
-        }
-        conn_touch(&c->base);
-        size_t used = 0;
-        r = body_feed(c, c->upbuf, n, &used);
-        if (r > 0 && used < n) {
-            /* pipelined bytes after a chunked body: keep them if they fit */
-            size_t left = n - used;
-            if (c->inlen + left <= HTTP_HDR_MAX) {
-                memcpy(c->in + c->inlen, c->upbuf + used, left);
-                c->inlen += left;
-            } else {
-                c->keepalive = false;
-            }
-        }
-        body_result(c, r);
-    }
-}
-
-/* Discard input after a closing response until EOF (bounded; over TLS
- * the plaintext, so nothing stays buffered in OpenSSL). */
-static void drain(struct http_conn *c)
-{
-    char buf[16384];
-    for (int i = 0; i < 8; i++) {
-        size_t n;
-        int r = io_recv(&c->h, buf, sizeof(buf), &n);
-        if (r == IO_OK) {
-            c->drained += n;
-            if (c->drained > (1u << 20)) {
-                c->broken = true;
-                return;
-            }
-            continue;
-        }
-        if (r == IO_AGAIN)
-            return;
-        c->broken = true;             /* EOF or error: done */
-        return;
-    }
-}
-
-/* Set epoll interest from the state. */
-static void http_update(struct http_conn *c)
-{
-    uint32_t ev = 0;
-    switch (c->state) {
-    case HS_READ:
-        if (c->inlen < HTTP_HDR_MAX)
-            ev = EPOLLIN;
-        if (c->kick)
-            ev |= EPOLLOUT;
-        break;
-    case HS_BODY:
-    case HS_DRAIN:
-        ev = EPOLLIN;
-        break;
-    case HS_SEND:
-    case HS_SHUT:
-        ev = EPOLLOUT;
-        break;
-    }
-    ev_set(&c->h, ev);
-}
-
-/* Readiness on an HTTP connection: run the state machine. */
-void http_event(struct handler *h, uint32_t events)
-{
-    struct http_conn *c = (struct http_conn *)h->conn;
-    bool readable = events & (EPOLLIN | EPOLLHUP | EPOLLERR);
-
-    c->kick = false;
-    if (c->h.ssl && (c->h.tls_flags & TLS_HANDSHAKE)) {
-        int r = tls_handshake(&c->h);
-        if (r == IO_OK) {
-            tls_done_log(&c->h, "https");
-        } else {
-            if (r != IO_AGAIN) {
-                log_info("http %s: TLS handshake failed: %s",
-                         c->base.peer_str, tls_last_error());
-                c->broken = true;
-            }
-            goto out;
-        }
-        readable = false;      /* the request comes with the next wakeup */
-    }
-    if (c->state == HS_SHUT && (events & EPOLLOUT))
-        start_close(c);
-    if (readable) {
-        if (c->state == HS_READ)
-            read_head(c);
-        else if (c->state == HS_BODY)
-            read_body(c);
-        else if (c->state == HS_DRAIN)
-            drain(c);
-    }
-    int guard;
-    for (guard = 0; guard < 32 && !c->broken; guard++) {
-        if (c->state == HS_READ) {
-            if (!try_request(c))
-                break;
-        } else if (c->state == HS_SEND) {
-            if (!send_some(c))
-                break;
-        } else {
-            break;
-        }
-    }
-    if (guard == 32 && c->state == HS_READ && c->inlen > 0)
-        c->kick = true;
-out:
-    if (c->broken)
-        conn_kill(&c->base);
-    else
-        http_update(c);
-}
-
-/* New HTTP connection (tls: from the HTTPS listener, handshake first). */
-void http_accept(int fd, const struct sockaddr_storage *peer, bool tls)
-{
-    struct http_conn *c = malloc(sizeof(*c));
-    if (!c) {
-        close(fd);
-        return;
-    }
-    memset(c, 0, offsetof(struct http_conn, in));
-    /* A response is a head written with write() and a body sent with sendfile():
-     * with Nagle on, the body's last partial segment waits for the ACK of the head,
-     * which a keep-alive client delays (~40 ms on Linux) as it has nothing to send
-     * until the response is complete: 22 GETs/s on one connection.  Every response
-     * is built whole before it is written, so Nagle has nothing to coalesce here
-     * (as on the FTP control connection); the cost is the head's own segment. */
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    c->base.kind = C_HTTP;
-    c->h = (struct handler){ .type = H_HTTP, .fd = fd, .conn = &c->base };
-    c->file_fd = -1;
-    c->up_fd = -1;
-    c->up.dirfd = c->up.fd = -1;
-    c->state = HS_READ;
-    sockaddr_to_str((const struct sockaddr *)peer, c->base.peer_str,
-                    sizeof(c->base.peer_str));
-    conn_register(&c->base);
-    if (tls && tls_attach(&c->h, true) < 0) {
-        conn_kill(&c->base);
-        return;
-    }
-    http_update(c);
-}
-
-/* Idle timeout (main.c closes the connection afterwards). */
-void http_timeout(struct conn *c)
-{
-    log_debug("http %s: idle timeout", c->peer_str);
-}
-
-/* Close the connection's descriptors. */
-void http_close(struct conn *cc)
-{
-    struct http_conn *c = (struct http_conn *)cc;
-    ev_close(&c->h);
-    if (c->file_fd >= 0)
-        close(c->file_fd);
-    if (c->up_fd >= 0)
-        close(c->up_fd);
-    c->file_fd = c->up_fd = -1;
-    vfs_upload_abort(&c->up);          /* an unfinished PUT leaves no trace */
-    vfs_list_close(c->lister);
-    c->lister = NULL;
-}
-
-/* Release the connection's memory. */
-void http_free(struct conn *cc)
-{
-    struct http_conn *c = (struct http_conn *)cc;
-    obuf_free(&c->out);
-    free(c->upbuf);
-    free(c->tlsbuf);
-    free(c->location);
-    free(c);
 }
