@@ -52,7 +52,7 @@ def test_ids_are_validated(client, fair_campaign):
 
 
 def test_curve_is_thinned_but_figures_use_every_client():
-    from dashboard.routes.fairness import MAX_CURVE_POINTS, _thin
+    from dashboard.services.fairness import MAX_CURVE_POINTS, _thin
 
     curve = [float(5000 - i) for i in range(5000)]
     thin = _thin(curve)
