@@ -1,6 +1,7 @@
-"""The per-client fairness API (dashboard.routes.fairness) on the real test PostgreSQL:
-curves sorted from the fastest client, figures as runner.fairness computes them, old cells
-(stored with only ``jain`` and its per-client list) included, ids validated."""
+"""The per-client fairness API (``/api/campaigns/ID/fairness``, built by
+dashboard.services.fairness) on the real test PostgreSQL: curves sorted from the fastest
+client, figures as runner.fairness computes them, cells stored with only ``jain`` and its
+per-client list included, ids validated."""
 from __future__ import annotations
 
 import pytest
