@@ -36,6 +36,11 @@ from runner.catalogue.servers import SERVERS, ServerInfo
 DEB_SERVERS: dict[str, ServerInfo] = {n: s for n, s in SERVERS.items() if s.debian}
 
 
+def _binary(spec: ServerInfo) -> str:
+    """The executable of a Debian-packaged server (its record's ``binary``, else its name)."""
+    return spec.binary or spec.name
+
+
 @dataclass(frozen=True)
 class FoundBinary:
     """A located server binary.
@@ -98,11 +103,11 @@ def find_server_binary(name: str) -> FoundBinary | None:
     """Locate the binary of Debian-packaged server ``name``; None when neither installed
     nor fetched. Raises KeyError for an unknown ``name``."""
     spec = DEB_SERVERS[name]
-    p = _which(spec.binary)
+    p = _which(_binary(spec))
     if p:
         return FoundBinary(p, "system", None, _dpkg_version(spec.debian[0]))
     root = debs_dir(name) / "root"
-    c = root / "usr" / "sbin" / spec.binary
+    c = root / "usr" / "sbin" / _binary(spec)
     if c.is_file():
         ver = None
         try:
@@ -190,7 +195,7 @@ def fetch_debian_server(name: str, *, timeout: float = 300.0) -> Path:
             os.replace(new_root, dest / "root")
             (dest / "info.json").write_text(json.dumps(
                 {"packages": versions, "fetched": time.time()}, indent=1))
-    binary = dest / "root" / "usr" / "sbin" / spec.binary
+    binary = dest / "root" / "usr" / "sbin" / _binary(spec)
     if not binary.is_file():
-        raise ServerSkipped(f"{name}: {spec.binary} not found in extracted {', '.join(spec.debian)}")
+        raise ServerSkipped(f"{name}: {_binary(spec)} not found in extracted {', '.join(spec.debian)}")
     return binary
