@@ -42,7 +42,7 @@ Differences from asv, on purpose:
   asv: 0.1% of the level for one segment, else a tenth of the smallest step).
 
 The false-positive rate on pure noise is measured by
-``tests/runner/test_history_stepdetect.py`` (1,000 seeded series) and stated in
+``tests/runner/history/test_stepdetect.py`` (1,000 seeded series) and stated in
 docs/methodology.md.
 """
 from __future__ import annotations

@@ -19,11 +19,11 @@ import time
 import psutil
 import pytest
 
-from .conftest import BUILD
-from .test_ftp import Raw, connect, retr
-from .test_http import raw_connect, raw_exchange
-from .test_http import raw_exchange as _raw_exchange
-from .tls_support import https_conn
+from tests.tpd.conftest import BUILD
+from tests.tpd.test_ftp import Raw, connect, retr
+from tests.tpd.test_http import raw_connect, raw_exchange
+from tests.tpd.test_http import raw_exchange as _raw_exchange
+from tests.tpd.tls_support import https_conn
 
 
 def head_of(resp: bytes) -> tuple[int, dict[str, str], list[str]]:

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from .test_ftp import Raw
-from .tls_support import client_hello, ftps_connect, https_conn
+from tests.tpd.test_ftp import Raw
+from tests.tpd.tls_support import client_hello, ftps_connect, https_conn
 
 TCP_ULP = 31          # linux/tcp.h; Python's socket module has no name for it
 

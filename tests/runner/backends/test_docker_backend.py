@@ -15,6 +15,7 @@ import pytest
 from runner.backends.base import ServerFailed, ServerSkipped
 from runner.spec.request import ServerRequest
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+from tests.support import REPO_ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(2700)]  # cold image builds
 
@@ -171,7 +172,7 @@ def test_containers_of_a_killed_runner_are_reaped(client, dbackend):
             f"DockerBackend(labels={{'xferlab.test': {SESSION_LABEL!r}}}).start(ServerRequest('pyftpdlib')); "
             "print('up', flush=True); time.sleep(120)")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                         cwd=Path(__file__).resolve().parents[3])
+                         cwd=REPO_ROOT)
     try:
         assert p.stdout.readline().strip() == "up"
     finally:
@@ -202,7 +203,7 @@ def test_serve_runs_the_server_in_a_container(client):
     p = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", "--server", '{"name": "pyftpdlib"}',
                           "--bind", "127.0.0.1", "--backend", "docker", "--max-seconds", "300"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                         cwd=Path(__file__).resolve().parents[3],
+                         cwd=REPO_ROOT,
                          env={**__import__("os").environ, "XFERLAB_DOCKER_LABELS": f"xferlab.test={SESSION_LABEL}"})
 
     def ask(cmd: str | None) -> dict:
@@ -244,7 +245,7 @@ def test_serve_refuses_a_bridge_container_across_hosts(client):
 
     r = subprocess.run([sys.executable, "-m", "runner.cli", "serve", "--bind", "127.0.0.1", "--backend", "docker",
                         "--server", '{"name": "pyftpdlib", "variant": {"network": "bridge"}}'],
-                       capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3])
+                       capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
     said = json.loads(r.stdout.splitlines()[0])
     assert r.returncode == 0 and said["event"] == "skipped", r.stdout + r.stderr
     assert "host networking" in said["reason"] and "network='bridge'" in said["reason"]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from runner.metrics.environment import snapshot
 from runner.report import md, rst
 from runner.report.context import context_table, environment_diff_table, setup_table
-
-from .test_report_exports import assert_docutils_clean
+from tests.runner.report.test_report_exports import assert_docutils_clean
 
 SETUPS = {"tpd": {"version": "0.1 (src 1a2b)", "backend": "docker", "obtained": "image xferlab/tpd (cached)",
                   "config_hash": "0123456789abcdef0123", "storage": "disk", "storage_fs": "ext4",

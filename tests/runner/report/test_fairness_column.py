@@ -15,9 +15,8 @@ from sqlalchemy.orm import Session
 
 from runner.report import csv, html, json, md, rst, tables, text
 from runner.report.data import Series
-
-from .fixtures import LOGIN, A, B, campaign
-from .test_report_exports import assert_docutils_clean
+from tests.runner.report.fixtures import LOGIN, A, B, campaign
+from tests.runner.report.test_report_exports import assert_docutils_clean
 
 #: Jain's index per repeat of the 300-client login row: A unfair (seed 004's vsftpd), B fair.
 JAIN = {A: (0.40, 0.42, 0.38, 0.41, 0.44), B: (0.97, 0.99, 0.98, 0.98, 0.96)}

@@ -20,8 +20,9 @@ from runner.load.tools.wget import OPTIONS as WGET
 from runner.spec.model import SpecError, parse_spec
 from tests.runner.load.conftest import stop
 from tests.runner.support import driver_or_skip
+from tests.support import SUPPORT_DIR
 
-SERVER = Path(__file__).parents[1] / "load" / "pyftpd_server.py"
+SERVER = SUPPORT_DIR / "pyftpd_server.py"
 
 
 def _spec(driver: str, options: dict, workload: str = "retr_concurrent"):

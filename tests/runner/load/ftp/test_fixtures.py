@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runner.load.ftp.fixtures import write_fixture
+from tests.support import REPO_ROOT
 
 MIB = 1 << 20
 
@@ -33,7 +34,7 @@ _CHILD = textwrap.dedent("""
 
 def _child(tmp_path: Path, limit: int, size: int) -> dict:
     p = subprocess.run([sys.executable, "-c", _CHILD, str(limit), str(tmp_path / "f.bin"), str(size)],
-                       capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3])
+                       capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 

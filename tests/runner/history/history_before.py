@@ -1,5 +1,5 @@
 """The history reads as they were before ``series_point`` (commit db9c604), kept as the
-reference the stored points are checked against (tests/runner/test_history_points.py):
+reference the stored points are checked against (tests/runner/history/test_points.py):
 the points aggregated from ``sample`` on each request (primary figures and peak memory,
 the only series then), and the verdict code that took one series at a time.
 

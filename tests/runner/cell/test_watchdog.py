@@ -7,7 +7,7 @@ import time
 import pytest
 
 from runner.cell.watchdog import CellWatchdog, cell_bound_s
-from tests.runner.backends.hostile_ftp import LOGIN_ONLY, HostileFTP
+from tests.support.hostile_ftp import LOGIN_ONLY, HostileFTP
 
 
 def test_cell_bound_adds_up_its_parts():
@@ -33,7 +33,7 @@ def test_campaign_goes_on_past_a_cell_that_hangs(engine, monkeypatch):
     from runner.store import campaigns as crud
     from runner.store.models import Cell
 
-    monkeypatch.setitem(drivers.DRIVER_MODULES, "test-hang", "tests.runner.hang_driver")
+    monkeypatch.setitem(drivers.DRIVER_MODULES, "test-hang", "tests.support.hang_driver")
     monkeypatch.setenv("XFERLAB_CELL_ALLOWANCE", "1")
     monkeypatch.setattr(watchdog, "UNBLOCK_GRACE_S", 0.5)
     get_settings.cache_clear()

@@ -13,12 +13,12 @@ from runner.load.result import PhaseResult
 from runner.load.target import Target
 from runner.spec.model import parse_spec
 from runner.store.models import Cell
-from tests.runner.load.httpserver import HttpTestServer
 from tests.runner.support import FixedBackend, RunningHandle
+from tests.support.httpserver import HttpTestServer
 
 
 class _Handle(RunningHandle):
-    """A running tests/runner/load/httpserver.py as a ServerHandle, with its stored files."""
+    """A running tests/support/httpserver.py as a ServerHandle, with its stored files."""
 
     def __init__(self, home: Path, port: int) -> None:
         super().__init__(Target("127.0.0.1", 0, "xferlab", "", home, http_port=port), "go-http")

@@ -1,6 +1,6 @@
 """History points kept at store time (runner.store.points, table ``series_point``) on a
 real PostgreSQL: the same points and the same verdicts as the per-request aggregation
-they replace (tests/runner/history_before.py), kept by finish_cell under concurrent
+they replace (tests/runner/history/history_before.py), kept by finish_cell under concurrent
 writers, filled by migration 0004, removed with their campaign."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from runner.spec.model import parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Cell, Sample, SeriesPoint
 from runner.store.points import CPU_COST, refresh_points, track_expr
-from tests.runner import history_before as before
+from tests.runner.history import history_before as before
 
 SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 0.2}
 

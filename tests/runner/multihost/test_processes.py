@@ -10,8 +10,7 @@ import pytest
 from runner.catalogue.workloads import WorkloadParams
 from runner.multihost.processes import run_client_processes, splits
 from runner.spec.model import CampaignSpec
-
-from .test_netns import ns_server  # noqa: F401 - fixture
+from tests.runner.net.test_netns import ns_server  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -56,8 +55,7 @@ def test_two_processes_merge_into_one_phase(remote_target, workload):
 
 def test_processes_join_the_server_namespace(ns_server):  # noqa: F811
     from runner.load.target import Target
-
-    from .conftest import PASSWORD, USER
+    from tests.runner.load.conftest import PASSWORD, USER
 
     _proc, port, path = ns_server
     target = Target("127.0.0.1", port, USER, PASSWORD, netns=path)
@@ -80,8 +78,7 @@ def test_http_phase_split_over_two_processes(tmp_path, driver):
     import shutil
 
     from runner.load.target import Target
-
-    from .httpserver import HttpTestServer
+    from tests.support.httpserver import HttpTestServer
 
     if driver == "wrk" and shutil.which("wrk") is None:
         pytest.skip("wrk not installed")

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from runner.spec.model import SpecError, expand, load_spec, parse_spec
+from tests.support import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 
 def _spec(**kw):

@@ -9,7 +9,7 @@ from runner.backends.base import ServerSkipped
 from runner.backends.local import LocalBackend
 from runner.catalogue.workloads import WorkloadParams
 from runner.spec.request import ServerRequest
-from tests.runner.drivers.test_ftp_clients import MIB, RUNS, check_result
+from tests.runner.load.tools.test_ftp_clients import MIB, RUNS, check_result
 from tests.runner.support import driver_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

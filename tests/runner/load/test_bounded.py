@@ -1,7 +1,7 @@
 """Nothing a server under test says on the runner's side channels can hang the worker:
 the readiness probe, the external backend's checks and liveness, and the SIZE/DELE check
 of uploads each return within their deadline against a server that drips reply lines,
-floods them, says nothing, or drips the answer to PASS (tests/runner/backends/hostile_ftp.py),
+floods them, says nothing, or drips the answer to PASS (tests/support/hostile_ftp.py),
 and a flood's reply is capped (runner.load.bounded)."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from runner.load.bounded import MAX_HTTP_HEAD, MAX_REPLY_BYTES
 from runner.load.target import Target
 from runner.load.tools import ftp_tool as ftpclient
 from runner.spec.request import ServerRequest
-from tests.runner.backends.hostile_ftp import MODES, HostileFTP
+from tests.support.hostile_ftp import MODES, HostileFTP
 
 #: Seconds past a deadline a call may take (thread start-up, the last read's slack).
 MARGIN = 1.5

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from runner.spec.model import REDACTED, CampaignSpec, ServerSpec, redacted, secret_values
 from runner.spec.redaction import SECRET_FIELD, ScrubFilter, redact_model_data, scrub, scrub_data, secret_paths
-from tests.runner.test_inventory import needs_ansible
+from tests.runner.spec.test_inventory_policy import needs_ansible
 
 PASSWORD = "S3cret-Password-1"
 SPEC = {"name": "x", "servers": [{"name": "external", "external": {"host": "h", "port": 21, "user": "u",

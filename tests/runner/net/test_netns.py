@@ -20,8 +20,7 @@ from runner.load.base import LoadError
 from runner.load.ftp.workloads import run_workload_sync
 from runner.load.target import Target
 from runner.net.netns import NetnsError, call_in_netns, can_join_netns
-
-from .conftest import HERE, PASSWORD, USER, stop
+from tests.runner.load.conftest import HERE, PASSWORD, USER, stop
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None,
                                 reason="needs root, unshare and ip (util-linux, iproute2)")

@@ -1,5 +1,5 @@
 """wrk and h2load output parsers, on output captured from real runs on this kind of machine
-(tests/runner/drivers/data/: wrk 4.1.0 and h2load 1.52.0 against tpd's HTTP listener and the
+(tests/runner/load/tools/data/: wrk 4.1.0 and h2load 1.52.0 against tpd's HTTP listener and the
 tests' own upload server, with the Lua script runner.load.tools.wrk writes)."""
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from runner.load.ftp.fixtures import server_name
 from runner.load.http.response import ResponseError, ResponseReader
 from runner.load.registry import get_driver
 from runner.load.target import Target
-from tests.runner.load.httpserver import HttpTestServer
+from tests.support.httpserver import HttpTestServer
 
 
 def _target(port: int, root=None) -> Target:

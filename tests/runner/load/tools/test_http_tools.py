@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,10 +16,11 @@ from runner.load.ftp.fixtures import server_name
 from runner.load.registry import DriverUnavailable, get_driver
 from runner.load.target import Target
 from runner.load.tools.child import require
-from tests.runner.load.httpserver import HttpTestServer
 from tests.runner.support import driver_or_skip
+from tests.support import REPO_ROOT, SUPPORT_DIR
+from tests.support.httpserver import HttpTestServer
 
-SERVER = Path(__file__).parents[1] / "load" / "httpserver.py"
+SERVER = SUPPORT_DIR / "httpserver.py"
 
 
 def _target(port: int, root=None, netns=None) -> Target:
@@ -123,7 +123,7 @@ def test_in_a_network_namespace(tmp_path, driver):
     proc = subprocess.Popen(["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
                              sys.executable, str(SERVER), str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=str(Path(__file__).parents[3]), env={**os.environ, "PYTHONPATH": "."})
+                            cwd=str(REPO_ROOT), env={**os.environ, "PYTHONPATH": "."})
     try:
         r, _, _ = select.select([proc.stdout], [], [], 15)
         line = proc.stdout.readline() if r else ""

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import psutil
 import pytest
@@ -19,9 +18,10 @@ from runner.load.registry import DriverUnavailable, get_driver
 from runner.load.target import Target
 from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
 from tests.runner.support import driver_or_skip
+from tests.support import SUPPORT_DIR
 
 MIB = 1 << 20
-SERVER = Path(__file__).parents[1] / "load" / "pyftpd_server.py"
+SERVER = SUPPORT_DIR / "pyftpd_server.py"
 RUNS = [("wget", "retr_concurrent"), ("curl", "retr_concurrent"), ("curl", "stor_concurrent"),
         ("lftp", "retr_concurrent"), ("lftp", "stor_concurrent")]
 

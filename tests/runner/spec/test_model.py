@@ -156,7 +156,7 @@ def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
         parse_spec({**base, "driver": "ab"})
     assert "driver: unknown driver 'ab'; known: xferlab-ftp, xferlab-http, wrk, h2load, lftp, wget, curl" \
         in str(e.value)
-    monkeypatch.setitem(drivers.DRIVER_MODULES, "login-only", "tests.runner.drivers.login_only")
+    monkeypatch.setitem(drivers.DRIVER_MODULES, "login-only", "tests.support.login_only")
     assert parse_spec({**base, "workloads": [{"name": "login"}], "driver": "login-only"}).driver == "login-only"
     with pytest.raises(SpecError) as e:
         parse_spec({**base, "driver": "login-only"})
