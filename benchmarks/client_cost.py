@@ -5,11 +5,11 @@ uvloop, RETR by splice), against one server in one run (part of ``xferlab selfte
 For each of ``rounds`` rounds, each configuration of :data:`CONFIGS` (interleaved, so
 drift hits both alike) runs on its event loop:
 
-* ``login`` (:func:`runner.load.run.run_workload`): N concurrent sessions connect and
+* ``login`` (:func:`runner.load.ftp.workloads.run_workload`): N concurrent sessions connect and
   log in; client CPU (user+system of this process over the phase,
   ``PhaseResult.client_cpu_*``) divided by the logins: **us/login**;
 * RETR: one session reads the fixture ``fixture`` repeatedly for ``retr_seconds`` with the
-  configuration's receive mode (runner.load.retr): client CPU (``os.times``) per GiB
+  configuration's receive mode (runner.load.ftp.retr): client CPU (``os.times``) per GiB
   received, **s/GiB**, and the throughput;
 * ``stor`` (run_workload): one 256 MiB upload (``os.sendfile``): client CPU per GiB sent.
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from runner.backends.base import Target
+from runner.catalogue.workloads import WorkloadParams
 from runner.load import loop as event_loop
-from runner.load.run import run_workload
-from runner.workloads import WorkloadParams
+from runner.load.ftp.workloads import run_workload
+from runner.load.target import Target
 
 GIB = 1 << 30
 #: label -> (event loop, RETR receive mode): the client before and after.
@@ -38,7 +38,7 @@ def _cpu(r) -> float:
 
 async def retr_for(host: str, port: int, user: str, password: str, name: str, size: int, seconds: float,
                    **session: Any) -> tuple[int, float, float]:
-    """RETR ``name`` (``size`` bytes) over one session (runner.load.ftp.open_session with
+    """RETR ``name`` (``size`` bytes) over one session (runner.load.ftp.session.open_session with
     the keyword arguments ``session``: ``retr_mode``, ``buffer_size``, ``rcvlowat``)
     repeatedly for at least ``seconds`` of transfer time. Returns (bytes, transfer
     seconds, client CPU s of this process over the transfers). Raises FTPError as the
@@ -46,7 +46,7 @@ async def retr_for(host: str, port: int, user: str, password: str, name: str, si
     import os
     import time
 
-    from runner.load.ftp import open_session
+    from runner.load.ftp.session import open_session
 
     s = await open_session(host, port, user, password, **session)
     total, spent = 0, 0.0

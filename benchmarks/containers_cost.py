@@ -63,7 +63,7 @@ def _host_syncookies(value: str | None) -> str | None:
 
 
 def _one(backend, req, cpu, p_retr, p_login) -> dict[str, float]:
-    from runner.load.run import run_workload_sync
+    from runner.load.ftp.workloads import run_workload_sync
     from runner.metrics.tree import cpu_sample  # the lab's server CPU, reaped children included
 
     t0 = time.monotonic()
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from runner.backends import ServerRequest, get_backend
     from runner.backends.docker import DockerBackend
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
 
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu = [cpus[0]] if len(cpus) >= 2 else None

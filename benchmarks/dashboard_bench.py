@@ -73,8 +73,8 @@ def generate(engine) -> None:
     points derived from it (runner.store.points.rebuild_points). Prints how long each took."""
     from sqlalchemy import text
 
-    from runner.spec import ServerSpec
-    from runner.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
+    from runner.catalogue.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams, params_key
+    from runner.spec.model import ServerSpec
 
     t0 = time.perf_counter()
     rnd = random.Random(20261122)
@@ -134,7 +134,7 @@ def generate(engine) -> None:
                         for stat, mem in (("start", 6e6), ("loaded", 8e6), ("end", 7e6), ("peak", 9e6)):
                             figs.append(("server_mem_uss", stat, mem * rnd.gauss(1, 0.01), "bytes"))
                             figs.append(("server_mem_rss_minus_shared", stat, mem * 1.1, "bytes"))
-                        # CPU per unit of work, as runner.measure.efficiency_samples stores it (1 s of CPU
+                        # CPU per unit of work, as runner.cell.samples.efficiency_samples stores it (1 s of CPU
                         # each side; 300 operations for logins and QUITs, else the bytes moved); the
                         # server's gets the regression too. Own generator: the figures above stay as they were.
                         unit_, per = (("us/op", 1e6 / 300) if w in ("login", "quit") else ("s/GiB", 2**30 / 1e9))
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"database {DB_NAME}: {n:,} samples (SYNTHETIC)")
     from urllib.parse import urlencode
 
-    from runner.workloads import WorkloadParams, params_key
+    from runner.catalogue.workloads import WorkloadParams, params_key
 
     cid = N_CAMPAIGNS
     a, b = "pyftpdlib 2.2.0", "pyftpdlib 2.2.0 [use_sendfile=False]"

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""The cost of FTPS (issue 16): RETR throughput and CPU per GiB, plain FTP vs explicit
+"""The cost of FTPS: RETR throughput and CPU per GiB, plain FTP vs explicit
 FTPS, for tpd, pyftpdlib and vsftpd, in one run.
 
 Each server is started twice by the local backend (runner.backends.local), once plain
-and once with ``tls: explicit`` and the run's certificates (runner.backends.certs, ECDSA
+and once with ``tls: explicit`` and the run's certificates (runner.tls.certs, ECDSA
 P-256 unless ``--key rsa-2048``); the server is pinned to CPU 0 and this process (the
 load generator) to CPU 1 when the machine has two. For each of ``--rounds`` rounds, every
 (server, mode) pair runs, interleaved so that drift hits all alike:
 
-* ``retr`` (runner.load.run, xferlab's client): one session repeats RETR of a
+* ``retr`` (runner.load.ftp.workloads, xferlab's client): one session repeats RETR of a
   ``--size-mib`` fixture for ``--duration`` s: throughput (MiB/s), server CPU per GiB
   (user+system of the server's process tree over the phase, runner.metrics.sampler) and
   client CPU per GiB (this process, ``os.times``);
@@ -45,14 +45,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runner.backends.base import ServerRequest, ServerSkipped  # noqa: E402
-from runner.backends.certs import KEY_TYPES, campaign_certificates  # noqa: E402
+from runner.backends.base import ServerSkipped  # noqa: E402
 from runner.backends.local.backend import LocalBackend  # noqa: E402
-from runner.drivers.base import LoadError  # noqa: E402
-from runner.drivers.xferlab_ftp import DRIVER  # noqa: E402
-from runner.measure import latency_stats  # noqa: E402
+from runner.catalogue.workloads import WorkloadParams  # noqa: E402
+from runner.load.base import LoadError  # noqa: E402
+from runner.load.ftp.driver import DRIVER  # noqa: E402
+from runner.load.result import latency_stats  # noqa: E402
 from runner.metrics.sampler import TreeSampler  # noqa: E402
-from runner.workloads import WorkloadParams  # noqa: E402
+from runner.spec.request import ServerRequest  # noqa: E402
+from runner.tls.certs import KEY_TYPES, campaign_certificates  # noqa: E402
 
 GIB = 1 << 30
 MODES = ("plain", "explicit")

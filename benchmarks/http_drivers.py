@@ -2,7 +2,7 @@
 """Compare the HTTP load drivers (xferlab-http, wrk, h2load) against one HTTP server
 on loopback: requests/s, client CPU (user + system s, and CPU s per 1000 successful
 requests) and peak memory of each driver, and the ratio of xferlab-http's requests/s
-to wrk's (issue 14: the compiled drivers exist so that the client is never what is
+to wrk's (the compiled drivers exist so that the client is never what is
 measured; if ours is slower, by how much).
 
 The server (``--server``) is Debian's nginx (one worker, PUT through its DAV module;
@@ -15,7 +15,7 @@ run pinned to CPU 1 (on a machine with two CPUs). Workloads: ``upload`` (http_up
 ``--file-size`` fixture). Uploads are PUTs; h2load can only POST, so its upload row
 is listed as skipped with that reason. xferlab-http runs in a child process (this script
 with ``--role``) so its peak RSS is its own (VmHWM, as for wrk and h2load:
-runner.drivers.child); its CPU is the phase's ``os.times()`` delta, wrk's and h2load's
+runner.load.tools.child); its CPU is the phase's ``os.times()`` delta, wrk's and h2load's
 their wait4 rusage. Usage:
 
     .venv/bin/python benchmarks/http_drivers.py [--clients 500] [--duration 5]
@@ -57,14 +57,14 @@ def _free_port() -> int:
 
 
 def _params(args: argparse.Namespace, workload: str):
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
 
     return WorkloadParams(clients=args.clients, duration=args.duration, body_size=args.body,
                           file_size=args.file_size, method="put")
 
 
 def _target(port: int, home: Path):
-    from runner.backends.base import Target
+    from runner.load.target import Target
 
     return Target(host="127.0.0.1", port=1, user="-", password="-", root=home, http_port=port)
 
@@ -117,7 +117,7 @@ def start_server(kind: str, tmp: Path, home: Path, port: int) -> subprocess.Pope
 
 def role(args: argparse.Namespace) -> None:
     """Child: run xferlab-http once and print its PhaseResult figures as one JSON line."""
-    from runner.drivers import get_driver
+    from runner.load.registry import get_driver
 
     _pin(1)
     r = get_driver("xferlab-http").run(args.workload, _target(args.port, Path(args.home)),
@@ -129,11 +129,11 @@ def role(args: argparse.Namespace) -> None:
 
 def run_xferlab(args: argparse.Namespace, workload: str, port: int, home: Path) -> dict:
     """xferlab-http in a child process (:func:`role`); its peak RSS as wrk's and h2load's
-    (runner.drivers.child.run_child: the program's own VmHWM)."""
+    (runner.load.tools.child.run_child: the program's own VmHWM)."""
     argv = [sys.executable, __file__, "--role", "--workload", workload, "--port", str(port), "--home", str(home),
             "--clients", str(args.clients), "--duration", str(args.duration), "--body", str(args.body),
             "--file-size", str(args.file_size)]
-    from runner.drivers.child import run_child
+    from runner.load.tools.child import run_child
 
     run = run_child(argv, netns=None, timeout_s=args.duration + 120)
     if run.returncode != 0:
@@ -145,7 +145,7 @@ def run_xferlab(args: argparse.Namespace, workload: str, port: int, home: Path) 
 
 def run_tool(name: str, args: argparse.Namespace, workload: str, port: int, home: Path) -> dict:
     """wrk or h2load through its driver (CPU and max RSS from the driver's wait4)."""
-    from runner.drivers import get_driver
+    from runner.load.registry import get_driver
 
     r = get_driver(name).run(workload, _target(port, home), _params(args, workload))
     return {"successful": r.successful, "requests": r.requests, "network_failed": r.network_failed,
@@ -172,7 +172,7 @@ def main() -> int:
     if args.role:
         role(args)
         return 0
-    from runner.load.phase import raise_nofile_limit
+    from runner.load.ftp.phase import raise_nofile_limit
 
     raise_nofile_limit()
     base = Path(args.home) if args.home else Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())

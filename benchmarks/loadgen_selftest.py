@@ -3,10 +3,10 @@
 Starts a pyftpdlib server (subprocess, 127.0.0.1, sendfile on, max_cons=0, a temp home
 holding a fixture of ``--size`` MiB), then in one run measures single-stream RETR:
 
-(a) our load generator (``runner.load.run.run_workload("retr")``, default params but
+(a) our load generator (``runner.load.ftp.workloads.run_workload("retr")``, default params but
     ``duration``), plus variants of our session (BufferedProtocol vs
     ``loop.sock_recv_into``, buffer sizes);
-(b) the reference receiver: the C receiver of ``runner.load.limit`` (netlimit ``ftp``:
+(b) the reference receiver: the C receiver of ``runner.selftest.limit`` (netlimit ``ftp``:
     PASV + RETR, drained with ``recv`` into 4 MiB or ``splice`` to /dev/null) on the
     same server and file; the faster of the two is the reference;
 (c) the loopback limit, one definition for the lab (docs/methodology.md, "The loopback
@@ -147,9 +147,9 @@ def ours_session(port, name, size, bufsize, mode, rcvlowat, duration) -> tuple[f
 def ours_workload(port: int, home: Path, size: int, duration: float) -> tuple[float, float]:
     """The real thing: run_workload("retr") with default params (buffer, mode).
     Returns (MiB/s, CPU s/GiB)."""
-    from runner.backends.base import Target
-    from runner.load.run import run_workload_sync
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.workloads import run_workload_sync
+    from runner.load.target import Target
     r = run_workload_sync("retr", Target("127.0.0.1", port, USER, PASSWORD, root=home),
                           WorkloadParams(transfer_size=size, duration=duration))
     if r.error_count:
@@ -162,7 +162,7 @@ def c_receiver(port: int, name: str, size: int, receiver: str, cpu: int | None,
                duration: float) -> tuple[float, float]:
     """The reference: netlimit's C receiver as an FTP client (``receiver`` "recv" or
     "splice"), pinned to ``cpu``. Returns (MiB/s, receiver CPU s per GiB)."""
-    from runner.load.limit import measure_ftp_retr
+    from runner.selftest.limit import measure_ftp_retr
     r = measure_ftp_retr(port, USER, PASSWORD, name, duration, size=size, receiver=receiver,  # type: ignore[arg-type]
                          cpu=cpu)
     return r.mib_s, r.receiver_cpu_s / (r.bytes / GIB)
@@ -172,7 +172,7 @@ def c_limit(path: Path, receiver: str, cpus: tuple[int | None, int | None],
             duration: float) -> tuple[float, float]:
     """The loopback limit: netlimit's C sendfile sender (pinned to ``cpus[0]``) -> C
     receiver (``cpus[1]``). Returns (MiB/s, receiver CPU s per GiB)."""
-    from runner.load.limit import measure_pair
+    from runner.selftest.limit import measure_pair
     r = measure_pair(path, duration, receiver=receiver, sender_cpu=cpus[0], receiver_cpu=cpus[1])  # type: ignore[arg-type]
     return r.mib_s, r.receiver_cpu_s / (r.bytes / GIB)
 
@@ -197,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     size = a.size * MIB
 
-    from runner.load.fixtures import server_name, write_fixture
-    from runner.load.limit import RECEIVERS, NetlimitError, build
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.fixtures import server_name, write_fixture
+    from runner.selftest.limit import RECEIVERS, NetlimitError, build
 
     home = Path(tempfile.mkdtemp(prefix="xferlab-selftest-"))
     old_aff = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cost_rounds > 0:
             from client_cost import client_cost, format_client_cost
 
-            from runner.backends.base import Target
+            from runner.load.target import Target
 
             print(f"\nclient cost: {a.cost_rounds} rounds, {a.clients} concurrent logins, RETR {a.duration:g} s, "
                   "STOR 256 MiB (before: asyncio loop, RETR recv_into; after: uvloop, RETR splice)", flush=True)

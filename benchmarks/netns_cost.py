@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     does not start or a phase has errors."""
     from loadgen_selftest import PASSWORD, USER
 
-    from runner.backends.base import Target
-    from runner.load.run import run_workload_sync
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.workloads import run_workload_sync
+    from runner.load.target import Target
     from runner.metrics.tree import cpu_sample
-    from runner.workloads import WorkloadParams
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5)

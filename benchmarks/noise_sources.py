@@ -5,7 +5,7 @@ one running server, between server restarts, and what moves with it.
         [--backend docker] [--workloads retr,stor] [--lives 4] [--phases 4] [--duration 3]
 
 A *life* is one server start. Each life runs the cell's unrecorded warm-up pass
-(runner.cell.warmup_params) and then ``--phases`` measured phases of each workload
+(runner.cell.outcome.warmup_params) and then ``--phases`` measured phases of each workload
 (single-stream STOR/RETR of a 256 MiB file repeated for ``--duration`` s, as the
 classic rows), back to back on the same server; servers are interleaved life by life
 so slow drift hits them alike. Server pinned to CPU 0, load generator to CPU 1.
@@ -20,7 +20,7 @@ For every (server, workload) it prints, as a percentage of the median phase figu
   Components*, 1992, ch. 3: ``var_between = (MSB - MSW) / k``, floored at 0);
 * ``first/later``: the median first phase of a life over the median later phase
   (a restart's cold state: fixture just written, caches, a fresh heap);
-* the 95% CI half-width relative to the median (runner.repeats.relative_half_width,
+* the 95% CI half-width relative to the median (runner.campaign.repeats.relative_half_width,
   the adaptive-repeats stopping rule) of ``--lives`` fresh-server figures (each life's
   first phase: what a campaign with a fresh server per repeat sees) and of all phases
   of the median life (what repeats on one running server see);
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--phases", type=int, default=4)
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--no-sync", action="store_true",
-                    help="do not flush dirty page cache (sync) before each phase, as cells do (runner.local_cell)")
+                    help="do not flush dirty page cache (sync) before each phase, as cells do (runner.cell.local)")
     ap.add_argument("--storage", choices=("disk", "tmpfs"), default="disk",
                     help="the server's home (variant storage): disk (the classic's) or tmpfs")
     a = ap.parse_args(argv)
@@ -192,10 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     from scipy import stats as sstats
 
     from runner.backends import ServerRequest, get_backend
-    from runner.cell import warmup_params
-    from runner.load.run import run_workload_sync
-    from runner.repeats import relative_half_width
-    from runner.workloads import WorkloadParams
+    from runner.campaign.repeats import relative_half_width
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.cell.outcome import warmup_params
+    from runner.load.ftp.workloads import run_workload_sync
 
     servers = []
     for item in a.servers.split(","):

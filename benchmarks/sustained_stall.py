@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runner.backends.base import Target  # noqa: E402
-from runner.drivers import hdr  # noqa: E402
-from runner.load.run import run_workload_sync  # noqa: E402
-from runner.workloads import WorkloadParams  # noqa: E402
+from runner.catalogue.workloads import WorkloadParams  # noqa: E402
+from runner.load import hdr  # noqa: E402
+from runner.load.ftp.workloads import run_workload_sync  # noqa: E402
+from runner.load.target import Target  # noqa: E402
 
 
 def free_port() -> int:

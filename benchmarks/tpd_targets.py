@@ -4,7 +4,7 @@
 Targets (servers/tpd issue):
   1. single-stream RETR of a 1 GiB file on loopback >= 90% of the loopback
      limit measured in the same run (docs/methodology.md, "The loopback
-     limit"): limit = C sendfile sender -> C receiver (runner/load/netlimit.c,
+     limit"): limit = C sendfile sender -> C receiver (runner/selftest/netlimit.c,
      receivers recv(2) into 4 MiB and splice(2) to /dev/null; the faster
      one's median is the limit), tpd = tpd -> the same C receiver (FTP PASV +
      RETR), so tpd/limit <= 1 up to noise.  Samples of --duration s each,
@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # runner.load.limit (the netlimit wrapper)
+sys.path.insert(0, str(REPO))  # runner.selftest.limit (the netlimit wrapper)
 TPD_DIR = REPO / "servers" / "tpd"
 RECV_BUF = 4 << 20
 SERVER_CPU, CLIENT_CPU = 0, 1
@@ -316,7 +316,7 @@ def retr_targets(srv: Tpd, big: Path, size: int, rounds: int, duration: float) -
     Also printed: each sender's CPU seconds per GiB sent (netlimit's rusage of its sender;
     psutil's user+system of tpd around the sample) and its busy share of wall time, and
     the quartiles of the per-round ratios, which say whether a ratio above 1 is noise."""
-    from runner.load.limit import RECEIVERS, NetlimitError, build, measure_ftp_retr, measure_pair
+    from runner.selftest.limit import RECEIVERS, NetlimitError, build, measure_ftp_retr, measure_pair
     try:
         build()
     except NetlimitError as e:

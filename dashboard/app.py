@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
@@ -18,8 +19,12 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import Engine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from dashboard.deps import STATIC_DIR, PageError, render, require_read, token_ok
+from dashboard.deps import PageError
+from dashboard.security import ReadRequired, token_ok
 from dashboard.settings import DashboardSettings
+from dashboard.templating import render
+
+STATIC_DIR = Path(__file__).parent / "static"
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +39,7 @@ class BodyLimit:
     Counts the bytes the application reads; the read that passes the limit raises
     :class:`BodyTooLarge` (answered 413), so a body sent without ``Content-Length``
     (chunked) is never read beyond the limit plus one chunk. Declared lengths are checked
-    earlier, before any read, by :func:`dashboard.deps.require_token`."""
+    earlier, before any read, by :func:`dashboard.security.require_token`."""
 
     def __init__(self, app: ASGIApp, settings: DashboardSettings):
         self.app = app
@@ -94,7 +99,8 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
     or wrong token 401 (403 when no token is configured), an unreachable database
     503; always with a one-line ``detail`` message (JSON under /api/, a page otherwise).
     """
-    from dashboard.routes import campaigns, compare, exports, fairness, history, launch, regressions, saturation
+    from dashboard.api.main import api_router
+    from dashboard.pages.main import pages_router
 
     app = FastAPI(title="xferlab dashboard", version="1",
                   description="Launch FTP server benchmark campaigns, watch them, compare, find regressions, "
@@ -146,15 +152,15 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
         return _error(request, 422, f"a value the database cannot store or compare: {reason}")
 
     # the API documentation, behind the read check (private dashboards need the token)
-    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_read)])
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[ReadRequired])
     def openapi_json():
         return JSONResponse(app.openapi())
 
-    @app.get("/docs", include_in_schema=False, dependencies=[Depends(require_read)])
+    @app.get("/docs", include_in_schema=False, dependencies=[ReadRequired])
     def swagger_docs():
         return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - API")
 
-    @app.get("/redoc", include_in_schema=False, dependencies=[Depends(require_read)])
+    @app.get("/redoc", include_in_schema=False, dependencies=[ReadRequired])
     def redoc_docs():
         return get_redoc_html(openapi_url="/openapi.json", title=f"{app.title} - API")
 
@@ -180,6 +186,6 @@ def create_app(settings: DashboardSettings | None = None, engine: Engine | None 
     # the vendor route must win over the static mount: move it before the mount
     app.router.routes.insert(0, app.router.routes.pop())
 
-    for module in (campaigns, fairness, saturation, launch, compare, history, regressions, exports):
-        app.include_router(module.router)
+    app.include_router(api_router)
+    app.include_router(pages_router)
     return app

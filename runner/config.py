@@ -60,14 +60,14 @@ class Settings(BaseSettings):
 
     max_cells: int = Field(100_000, ge=1)
     """``XFERLAB_MAX_CELLS``: the most cells one campaign spec may expand to
-    (runner.spec.check_cells)."""
+    (runner.spec.model.check_cells)."""
 
     cell_allowance: float = Field(900.0, gt=0, le=7 * 24 * 3600)
     """``XFERLAB_CELL_ALLOWANCE``: seconds a cell may take beyond its warm-up and measured
     phase (``phase_timeout`` each), the writing of its fixtures (at 50 MB/s) and a
     backend's explicit ``ready_timeout``, for its server's start, checks, sync, counters,
     stored-file checks and the server's stop; past the sum the cell watchdog fails the
-    cell, naming the stage that hung, and stops its server (runner.watchdog)."""
+    cell, naming the stage that hung, and stops its server (runner.cell.watchdog)."""
 
     progress_interval: float = Field(30.0, gt=0)
     """``XFERLAB_PROGRESS_INTERVAL``: when a run's output is not a terminal, the most seconds
@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     inventory_dirs: Annotated[list[Path], NoDecode] = Field(default_factory=_default_inventory_dirs)
     """``XFERLAB_INVENTORY_DIRS``: the folders an Ansible inventory of a multi-host campaign
     must lie in, separated by ``:`` (default: ``~/.config/xferlab/inventories`` and this
-    checkout's ``ansible/inventories``); see runner.inventory."""
+    checkout's ``ansible/inventories``); see runner.spec.inventory_policy."""
 
     event_loop: str = "uvloop"
     """``XFERLAB_EVENT_LOOP``: the load generator's event loop, ``uvloop`` (asyncio's
@@ -110,7 +110,7 @@ class Settings(BaseSettings):
 
     client_user: str = Field("xferlab-client", pattern=r"^[a-z_][a-z0-9_-]{0,30}$")
     """``XFERLAB_CLIENT_USER``: the unprivileged user the client tools (lftp, wget, curl,
-    wrk, h2load) run as when xferlab runs as root (runner.drivers.labuser); made by the
+    wrk, h2load) run as when xferlab runs as root (runner.load.tools.labuser); made by the
     install step (``scripts/install.sh``, the Ansible ``loadgen`` role). A user name:
     lower-case letters, digits, ``_`` and ``-``, at most 31 characters."""
 

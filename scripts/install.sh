@@ -27,7 +27,7 @@ if [ -n "$missing" ]; then
 fi
 
 # The client tools never run as root: a root runner drops to this user in each client
-# (runner/drivers/labuser.py). A system user: no home, no login shell, no password.
+# (runner/load/tools/labuser.py). A system user: no home, no login shell, no password.
 client_user=${XFERLAB_CLIENT_USER:-xferlab-client}
 if ! printf '%s' "$client_user" | grep -Eq '^[a-z_][a-z0-9_-]{0,30}$'; then
     echo "install.sh: XFERLAB_CLIENT_USER=$client_user is not a user name ([a-z_][a-z0-9_-]*, at most 31)" >&2

@@ -27,9 +27,9 @@ def docker_client_or_skip():
 
 
 def engine_and_compose():
-    """(Docker client, compose command line as runner.images.compose_command gives it);
+    """(Docker client, compose command line as runner.backends.docker.images.compose_command gives it);
     pytest.skip with the reason when no engine answers or no Compose is installed."""
-    from runner import images
+    from runner.backends.docker import images
 
     client = docker_client_or_skip()
     try:
@@ -40,7 +40,7 @@ def engine_and_compose():
 
 def ensure_base(client) -> None:
     """Bootstrap the Debian base image once (cached: skipped when the tag exists)."""
-    from runner import images
+    from runner.backends.docker import images
 
     if not images.image_exists(client, images.BASE_TAG):
         images.bootstrap_base(client=client, progress=lambda m: print(f"[images] {m}"))

@@ -12,8 +12,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-#: Most lines in one Python module of runner/ or dashboard/ (issue 11).
-MAX_MODULE_LINES = 450
+#: Lines of one Python module of runner/ or dashboard/ past which it is looked at again: a
+#: module holds one concept, and a concept is not split in two to stay under this.
+MAX_MODULE_LINES = 600
+#: The modules of runner.report that read the store (the store -> CampaignData reader and the
+#: export glue); every other report module renders only the data handed to it.
+REPORT_READERS = {"runner.report", "runner.report.reader", "runner.report.render"}
 
 
 def _run(tool: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -38,7 +42,20 @@ def test_import_contracts():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_every_report_module_is_under_a_contract():
+    """A new module of runner/report is either a renderer (in the contract's list) or a reader."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    renderers = next(set(c["source_modules"]) for c in contracts if c["name"].startswith("reports render only"))
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+               for p in (ROOT / "runner" / "report").rglob("*.py")}
+    assert modules - REPORT_READERS == renderers, (
+        f"add to the renderers' contract in pyproject.toml: {sorted(modules - REPORT_READERS - renderers)}; "
+        f"no longer there: {sorted(renderers - modules)}")
+
+
 def test_no_module_over_the_line_limit():
     long = {str(p.relative_to(ROOT)): n for top in ("runner", "dashboard") for p in sorted((ROOT / top).rglob("*.py"))
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
-    assert not long, f"split these along their concerns (at most {MAX_MODULE_LINES} lines): {long}"
+    assert not long, f"over {MAX_MODULE_LINES} lines: does each hold one concept? {long}"

@@ -191,17 +191,24 @@ function drawFairness(g) {
   }));
 }
 
-async function fairnessChart() {
-  const el = document.getElementById("fairness");
-  if (!el || typeof Chart === "undefined") return;
-  let d;
+// The chart element `what` of a campaign page (its data-campaign names the campaign) and the
+// JSON of GET /api/campaigns/ID/WHAT; null without the element or Chart.js, or when the
+// request fails or is refused (the chart then stays as it is)
+async function campaignChart(what) {
+  const el = document.getElementById(what);
+  if (!el || typeof Chart === "undefined") return null;
   try {
-    const r = await fetch(`/api/campaigns/${encodeURIComponent(el.dataset.campaign)}/fairness`, { headers: { Accept: "application/json" } });
-    if (!r.ok) return;
-    d = await r.json();
+    const r = await fetch(`/api/campaigns/${encodeURIComponent(el.dataset.campaign)}/${what}`, { headers: { Accept: "application/json" } });
+    return r.ok ? { el, d: await r.json() } : null;
   } catch (e) {
-    return;
+    return null;
   }
+}
+
+async function fairnessChart() {
+  const got = await campaignChart("fairness");
+  if (got === null) return;
+  const { el, d } = got;
   const groups = d.groups;
   document.getElementById("fairness-empty").hidden = groups.length > 0;
   document.getElementById("fairness-body").hidden = groups.length === 0;
@@ -262,16 +269,9 @@ function drawSaturation(c) {
 }
 
 async function saturationChart() {
-  const el = document.getElementById("saturation");
-  if (!el || typeof Chart === "undefined") return;
-  let d;
-  try {
-    const r = await fetch(`/api/campaigns/${encodeURIComponent(el.dataset.campaign)}/saturation`, { headers: { Accept: "application/json" } });
-    if (!r.ok) return;
-    d = await r.json();
-  } catch (e) {
-    return;
-  }
+  const got = await campaignChart("saturation");
+  if (got === null) return;
+  const { el, d } = got;
   const curves = d.curves;
   el.hidden = curves.length === 0;
   el.dataset.curves = curves.length;

@@ -24,7 +24,7 @@ down_revision = "0003"
 branch_labels = None
 depends_on = None
 
-# Workloads by primary metric, as runner.workloads.WORKLOADS had them at this revision.
+# Workloads by primary metric, as runner.catalogue.workloads.WORKLOADS had them at this revision.
 _THROUGHPUT = ("stor", "retr", "stor_idle", "retr_idle")
 _ELAPSED = ("login", "retr_concurrent", "stor_concurrent", "quit")
 _PEAK = ("server_mem_uss", "server_mem_rss_minus_shared")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Backend, ServerFailed, ServerHandle, ServerRequest, ServerSkipped, Target
+from runner.backends.base import Backend, ServerFailed, ServerHandle, ServerSkipped
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 #: Backend names get_backend() accepts.
 BACKENDS = ("local", "docker")
@@ -18,10 +20,10 @@ def get_backend(name: str, **kwargs: Any) -> Backend:
     for ``"docker"``, ImportError without the Docker SDK and RuntimeError when no Docker
     engine answers (``resolve_backend("auto")`` then falls back to local)."""
     if name == "local":
-        from .local import LocalBackend
+        from runner.backends.local import LocalBackend
         return LocalBackend(**kwargs)
     if name == "docker":
-        from .docker import DockerBackend
+        from runner.backends.docker import DockerBackend
         return DockerBackend(**kwargs)
     raise ValueError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
 

@@ -8,9 +8,12 @@ process tree).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from runner.load.target import Target, TargetTls
+from runner.net.conditions import LinkError, LinkSpec, parse_link
+from runner.spec.request import ServerRequest
 
 
 class ServerSkipped(Exception):
@@ -20,67 +23,6 @@ class ServerSkipped(Exception):
 
 class ServerFailed(Exception):
     """The server was expected to run but failed to start or answer (message says why)."""
-
-
-@dataclass(frozen=True)
-class TargetTls:
-    """How the load generator speaks TLS to a target (FTPS, RFC 4217).
-
-    Attributes:
-        mode: ``"explicit"`` (greeting, ``AUTH TLS``, handshake, ``PBSZ 0``, ``PROT P``)
-            or ``"implicit"`` (TLS from the first byte on ``Target.port``).
-        ca_file: PEM file of the CA the server certificate must chain to.
-        server_name: the DNS name verified in the certificate (SNI too), e.g.
-            ``"xferlab-server"`` (runner.backends.certs.SERVER_NAME).
-        key_type: the server key's type (``ecdsa-p256``, ``rsa-2048``), recorded per cell.
-    """
-
-    mode: str
-    ca_file: str
-    server_name: str
-    key_type: str
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the load generator connects.
-
-    Attributes:
-        host: IP address (loopback in tests), e.g. ``"127.0.0.1"``.
-        port: FTP control port; 0 for a server that speaks no FTP (HTTP only:
-            go-http, nginx, node-http, uvicorn, netty; see :attr:`speaks_ftp`).
-        user / password: login credentials (FTP; an HTTP-only server has no login:
-            ``user`` is ``xferlab`` and ``password`` empty).
-        root: server-side home directory (FTP root, HTTP document root) as a path this
-            process can read and write, else None. Fixtures are placed there. The local
-            backend's run home; the docker backend gives, for an HTTP-only server,
-            ``/proc/<server pid>/root/srv/ftp`` when this process may enter it (root),
-            else None (FTP servers in containers: None, fixtures go up over FTP).
-        http_port: HTTP port for servers that speak HTTP (tpd, go-http, nginx,
-            node-http, uvicorn, netty), else None; with the docker backend in ``netns`` or
-            ``bridge`` mode the port inside the container (8080).
-        netns: a network namespace file (``/proc/<pid>/ns/net``) the load generator
-            must join to reach ``host`` (docker backend, network ``netns``: the
-            server's own namespace, reached over its loopback), else None: connect
-            from where the load generator runs. A driver that cannot honour it must
-            refuse the target (runner.backends.netns.call_in_netns does the joining).
-        tls: FTPS settings when the server runs with the ``tls`` variant, else None
-            (plain FTP). With implicit FTPS, ``port`` is the implicit listener.
-    """
-
-    host: str
-    port: int
-    user: str
-    password: str
-    root: Path | None = None
-    http_port: int | None = None
-    netns: str | None = None
-    tls: TargetTls | None = None
-
-    @property
-    def speaks_ftp(self) -> bool:
-        """True when the server has an FTP listener (``port`` is not 0)."""
-        return self.port != 0
 
 
 def list_stored_files(folder: Path) -> list[tuple[str, int]]:
@@ -122,40 +64,6 @@ def remove_stored_files(folder: Path, names: list[str]) -> int:
     return n
 
 
-@dataclass(frozen=True)
-class ServerRequest:
-    """One server build to run, as the campaign spec names it.
-
-    Attributes:
-        name: server kind: ``pyftpdlib``, ``twisted``, ``vsftpd``, ``proftpd``,
-            ``pureftpd``, ``tpd``, ``go-http``, ``nginx``, ``node-http``, ``uvicorn``, ``netty`` or
-            ``external`` (runner.backends.catalogue: the protocols of each).
-        version: version string for servers installed per version (pyftpdlib,
-            twisted), None for "what is installed" / not applicable.
-        variant: variant options, e.g. ``{"use_sendfile": False}``.
-        external: for ``name == "external"``: host, port, user, password, pid.
-        max_clients: connection limit to configure (the seed's 2000).
-        tls: the campaign's certificate files (runner.backends.certs.TlsFiles) for a
-            request whose variant has ``tls`` explicit/implicit, set by the cell runner;
-            None otherwise.
-    """
-
-    name: str
-    version: str | None = None
-    variant: dict[str, Any] = field(default_factory=dict)
-    external: dict[str, Any] = field(default_factory=dict)
-    max_clients: int = 2000
-    tls: Any = None
-
-    @property
-    def label(self) -> str:
-        """Human label, e.g. ``"pyftpdlib 2.2.0"`` or ``"pyftpdlib 2.2.0 [use_sendfile=False]"``."""
-        s = self.name if not self.version else f"{self.name} {self.version}"
-        if self.variant:
-            s += " [" + ",".join(f"{k}={v}" for k, v in sorted(self.variant.items())) + "]"
-        return s
-
-
 class ServerHandle(Protocol):
     """A running server. ``stop()`` is idempotent and never raises for an already-dead server."""
 
@@ -194,7 +102,7 @@ class ServerHandle(Protocol):
 
     def remove_stored(self, subdir: str, names: list[str]) -> None:
         """Delete the files ``names`` (as :meth:`stored_files` lists them) from
-        ``<home>/<subdir>`` (the stored-file check, runner.upload_check, deletes a
+        ``<home>/<subdir>`` (the stored-file check, runner.cell.upload_check, deletes a
         phase's uploads). Optional: a handle without it keeps the files.
 
         Raises:
@@ -227,3 +135,38 @@ def check_subdir(subdir: str) -> str:
     if subdir.startswith("/") or ".." in subdir.split("/"):
         raise ValueError(f"subdir must be relative, without '..': {subdir!r}")
     return subdir.strip("/")
+
+
+def tls_mode(req: ServerRequest) -> str | None:
+    """The request's FTPS mode (``explicit``/``implicit``), or None for plain FTP.
+
+    Raises:
+        ServerSkipped: the variant asks for TLS but the request carries no certificates
+            (``ServerRequest.tls``, set by the cell runner from the campaign's).
+    """
+    mode = str(req.variant.get("tls", "none"))
+    if mode == "none":
+        return None
+    if req.tls is None:
+        raise ServerSkipped(f"{req.name}: tls={mode} but no certificates were given (ServerRequest.tls)")
+    return mode
+
+
+def target_tls(req: ServerRequest) -> TargetTls | None:
+    """The client side of the request's FTPS (:class:`TargetTls`), None for plain FTP."""
+    mode = tls_mode(req)
+    if mode is None:
+        return None
+    return TargetTls(mode, str(req.tls.ca_cert), req.tls.server_name, req.tls.key_type)
+
+
+def request_link(req: ServerRequest) -> LinkSpec:
+    """The link of ``req`` (its variant's ``link``, default loopback).
+
+    Raises:
+        ServerSkipped: the variant's link is not valid (the spec normally refuses it first).
+    """
+    try:
+        return parse_link(req.variant.get("link", "loopback"))
+    except LinkError as e:
+        raise ServerSkipped(f"{req.label}: {e}") from None

@@ -7,16 +7,10 @@ from typing import Any
 
 import psutil
 
-from .base import (
-    ServerFailed,
-    ServerRequest,
-    ServerSkipped,
-    Target,
-    check_subdir,
-    list_stored_files,
-    remove_stored_files,
-)
-from .probe import ProbeError, probe_once, wait_ready
+from runner.backends.base import ServerFailed, ServerSkipped, check_subdir, list_stored_files, remove_stored_files
+from runner.backends.probe import ProbeError, probe_once, wait_ready
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 
 class ExternalHandle:

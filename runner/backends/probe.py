@@ -1,5 +1,5 @@
 """Readiness probes: FTP greeting (220) and a USER/PASS login (230), or any HTTP reply
-for an HTTP-only server. Each attempt is one bounded exchange (runner.backends.bounded:
+for an HTTP-only server. Each attempt is one bounded exchange (runner.load.bounded:
 one overall deadline, the time left as every read's timeout, replies capped in lines and
 bytes), so a server that drips or floods reply lines cannot stretch a wait past its
 ``timeout``."""
@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .bounded import BoundedFTP, BoundedFTP_TLS, Deadline, read_http_head
+from runner.load.bounded import BoundedFTP, BoundedFTP_TLS, Deadline, read_http_head
 
 if TYPE_CHECKING:
-    from .base import TargetTls
+    from runner.load.target import TargetTls
 
 
 class ProbeError(Exception):
@@ -65,7 +65,7 @@ def probe_once(host: str, port: int, user: str, password: str, timeout: float = 
     """Connect, read the greeting, log in, QUIT; with ``tls``, over FTPS (explicit:
     ``AUTH TLS`` before the login; implicit: TLS from connect), the certificate verified
     against ``tls.ca_file`` and ``tls.server_name``. ``timeout`` (s) bounds the whole
-    exchange, connect to QUIT; a reply is capped at runner.backends.bounded's
+    exchange, connect to QUIT; a reply is capped at runner.load.bounded's
     MAX_REPLY_LINES lines and MAX_REPLY_BYTES bytes. Returns the greeting line (e.g.
     ``"220 xferlab pyftpdlib ready"``). Raises OSError (ssl.SSLError included;
     bounded.ExchangeTimeout past the deadline) or ftplib.Error (bounded.ReplyTooLong
@@ -147,7 +147,7 @@ def http_probe_once(host: str, port: int, timeout: float = 3.0, tls: TargetTls |
     answers); with ``tls`` (mode ``https``) over TLS, verified against ``tls.ca_file``
     and ``tls.server_name``. ``timeout`` (s) bounds the whole exchange (connect,
     handshake, request, status line); the status line is capped at
-    runner.backends.bounded.MAX_HTTP_HEAD bytes. Raises OSError (ssl.SSLError included;
+    runner.load.bounded.MAX_HTTP_HEAD bytes. Raises OSError (ssl.SSLError included;
     bounded.ExchangeTimeout past the deadline) on a refused, timed-out or unverified
     connection, ValueError when the reply is not HTTP or its first line is too long."""
     d = Deadline(timeout, f"HTTP server {host}:{port}")

@@ -2,7 +2,7 @@
 argument builder, handler), handlers imported only when their command runs (pyperf
 ``__main__`` style). ``python -m runner.cli`` works too (``__main__.py``).
 
-    xferlab run [SPEC | --preset NAME] [overrides]      run a campaign, print its tables (runner/presets/)
+    xferlab run [SPEC | --preset NAME] [overrides]      run a campaign, print its tables (runner/spec/preset_specs/)
     xferlab resume ID                                   finish an interrupted campaign
     xferlab campaigns                                   list campaigns
     xferlab show ID                                     one campaign's figures and failures
@@ -69,9 +69,9 @@ def _repeats_arg(text: str) -> int | str:
 
 def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("spec", nargs="?", help="campaign spec (YAML or JSON)")
-    r.add_argument("--preset", help="built-in spec instead of a file (runner/presets/): classic (seed 000, the "
-                                    "default), seed002 (HTTP uploads, disk vs. tmpfs), seed003 (lftp buffer "
-                                    "sizes), seed004 (512 wget downloads, fairness)")
+    r.add_argument("--preset", help="built-in spec instead of a file (runner/spec/preset_specs/): classic "
+                                    "(seed 000, the default), seed002 (HTTP uploads, disk vs. tmpfs), "
+                                    "seed003 (lftp buffer sizes), seed004 (512 wget downloads, fairness)")
     r.add_argument("--name", help="campaign name")
     r.add_argument("--servers", help="comma-separated servers: name[:version[:opt=val;opt=val]]")
     r.add_argument("--workloads", help="comma-separated workloads (default: the spec's)")
@@ -84,10 +84,10 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--login-mode", choices=("concurrent", "sequential", "window"))
     r.add_argument("--passive", choices=("pasv", "epsv"))
     r.add_argument("--backend", choices=("auto", "local", "docker"))
-    r.add_argument("--driver", help="what makes the load (runner/drivers/): xferlab-ftp (default), xferlab-http, wrk, "
+    r.add_argument("--driver", help="what makes the load (runner/load/): xferlab-ftp (default), xferlab-http, wrk, "
                                     "h2load, lftp, wget, curl")
     r.add_argument("--storage", help="storage axis: disk, tmpfs or disk,tmpfs (each server once per kind)")
-    r.add_argument("--link", action="append", help="link axis (runner/backends/link.py): loopback, 100mbit, "
+    r.add_argument("--link", action="append", help="link axis (runner/net/conditions.py): loopback, 100mbit, "
                                                    "100mbit/1ms/0.1%%; repeat the flag or give a comma list "
                                                    "(each server once per link; a shaped link needs root)")
     r.add_argument("--tls", help="TLS axis (FTPS): none, explicit, implicit or a comma list such as none,explicit "
@@ -150,7 +150,7 @@ def _worker_args(w: argparse.ArgumentParser) -> None:
 
 
 def _images_args(p: argparse.ArgumentParser) -> None:
-    from runner.images import add_arguments
+    from runner.cli.images import add_arguments
 
     add_arguments(p)
 
@@ -162,7 +162,7 @@ def _compose_targets_args(p: argparse.ArgumentParser) -> None:
 
 
 def _loadgen_args(p: argparse.ArgumentParser) -> None:
-    from runner.loadgen_remote import add_arguments
+    from runner.multihost.loadgen import add_arguments
 
     add_arguments(p)
 
@@ -256,10 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    from runner.spec_secrets import install_log_filter
+    from runner.spec.redaction import install_log_filter
 
-    install_log_filter()  # campaigns' secrets and URL passwords never reach the log (runner.execute adds them)
-    from runner.spec import SpecError
+    install_log_filter()  # campaigns' secrets and URL passwords never reach the log (runner.campaign.loop adds them)
+    from runner.spec.model import SpecError
     from runner.store.db import DatabaseError
 
     try:

@@ -14,7 +14,7 @@ from runner.cli.common import CliError
 
 
 def _build_spec(args: argparse.Namespace):
-    from runner.spec import parse_spec, read_spec_data
+    from runner.spec.model import parse_spec, read_spec_data
 
     if args.spec and args.preset:
         raise CliError("give a SPEC file or --preset, not both")
@@ -22,7 +22,7 @@ def _build_spec(args: argparse.Namespace):
         raw = read_spec_data(args.spec)
         spec = parse_spec(raw, args.spec)
     else:
-        from runner.spec_presets import preset_data as read_preset
+        from runner.spec.presets import preset_data as read_preset
 
         preset = args.preset or "classic"
         try:
@@ -84,7 +84,7 @@ def _parse_server(text: str) -> dict[str, Any]:
     if len(parts) > 1 and parts[1]:
         d["version"] = parts[1]
     if len(parts) > 2:
-        from runner.backends.variants import parse_variant_text
+        from runner.catalogue.variants import parse_variant_text
 
         try:
             variant = parse_variant_text(parts[2])
@@ -142,11 +142,11 @@ class PlainReporter:
     """Plain progress lines for output that is not a terminal (a CI log, ``make classic |
     tee``): ``HH:MM:SS [i/total] server · workload · #r`` when a cell starts, its
     outcome when it ends, each progress message (image builds, fixtures, phases)
-    indented, and a :class:`runner.execute.Heartbeat` line whenever nothing was printed
+    indented, and a :class:`runner.campaign.loop.Heartbeat` line whenever nothing was printed
     for ``interval`` seconds (Settings.progress_interval). Each line is flushed."""
 
     def __init__(self, console, total: int, done: int = 0, *, interval: float):
-        from runner.execute import Heartbeat
+        from runner.campaign.loop import Heartbeat
 
         self.console = console
         self.total = total
@@ -199,7 +199,7 @@ def reporter_for(console, total: int, done: int = 0):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runner.execute import resolve_backend
+    from runner.campaign.loop import resolve_backend
     from runner.store import campaigns as crud
 
     console = common.console()
@@ -249,7 +249,7 @@ def _run_with_progress(console, engine, cid: int, total: int, done: int) -> None
     cancelled, its finished cells stay stored, exit status 130."""
     import signal
 
-    from runner.execute import run_campaign
+    from runner.campaign.loop import run_campaign
 
     old = signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() \
         else None
@@ -269,7 +269,7 @@ def _run_with_progress(console, engine, cid: int, total: int, done: int) -> None
 
 
 def _print_results(console, engine, cid: int, args) -> int:
-    from runner.results import load_campaign
+    from runner.report.reader import load_campaign
 
     with common.session(engine) as session:
         data = load_campaign(session, campaign_id=cid)
@@ -277,7 +277,7 @@ def _print_results(console, engine, cid: int, args) -> int:
     console.print(f"\ncampaign {cid}: {camp.status}: {camp.cells_done} done, {camp.cells_failed} failed, "
                   f"{camp.cells_skipped} skipped of {camp.cells_total}")
     _print_failures(console, data)
-    from runner import reporting
+    from runner.report import render as reporting
 
     common.emit(reporting.campaign_report(data, fmt=getattr(args, "format", None) or "text"), None)
     return 0 if camp.status == "done" else 1

@@ -44,7 +44,7 @@ def cpuset_cpus(text: str) -> set[int]:
 
 
 def targets_spec(services: list, user: str, password: str, cpus: int) -> dict[str, Any]:
-    """The spec (a dict for :func:`runner.spec.parse_spec`) for ``services``
+    """The spec (a dict for :func:`runner.spec.model.parse_spec`) for ``services``
     (:class:`runner.backends.docker.compose.ComposeService`, at least one): one external
     server each, the classic preset, and the load generator pinned to the CPUs (of ``cpus``)
     that no service is pinned to, when there are such CPUs."""
@@ -67,7 +67,7 @@ def cmd_compose_targets(args: argparse.Namespace) -> int:
     engine answers, the password variable is unset or no service fits."""
     import yaml
 
-    from runner.spec import parse_spec
+    from runner.spec.model import parse_spec
 
     password = os.environ.get(args.password_env, "")
     if not password:

@@ -32,8 +32,8 @@ def cmd_campaigns(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from runner import reporting
-    from runner.results import load_campaign
+    from runner.report import render as reporting
+    from runner.report.reader import load_campaign
 
     console = common.console()
     engine = common.engine()
@@ -52,11 +52,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _print_timing(console, campaign_id: int) -> None:
-    """``show ID --timing``: the campaign's time per cell stage (runner.results.campaign_timing)."""
+    """``show ID --timing``: the campaign's time per cell stage (runner.report.reader.campaign_timing)."""
     from rich.table import Table
 
-    from runner.local_cell import STAGES
-    from runner.results import campaign_timing
+    from runner.catalogue.stages import STAGES
+    from runner.report.reader import campaign_timing
 
     with common.session(common.engine()) as session:
         t = campaign_timing(session, campaign_id=campaign_id)
@@ -93,7 +93,7 @@ def _print_timing(console, campaign_id: int) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from runner import reporting
+    from runner.report import render as reporting
 
     engine = common.engine()
     with common.session(engine) as session:
@@ -107,8 +107,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from runner import reporting
-    from runner.results import load_campaign
+    from runner.report import render as reporting
+    from runner.report.reader import load_campaign
 
     engine = common.engine()
     with common.session(engine) as session:

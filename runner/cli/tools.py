@@ -26,7 +26,7 @@ def _local_status(name: str, reason: str | None) -> dict:
     Debian package fetched into the cache when first run) or ``skipped`` with the reason."""
     if reason is None:
         return {"status": "can run", "detail": ""}
-    from runner.backends import debs
+    from runner.backends.local import debs
 
     if name in debs.DEB_SERVERS and debs.find_server_binary(name) is None:
         return {"status": "on first use", "detail": f"fetched on first use (or now: xferlab servers --fetch {name})"}
@@ -36,7 +36,7 @@ def _local_status(name: str, reason: str | None) -> dict:
 def _docker_statuses(names: list[str]) -> tuple[dict, dict[str, dict]]:
     """The docker engine (``{"answers": bool, "reason": str|None}``) and each server's
     image status under the docker backend; no build, no network beyond the engine's socket."""
-    from runner import images
+    from runner.backends.docker import images
 
     try:
         import docker
@@ -89,16 +89,16 @@ def servers_report() -> dict:
     ``not available`` and the reason on both sides. Fast: nothing is built, fetched or
     downloaded."""
     from runner.backends import local
-    from runner.backends.catalogue import SERVER_PROTOCOLS, UNAVAILABLE_SERVERS
-    from runner.backends.variants import options_for
+    from runner.catalogue.servers import SERVER_PROTOCOLS, UNAVAILABLE_SERVERS
+    from runner.catalogue.variants import options_for
 
     local_rows = local.available_servers()
     names = [n for n, _ in local_rows]
-    from runner import images
+    from runner.backends.docker import images
 
     names += [n for n in images.SERVER_IMAGES if n not in names]
     engine, docker_rows = _docker_statuses(names)
-    # as runner.execute.resolve_backend("auto") decides, without making a backend
+    # as runner.campaign.loop.resolve_backend("auto") decides, without making a backend
     run_backend = "docker" if engine["answers"] and (engine["base_image"] or engine["can_bootstrap"]) else "local"
     reasons = dict(local_rows)
     servers = []
@@ -123,7 +123,7 @@ def cmd_servers(args: argparse.Namespace) -> int:
     console = common.console()
     if args.fetch:
         from runner.backends.base import ServerSkipped
-        from runner.backends.debs import DEB_SERVERS, fetch_debian_server
+        from runner.backends.local.debs import DEB_SERVERS, fetch_debian_server
 
         if args.fetch not in DEB_SERVERS:
             raise CliError(f"--fetch {args.fetch!r}: not a Debian-packaged server; one of {', '.join(DEB_SERVERS)}")
@@ -177,19 +177,19 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from runner import worker
+    from runner.campaign import worker
 
     return int(worker.main(args) or 0)
 
 
 def cmd_images(args: argparse.Namespace) -> int:
-    from runner import images
+    from runner.cli import images
 
     return int(images.main(args) or 0)
 
 
 def cmd_loadgen(args: argparse.Namespace) -> int:
-    from runner import loadgen_remote
+    from runner.multihost import loadgen as loadgen_remote
 
     return int(loadgen_remote.main(args) or 0)
 

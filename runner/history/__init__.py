@@ -9,7 +9,7 @@ variant options as canonical JSON (``{}``, ``{"use_sendfile": false}``); ``metri
 ``server_mem_rss_minus_shared`` (shown in MiB = 2^20 bytes; lower is better), or the
 server's **CPU per unit of work**, ``server_cpu_per_gib`` (s/GiB, transfers) or
 ``server_cpu_per_op`` (us/op, logins and QUITs; lower is better;
-runner.measure.efficiency_samples). Each *point* of a series is one (campaign, server
+runner.cell.samples.efficiency_samples). Each *point* of a series is one (campaign, server
 version): the raw samples of that figure from its ``done`` cells, summarised as a
 median with its confidence interval (:func:`runner.report.stats.summarize`,
 order-statistics CI). The points are kept in ``series_point`` when each cell is stored
@@ -21,7 +21,7 @@ Regressions (method and sources: docs/methodology.md, "Regressions")
    sysctls, backend: ``Environment.env_class``) are marked ``env_changed`` and never
    compared; the series is cut there into *runs* of comparable points.
 2. **Step detection** in each run of 3 or more points, on the points' medians:
-   :func:`runner.report.changepoint.detect_steps`, a penalised piecewise-constant L1
+   :func:`runner.history.changepoint.detect_steps`, a penalised piecewise-constant L1
    fit with a Schwarz-type penalty (asv's ``step_detect`` objective, solved exactly).
    Each detected step is a *candidate* (``method="step"``). The newest point of a run
    is always a candidate too (``method="latest"``) when the detector has not already

@@ -8,6 +8,7 @@ import statistics
 from scipy.stats import false_discovery_control
 from sqlalchemy.orm import Session
 
+from runner.history.changepoint import MAX_POINTS, detect_steps_many, step_indices
 from runner.history.query import load_points
 from runner.history.series import (
     DEFAULT_ALPHA,
@@ -19,7 +20,6 @@ from runner.history.series import (
     Point,
     SeriesKey,
 )
-from runner.report.changepoint import MAX_POINTS, detect_steps_many, step_indices
 from runner.report.stats import mann_whitney_p
 
 

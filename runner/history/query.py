@@ -8,9 +8,9 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from runner.catalogue.workloads import CLASSIC_SUITE
 from runner.history.series import MEMORY_METRICS, MIB, SERIES_METRICS, Point, SeriesKey
 from runner.store.models import Campaign, SeriesPoint
-from runner.workloads import CLASSIC_SUITE
 
 
 def _check_metrics(metrics: tuple[str, ...]) -> None:

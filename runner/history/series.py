@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from runner.catalogue.workloads import WORKLOADS
 from runner.report.stats import Summary, summarize
 from runner.store.points import CPU_COST, PEAK_MEMORY, PRIMARY
-from runner.workloads import WORKLOADS
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 0.05
@@ -23,7 +23,7 @@ _MEMORY_NAMES = {"server_mem_uss": "peak USS", "server_mem_rss_minus_shared": "p
 MEMORY_METRICS: dict[str, str] = {m: _MEMORY_NAMES[m] for m in PEAK_MEMORY}
 _COST_FIGURES = {"server_cpu_per_gib": ("server CPU per GiB", "s/GiB"),
                  "server_cpu_per_op": ("server CPU per operation", "us/op")}
-#: Server CPU per unit of work (runner.measure.efficiency_samples; docs/methodology.md,
+#: Server CPU per unit of work (runner.cell.samples.efficiency_samples; docs/methodology.md,
 #: "Metrics"): sample metric -> (human name, unit); the ``value`` stat, as stored; lower is
 #: better. Transfers have the per-GiB series, logins and QUITs the per-operation one.
 COST_METRICS: dict[str, tuple[str, str]] = {m: _COST_FIGURES[m] for m in CPU_COST}

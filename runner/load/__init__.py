@@ -1,3 +1,6 @@
-"""Load generator: asyncio FTP client (ftp), fixture files (fixtures), the eight
-classic-suite workloads (run: run_workload / run_workload_sync / LoadError), the
-result contract (result). The workload catalogue is runner.workloads."""
+"""Every way of making load (docs/architecture.md, "runner/load/").
+
+The contract: `base` (Driver, DriverUnavailable, LoadError), `target` (Target, TargetTls),
+`result` (PhaseResult) and `hdr` (latency histograms); `registry` maps driver names to
+their modules. One folder per way of making load: `ftp` (our asyncio FTP client), `http`
+(our asyncio HTTP client), `tools` (external programs: lftp, wget, curl, wrk, h2load)."""

@@ -66,7 +66,7 @@ def loop_factory(wanted: str | None = None) -> Callable[[], asyncio.AbstractEven
 
 def run_at(netns: str | None, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``make()`` with :func:`run`, inside the network namespace
-    ``netns`` when given (a thread that joined it: runner.backends.netns.call_in_netns),
+    ``netns`` when given (a thread that joined it: runner.net.netns.call_in_netns),
     as a target with ``Target.netns`` must be reached. Returns its result.
 
     Raises:
@@ -74,7 +74,7 @@ def run_at(netns: str | None, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """
     if not netns:
         return run(make())
-    from runner.backends.netns import call_in_netns
+    from runner.net.netns import call_in_netns
 
     return call_in_netns(netns, lambda: run(make()))
 

@@ -20,7 +20,7 @@ import select
 import sys
 import time
 
-from .tree import TreeAccessError, check_readable, cpu_sample, mem_sample
+from runner.metrics.tree import TreeAccessError, check_readable, cpu_sample, mem_sample
 
 MAX_TIMELINE = 200_000  # samples kept; beyond, every other one is dropped
 

@@ -25,7 +25,7 @@ SYSCTLS = (
 CLASS_FIELDS = ("kernel", "cpu_model", "cores", "sysctls", "backend")
 #: Fields that enter the class only when the snapshot has them (so snapshots taken
 #: before they existed keep their class): the docker backend's network mode, and the
-#: campaign's server reuse policy when it reuses servers (runner.server_reuse).
+#: campaign's server reuse policy when it reuses servers (runner.cell.server_reuse).
 OPTIONAL_CLASS_FIELDS = ("docker_network", "server_reuse")
 
 

@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Any
 
-from .tree import MemSnapshot, TreeAccessError, check_readable, cpu_sample, mem_sample
+from runner.metrics.tree import MemSnapshot, TreeAccessError, check_readable, cpu_sample, mem_sample
 
 __all__ = ["MemSnapshot", "SamplerError", "TreeAccessError", "TreeSampler"]
 

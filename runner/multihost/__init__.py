@@ -1,6 +1,6 @@
 """Campaigns across hosts: the server on a ``servers`` host, load from every ``clients`` host.
 
-A campaign spec with a ``hosts`` block (runner.spec.HostsSpec), or ``xferlab run SPEC
+A campaign spec with a ``hosts`` block (runner.spec.model.HostsSpec), or ``xferlab run SPEC
 --inventory INV``, runs each cell like this (docs/multi-host.md):
 
 1. The hosts come from the Ansible inventory (``ansible-inventory --list``): groups
@@ -16,12 +16,12 @@ A campaign spec with a ``hosts`` block (runner.spec.HostsSpec), or ``xferlab run
    and answers one-line commands on stdin (``fixture SIZE``, ``checkpoint NAME``,
    ``cpu``, ``alive``, ``stop``) with one JSON line each. EOF (the SSH connection
    closing) stops the server too.
-3. ``xferlab loadgen`` (runner.loadgen_remote) starts over SSH on every client host with
+3. ``xferlab loadgen`` (runner.multihost.loadgen) starts over SSH on every client host with
    a common ``--start-at`` (``hosts.start_delay`` seconds ahead) and runs the spec's
-   driver (runner.drivers); the N clients of the workload are split over the hosts
+   driver (runner.load.registry); the N clients of the workload are split over the hosts
    (150 + 150 for 300; the catalogue's ``client_split``); STOR/RETR run one stream per host.
 4. The JSON results are combined (:func:`runner.multihost.combine.combine`) and stored as one cell with the usual
-   sample rows (runner.measure.phase_samples), plus one ``client_host`` sample per
+   sample rows (runner.cell.samples.phase_samples), plus one ``client_host`` sample per
    client host with that host's own figures in ``raw``.
 
 Combining, per docs/methodology.md: bytes, ops and errors are summed; latencies are

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runner.drivers import hdr
-from runner.drivers.result import PhaseResult
-from runner.workloads import WORKLOADS, WorkloadParams
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.load import hdr
+from runner.load.result import PhaseResult
 
 if TYPE_CHECKING:
     from runner.store.models import Sample
@@ -48,12 +48,12 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
     single-stream throughputs). ``results`` is ``[(host name, result), ...]`` of one
     workload; ``kind`` names the sources in the notes (``"host"``: client hosts,
     ``"process"``: client processes of one machine, runner.multihost.processes).
-    HDR latency histograms (sustained workloads, runner.drivers.hdr) are added: the
+    HDR latency histograms (sustained workloads, runner.load.hdr) are added: the
     merged histogram holds every operation of every source, so its percentiles are those
     of the whole phase (not an average of the sources' percentiles).
     Raises ValueError for an empty list, mixed workloads, a histogram some sources lack
     or one that does not decode."""
-    from runner.measure import client_utilization  # the per-host figure, as one host's result reports it
+    from runner.load.result import client_utilization  # the per-host figure, as one host's result reports it
 
     if not results:
         raise ValueError("combine: no results")
@@ -125,7 +125,7 @@ def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, Ph
     operations (count), ``raw`` = its own figures (bytes, ops, elapsed_s,
     throughput_mib_s, latency p50/p99 ms, errors, clients, client CPU s, started_at,
     ended_at, late_s: how late after the common start time it began)."""
-    from runner.measure import latency_stats
+    from runner.load.result import latency_stats
     from runner.store.models import Sample
 
     out = []

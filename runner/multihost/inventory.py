@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from runner.multihost import MultiHostError
 
 if TYPE_CHECKING:
-    from runner.spec import CampaignSpec
+    from runner.spec.model import CampaignSpec
 
 
 
@@ -89,14 +89,14 @@ def load_inventory(path: str | Path, *, server: str | None = None, clients: list
         clients: hosts of group ``clients`` to run load from (default: all of them).
 
     Raises:
-        MultiHostError: the inventory not allowed (runner.inventory.allowed_inventory),
+        MultiHostError: the inventory not allowed (runner.spec.inventory_policy.allowed_inventory),
             ansible-inventory missing or failing (the message names the command and its exit
             status, never its output, which quotes the inventory's lines), a group empty, a
             named host not in its group.
     """
-    from runner.inventory import InventoryError, allowed_inventory, ansible_env
+    from runner.spec.inventory_policy import InventoryError, allowed_inventory, ansible_env
 
-    try:  # only static inventories under the allowed directories (runner.inventory)
+    try:  # only static inventories under the allowed directories (runner.spec.inventory_policy)
         p = allowed_inventory(path)
     except InventoryError as exc:
         raise MultiHostError(str(exc)) from None
@@ -146,7 +146,7 @@ def inventory_for(spec: CampaignSpec) -> Inventory:
         raise MultiHostError("the spec has no hosts block: it runs on this machine")
     if not h.inventory:
         raise MultiHostError("hosts.inventory is not set: give it in the spec or as xferlab run --inventory")
-    from runner.inventory import InventoryError, allowed_inventory
+    from runner.spec.inventory_policy import InventoryError, allowed_inventory
 
     try:  # checked before anything is looked at: says nothing of files outside the allowed directories
         p = allowed_inventory(h.inventory)

@@ -13,7 +13,7 @@ process joins the server's network namespace when the target has one
 not race to upload it.
 
 ``"auto"`` (the default) is the number of client CPUs
-(:meth:`runner.spec.CampaignSpec.client_process_count`): the length of the campaign's
+(:meth:`runner.spec.model.CampaignSpec.client_process_count`): the length of the campaign's
 client pinning, 1 when the client is not pinned. On the 2-core lab machine (server on
 CPU 0, clients on CPU 1) that is 1: the phase runs in the runner's process as before.
 """
@@ -26,13 +26,13 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from runner.backends.base import Target
-from runner.drivers import DEFAULT_DRIVER
-from runner.drivers.result import PhaseResult
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.load.registry import DEFAULT_DRIVER
+from runner.load.result import PhaseResult
+from runner.load.target import Target
 from runner.multihost.combine import client_shares, combine, contribution_samples, host_params
-from runner.multihost.control import collect_loadgens, loadgen_args
+from runner.multihost.loadgen import collect_loadgens, loadgen_args
 from runner.store.models import Sample
-from runner.workloads import WORKLOADS, WorkloadParams
 
 #: Seconds between launching the processes and their common start: a process needs
 #: 1.3 s of wall time (0.6 s CPU) to import xferlab on the 2-core lab machine while a
@@ -74,7 +74,7 @@ def run_client_processes(workload: str, target: Target, params: WorkloadParams, 
         FTPError / OSError: the RETR fixture could not be placed.
     """
     from runner.load import loop as event_loop
-    from runner.load.fixtures import place_server_file
+    from runner.load.ftp.fixtures import place_server_file
 
     size = WORKLOADS[workload].fixture_size(params)
     if size is not None and (WORKLOADS[workload].protocol == "ftp" or target.root is not None):

@@ -1,7 +1,7 @@
 """The server-host side of a multi-host cell: ``xferlab serve`` (:func:`serve_main`).
 
 It starts one server bound to the host's address, samples its process tree there and
-answers one-line commands of the control side (runner.multihost.control.RemoteServer)
+answers one-line commands of the control side (runner.cell.remote.RemoteServer)
 with one JSON line each.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ SERVE_FORMAT = "xferlab-serve/1"
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``xferlab serve`` (used by runner/cli.py)."""
-    p.add_argument("--server", required=True, help="server spec as JSON (runner.spec.ServerSpec)")
+    p.add_argument("--server", required=True, help="server spec as JSON (runner.spec.model.ServerSpec)")
     p.add_argument("--bind", required=True, help="address the server listens on")
     p.add_argument("--backend", default="local", choices=("local", "docker"),
                    help="how to start the server on this host (local: child process; docker: a container "
@@ -60,10 +60,10 @@ def serve_main(args: argparse.Namespace) -> int:
 
     from runner.backends import local
     from runner.backends.base import ServerFailed, ServerSkipped
-    from runner.load.fixtures import place_server_file
+    from runner.load.ftp.fixtures import place_server_file
     from runner.metrics.environment import snapshot
     from runner.metrics.sampler import TreeSampler
-    from runner.spec import ServerSpec
+    from runner.spec.model import ServerSpec
 
     name = args.name or socket.gethostname()
     try:

@@ -14,5 +14,5 @@ Input is plain data (:mod:`runner.report.data`), never the database.
 
 #: The export formats (``--format`` of the CLI, in the order its ``--help`` shows them;
 #: ``/api/.../export?format=`` of the dashboard), rendered by
-#: :func:`runner.reporting.render_tables`.
+#: :func:`runner.report.render.render_tables`.
 FORMATS = ("rst", "html", "md", "csv", "json", "text")

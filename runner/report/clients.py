@@ -1,5 +1,5 @@
 """The real-client tables of seeds 003 and 004: for every workload a campaign ran with a
-real-client driver (lftp, wget, curl: runner.drivers.ftpclient), one row per server and
+real-client driver (lftp, wget, curl: runner.load.tools.ftp_tool), one row per server and
 parameter set with what ``time`` printed for the clients in seed 003 and what seed 004
 compared: the primary figure (total time of the N downloads, or throughput), its ratio
 to the best row of the same benchmark, the per-client spread (Jain's index; per-client
@@ -20,7 +20,7 @@ from runner.report.data import CampaignData, Series
 from runner.report.model import Cell, Column, Row, Table
 
 #: The series that marks a real-client cell: peak resident set of its client processes
-#: (runner.measure.process_samples; absent for xferlab's own drivers).
+#: (runner.cell.samples.process_samples; absent for xferlab's own drivers).
 MARKER = "client_max_rss_max"
 #: Share of one core at or above which the client is flagged client-bound (as the
 #: campaign table, runner.report.tables.CLIENT_BOUND).

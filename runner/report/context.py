@@ -68,7 +68,7 @@ def context_table(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]
         (f" ({env['machine']})" if env.get("machine") else "")
     python = " ".join(str(x) for x in (env.get("python_implementation"), env.get("python")) if x)
     driver = env.get("driver")
-    drivers = env.get("drivers")  # several: the workloads named their own (runner.results.load_campaign)
+    drivers = env.get("drivers")  # several: the workloads named their own (runner.report.reader.load_campaign)
     if isinstance(drivers, list) and drivers:
         driver = ", ".join(f"{d.get('name')} {d.get('version', '')}".strip() if isinstance(d, Mapping) else str(d)
                            for d in drivers)

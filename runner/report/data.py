@@ -1,6 +1,6 @@
 """Input of the report layer: raw samples grouped per (server, workload, metric).
 
-The store turns sample rows into these (runner.results.load_campaign); reports never
+The store turns sample rows into these (runner.report.reader.load_campaign); reports never
 touch the database nor the workload catalogue: everything a table shows (titles,
 units, direction, the metric of each row, row order) is carried here, so every export
 can be tested on plain data with exact expected output.

@@ -1,4 +1,4 @@
-"""The saturation curve of a sustained-load sweep (issue 15; docs/methodology.md,
+"""The saturation curve of a sustained-load sweep (docs/methodology.md,
 "Saturation curve"): throughput and p99 latency against the number of clients N, the
 knee, and dkftpbench's "users at rate R".
 

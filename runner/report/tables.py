@@ -33,7 +33,7 @@ from runner.report.stats import ALPHA, Comparison, Summary, compare, geometric_m
 #: Memory metrics (bytes, recorded at checkpoints), see DESIGN.md "Metrics".
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
 
-#: The fairness series of N-client cells: Jain's index over the clients (runner.fairness).
+#: The fairness series of N-client cells: Jain's index over the clients (runner.metrics.fairness).
 FAIRNESS_METRIC = "fairness_jain"
 
 
@@ -282,7 +282,7 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
 CLIENT_BOUND = 0.90
 
 
-#: Server CPU cost series (runner.measure.efficiency_samples), per GiB before per operation.
+#: Server CPU cost series (runner.cell.samples.efficiency_samples), per GiB before per operation.
 COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
 
 

@@ -3,7 +3,7 @@ disk and on tmpfs (median and best of the repeats), the tmpfs/disk ratio and gob
 failure counters, as ``xferlab run --preset seed002`` prints it.
 
 Servers are told apart from their storage by their label: the storage axis
-(runner.spec, ``storage: [disk, tmpfs]``) gives ``"go-http [storage=tmpfs]"``; the
+(runner.spec.model, ``storage: [disk, tmpfs]``) gives ``"go-http [storage=tmpfs]"``; the
 ``storage`` item is taken out of the bracket and what is left names the row
 (``"go-http"``, ``"node-http [workers=4]"``). A label without a storage item is a
 ``disk`` server (the backends' default).
@@ -17,7 +17,7 @@ from runner.report import fmt
 from runner.report.data import CampaignData, Series
 from runner.report.model import Cell, Column, Row, Table
 
-#: The workload the table is made of and its row metric (runner.workloads, "HTTP figures").
+#: The workload the table is made of and its row metric (runner.catalogue.workloads, "HTTP figures").
 WORKLOAD = "http_upload"
 METRIC = "requests_rate"
 STORAGES = ("disk", "tmpfs")
@@ -59,7 +59,7 @@ def upload_table(data: CampaignData, params_key: str = "", *, numbered: bool = F
     ``"uploads"``).
 
     Columns: ``server``; ``disk`` and ``tmpfs``: median requests/s of the repeats
-    (``req/s``, successful requests per second, runner.measure); ``disk_best`` and
+    (``req/s``, successful requests per second, runner.cell.samples); ``disk_best`` and
     ``tmpfs_best``: the best repeat (seed 002's "best of 3"); ``ratio``: tmpfs median /
     disk median (``"1.23x"``); ``network_failed`` and ``non_2xx``: summed over every
     repeat of both storages. A server without a figure (every cell skipped or failed)

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from runner.spec import CampaignSpec, expand
+from runner.spec.model import CampaignSpec, expand
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
 from runner.store.points import refresh_points
 
@@ -44,7 +44,7 @@ def lab_version() -> str:
 
 def create_campaign(session: Session, *, spec: CampaignSpec, backend: str, status: str = "queued",
                     owner: str | None = None) -> Campaign:
-    """Insert a campaign and all its cells (from :func:`runner.spec.expand`), status ``queued``.
+    """Insert a campaign and all its cells (from :func:`runner.spec.model.expand`), status ``queued``.
 
     ``owner`` (``host:pid``, see :func:`worker_id`) marks a campaign run in the foreground
     by that process; workers leave it alone. None queues it for workers.
@@ -77,7 +77,7 @@ def claim_next_cell(session: Session, *, campaign_id: int | None = None, worker:
 
     ``prefer``: Cell column -> value (e.g. ``{"campaign_id": 3, "server_label": "tpd",
     "repeat": 0}``): the first queued cell matching all of them is claimed before any
-    other (the running server can serve it: runner.server_reuse); when none matches,
+    other (the running server can serve it: runner.cell.server_reuse); when none matches,
     the usual order applies. Raises ValueError for a name that is not a Cell column."""
     base = (select(Cell).join(Campaign).where(Cell.status == "queued", Campaign.status.in_(("queued", "running")))
             .order_by(Cell.campaign_id, Cell.seq).limit(1).with_for_update(skip_locked=True, of=Cell))
@@ -145,7 +145,7 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
 
     ``status`` is ``done``, ``failed`` or ``skipped``. ``then(session, cell)`` runs after
     the samples are flushed and before the progress is counted, in the same transaction
-    (runner.repeats queues another repeat there, so the campaign is not closed first)."""
+    (runner.campaign.repeats queues another repeat there, so the campaign is not closed first)."""
     cell.status = status
     cell.error = error
     cell.finished_at = now()

@@ -28,14 +28,14 @@ from sqlalchemy import Text, and_, case, cast, delete, func, insert, literal, or
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
+from runner.catalogue.workloads import WORKLOADS
 from runner.store.models import Campaign, Cell, Environment, Sample, SeriesPoint
-from runner.workloads import WORKLOADS
 
 #: Series metric of a workload's primary figure (its ``WorkloadInfo.primary``, stat ``value``).
 PRIMARY = ""
 #: Peak-memory series: sample metric, stat ``peak``, bytes.
 PEAK_MEMORY = ("server_mem_uss", "server_mem_rss_minus_shared")
-#: Server CPU per unit of work (runner.measure.efficiency_samples), stat ``value``:
+#: Server CPU per unit of work (runner.cell.samples.efficiency_samples), stat ``value``:
 #: s per GiB moved (transfers), us per completed operation (logins, QUITs).
 CPU_COST = ("server_cpu_per_gib", "server_cpu_per_op")
 #: Every series metric a point can have.

@@ -53,10 +53,10 @@ def store_campaign(engine) -> Callable[..., int]:
     Returns the campaign id."""
     from sqlalchemy.orm import Session
 
-    from runner.spec import parse_spec
+    from runner.catalogue.workloads import WORKLOADS
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
-    from runner.workloads import WORKLOADS
 
     def make(servers: list[dict], values: dict, workloads=("retr", "login"), env_class: str = "envA",
              repeats: int = 4, name: str = "seeded", cpu_cost: bool = True) -> int:
@@ -99,14 +99,14 @@ def store_campaign(engine) -> Callable[..., int]:
 def fair_campaign(engine) -> Callable[..., int]:
     """``fair_campaign(label=None)`` stores a campaign of one server, ``retr_concurrent`` with
     4 clients and 2 repeats, and ``login`` (1 repeat each, no per-client list): repeat 0 was
-    stored as cells were before issue 15 (only ``jain``, carrying the list), repeat 1 with
-    every fairness sample of runner.measure. Repeat 0's clients ran at 4, 2, 1, 1 MiB/s, repeat
+    stored as older cells were (only ``jain``, carrying the list), repeat 1 with
+    every fairness sample of runner.cell.samples. Repeat 0's clients ran at 4, 2, 1, 1 MiB/s, repeat
     1's all at 2 MiB/s. Returns the campaign id."""
     from sqlalchemy.orm import Session
 
-    from runner.drivers.result import ClientFigures, PhaseResult
-    from runner.measure import fairness_samples
-    from runner.spec import parse_spec
+    from runner.cell.samples import fairness_samples
+    from runner.load.result import ClientFigures, PhaseResult
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 
@@ -137,16 +137,16 @@ def fair_campaign(engine) -> Callable[..., int]:
 @pytest.fixture
 def sweep_campaign(engine) -> Callable[..., int]:
     """``sweep_campaign(label=None)`` stores a saturation sweep: one server, ``retr_sustained``
-    at 1, 2, 4, 8 clients, 2 repeats, with the sample rows runner.measure makes of a
+    at 1, 2, 4, 8 clients, 2 repeats, with the sample rows runner.cell.samples makes of a
     PhaseResult (HDR histograms, users at rate R = 1 MiB/s): throughput 10, 20, 40, 41
     MiB/s, every operation 2 ms but at N = 8 5 ms (p99 doubled: the knee is N = 4); each
     client at 10 MiB/s but at N = 8 three of them at 0.5 MiB/s. Returns the campaign id."""
     from sqlalchemy.orm import Session
 
-    from runner.drivers import hdr
-    from runner.drivers.result import ClientFigures, PhaseResult
-    from runner.measure import phase_samples
-    from runner.spec import parse_spec
+    from runner.cell.samples import phase_samples
+    from runner.load import hdr
+    from runner.load.result import ClientFigures, PhaseResult
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell
 

@@ -160,8 +160,8 @@ def test_login_cookie(client):
 def test_compare_api_and_export_bytes(client, engine, store_campaign):
     from sqlalchemy.orm import Session
 
-    from runner.reporting import campaign_report, compare_report
-    from runner.results import load_campaign
+    from runner.report.reader import load_campaign
+    from runner.report.render import campaign_report, compare_report
 
     cid = _two_server(store_campaign)
     a, b = "pyftpdlib 2.2.0", "pyftpdlib 2.2.0 [use_sendfile=False]"

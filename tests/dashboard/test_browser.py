@@ -34,8 +34,7 @@ def server(engine):
     """The dashboard on 127.0.0.1:PORT (uvicorn in a thread); yields the base URL."""
     from dashboard.app import create_app
     from dashboard.settings import DashboardSettings
-
-    from .conftest import served
+    from tests.dashboard.conftest import served
 
     app = create_app(DashboardSettings(api_token=TOKEN), engine=engine)
     with served(app) as port:
@@ -213,7 +212,7 @@ def test_fairness_chart_renders(server, browser, fair_campaign):
     """The campaign page draws the per-client curve of its N-client cells from
     /api/campaigns/ID/fairness: one line per repeat, one point per client, fastest first;
     a label holding markup is shown as text, never inserted as HTML."""
-    from .conftest import EVIL
+    from tests.dashboard.conftest import EVIL
 
     cid = fair_campaign(label=EVIL)
     page = browser.new_page(viewport=WIDE)
@@ -241,7 +240,7 @@ def test_saturation_chart_renders(server, browser, sweep_campaign):
     """The campaign page draws the saturation curve of its sweep from
     /api/campaigns/ID/saturation: throughput and p99 against N on a log2 axis (two y axes),
     the knee marked; a label holding markup is shown as text, never inserted as HTML."""
-    from .conftest import EVIL
+    from tests.dashboard.conftest import EVIL
 
     cid = sweep_campaign(label=EVIL)
     page = browser.new_page(viewport=WIDE)

@@ -1,6 +1,7 @@
-"""The per-client fairness API (dashboard.routes.fairness) on the real test PostgreSQL:
-curves sorted from the fastest client, figures as runner.fairness computes them, old cells
-(stored with only ``jain`` and its per-client list) included, ids validated."""
+"""The per-client fairness API (``/api/campaigns/ID/fairness``, built by
+dashboard.services.fairness) on the real test PostgreSQL: curves sorted from the fastest
+client, figures as runner.metrics.fairness computes them, cells stored with only ``jain`` and its
+per-client list included, ids validated."""
 from __future__ import annotations
 
 import pytest
@@ -52,7 +53,7 @@ def test_ids_are_validated(client, fair_campaign):
 
 
 def test_curve_is_thinned_but_figures_use_every_client():
-    from dashboard.routes.fairness import MAX_CURVE_POINTS, _thin
+    from dashboard.services.fairness import MAX_CURVE_POINTS, _thin
 
     curve = [float(5000 - i) for i in range(5000)]
     thin = _thin(curve)

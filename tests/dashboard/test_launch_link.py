@@ -1,4 +1,4 @@
-"""The launch form's link field (the spec's link axis, runner.spec_axes)."""
+"""The launch form's link field (the spec's link axis, runner.spec.axes)."""
 from __future__ import annotations
 
 from tests.dashboard.test_api import login_form_token

@@ -1,4 +1,4 @@
-"""No secret of a campaign spec (runner.spec_secrets: an external server's password,
+"""No secret of a campaign spec (runner.spec.redaction: an external server's password,
 ``hosts.inventory``) is readable from any read path: every GET route of the dashboard
 (anonymous and with the token), every export, ``xferlab show`` / ``campaigns`` /
 ``export`` / ``compare``, and the worker's log and stored cells; while the worker still
@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runner.reporting import FORMATS
-from runner.spec import REDACTED, CampaignSpec, ServerSpec, parse_spec
+from runner.report.render import FORMATS
+from runner.spec.model import REDACTED, CampaignSpec, ServerSpec, parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 from tests.dashboard.conftest import SMALL
@@ -144,7 +144,7 @@ def test_no_cli_read_shows_a_secret(engine, xferlab_env, secret_campaign, invent
 
 def test_the_worker_reads_the_real_secrets(engine, secret_campaign, inventory):
     """The store keeps the secrets where the worker reads them: the campaign's spec
-    (runner.execute) and each cell's server spec (runner.local_cell)."""
+    (runner.campaign.loop) and each cell's server spec (runner.cell.local)."""
     with Session(engine) as s:
         camp = s.get(Campaign, secret_campaign)
         assert camp is not None

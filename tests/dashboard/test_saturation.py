@@ -1,6 +1,7 @@
-"""The saturation API (dashboard.routes.saturation) on the real test PostgreSQL: the curve
-of a stored sweep (figures from the sample rows runner.measure makes), its knee and users
-at rate R; a campaign without a sweep; ids validated."""
+"""The saturation API (``/api/campaigns/ID/saturation``, built by
+dashboard.services.saturation) on the real test PostgreSQL: the curve of a stored sweep
+(figures from the sample rows runner.cell.samples makes), its knee and users at rate R; a
+campaign without a sweep; ids validated."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Security regressions of the dashboard (issue 10, items 6, 7, 8 and 12): bodies refused
+"""Security regressions of the dashboard: bodies refused
 before they are read, launches off the event loop, no inventory details without the token,
 CSRF tokens on every form, JSON-only API, private API docs. Real app, real PostgreSQL,
 real uvicorn for the socket-level checks."""
@@ -146,7 +146,7 @@ def test_large_launch_does_not_block_static(live):
 def test_spec_error_from_expansion_is_422(client, monkeypatch):
     """A SpecError raised while the cells are expanded (the runner's cell bound) is a 422 naming
     the problem, JSON on the API and beside the form on the page; nothing is stored."""
-    from runner import spec as spec_mod
+    from runner.spec import model as spec_mod
     from runner.store import campaigns as crud
 
     def refuse(spec):
@@ -169,7 +169,7 @@ def test_spec_error_from_expansion_is_422(client, monkeypatch):
 def test_inventory_errors_hidden_without_token(client, engine):
     from sqlalchemy.orm import Session
 
-    from runner.spec import parse_spec
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell
 

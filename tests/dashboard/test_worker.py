@@ -1,4 +1,4 @@
-"""The worker (runner.worker) claims queued campaigns: `xferlab worker --once` as a real subprocess."""
+"""The worker (runner.campaign.worker) claims queued campaigns: `xferlab worker --once` as a real subprocess."""
 from __future__ import annotations
 
 import subprocess
@@ -7,7 +7,7 @@ import sys
 import pytest
 from sqlalchemy.orm import Session
 
-from runner.spec import parse_spec
+from runner.spec.model import parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign
 

@@ -75,7 +75,7 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             cost = "server_cpu_per_op" if per_op else "server_cpu_per_gib"
             assert any(x.metric == cost and (x.value >= 0 if tiny else x.value > 0) for x in cell.samples), \
                 (cell.workload, metrics)
-            # where the cell's time went (runner.local_cell.STAGES), the database write included
+            # where the cell's time went (runner.catalogue.stages.STAGES), the database write included
             stages = {x.stat: x.value for x in cell.samples if x.metric == "cell_time"}
             assert {"check", "start", "probe", "warmup", "phase", "measured", "stop", "store"} <= set(stages), stages
             assert stages["measured"] <= stages["phase"] and stages["probe"] <= stages["start"]
@@ -181,7 +181,7 @@ def test_sigterm_mid_phase_leaves_no_client_link_or_server(tmp_path, xferlab_env
     left: no client process, no server process, no link namespace."""
     import psutil
 
-    from runner.backends.linknet import base_problem
+    from runner.net.link import base_problem
 
     if shutil.which("wget") is None:
         pytest.skip("wget is not installed")

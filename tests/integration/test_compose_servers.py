@@ -1,5 +1,5 @@
 """compose/servers.yml end to end: the six servers as standing services (images as
-runner.images builds them, reused by tag), each answering a login, a STOR and a RETR of
+runner.backends.docker.images builds them, reused by tag), each answering a login, a STOR and a RETR of
 the same bytes through its published control port and passive range on 127.0.0.1; then
 a short campaign against two of them as ``external`` servers (``xferlab
 compose-targets``), stored in the test database.
@@ -26,7 +26,7 @@ import yaml
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from runner import images
+from runner.backends.docker import images
 from runner.backends.probe import ProbeError, wait_ready
 from runner.store.models import Campaign
 from tests.docker_support import engine_and_compose, ensure_base

@@ -21,7 +21,7 @@ import yaml
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from runner import images
+from runner.backends.docker import images
 from runner.store.models import Campaign, Cell, Sample
 from tests.docker_support import SESSION_LABEL, cleanup_session, engine_and_compose, ensure_base
 

@@ -177,7 +177,7 @@ def _warm_server_cache(server: dict) -> None:
     index); the namespace hosts share the cache and have no route out."""
     from runner.backends.base import ServerSkipped
     from runner.backends.local import LocalBackend
-    from runner.spec import ServerSpec
+    from runner.spec.model import ServerSpec
 
     try:
         LocalBackend().check(ServerSpec.model_validate(server).request(2000))

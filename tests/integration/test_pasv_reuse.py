@@ -1,4 +1,4 @@
-"""Passive ports left in TIME_WAIT (issue 10, item 2), against every FTP server the
+"""Passive ports left in TIME_WAIT, against every FTP server the
 lab can run here, started by the lab's own local backend.
 
 A server that closes the data connection first (all of them do after RETR) leaves
@@ -7,7 +7,7 @@ passive listener without SO_REUSEADDR, a port with a TIME_WAIT connection cannot
 bound again, so short transfers use up a passive range at the rate they run and
 users get ``425``.  Each server gets a 2,000-port passive range (the width tpd gets
 by default) and one session runs 5,000 short RETRs (a 16-byte file) through the
-lab's load-generator client (runner.load.ftp.FTPSession): more transfers than
+lab's load-generator client (runner.load.ftp.session.FTPSession): more transfers than
 ports, so every port is reused while its previous connection is in TIME_WAIT.
 
 The lab counts 425 replies under their own error kind (``reply_425``); the test
@@ -33,10 +33,11 @@ from collections import Counter
 
 import pytest
 
-from runner.backends.base import ServerRequest, ServerSkipped
+from runner.backends.base import ServerSkipped
 from runner.backends.local import LocalBackend
-from runner.load.ftp import FTPError, FTPSession, Reply, classify
-from runner.load.replies import reply_error as _reply_error
+from runner.load.ftp.replies import reply_error as _reply_error
+from runner.load.ftp.session import FTPError, FTPSession, Reply, classify
+from runner.spec.request import ServerRequest
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 

@@ -1,4 +1,4 @@
-"""Fault test (issue 10): PostgreSQL stopped for 10 s in the middle of a real campaign.
+"""Fault test: PostgreSQL stopped for 10 s in the middle of a real campaign.
 
 The runner (``xferlab run``, a real pyftpdlib server, the login workload) must retry its
 store steps with backoff, tell the operator what happened, and end the campaign with

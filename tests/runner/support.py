@@ -7,8 +7,8 @@ import time
 import psutil
 import pytest
 
-from runner.backends.base import Target
-from runner.drivers import DriverUnavailable, get_driver
+from runner.load.registry import DriverUnavailable, get_driver
+from runner.load.target import Target
 
 
 class RunningHandle:
@@ -63,7 +63,8 @@ def local_server_or_skip(name: str) -> None:
     """Skip the test with the local backend's reason (ServerSkipped: a binary missing, no
     compiler for tpd) when server ``name`` cannot run as a local process here."""
     from runner.backends import get_backend
-    from runner.backends.base import ServerRequest, ServerSkipped
+    from runner.backends.base import ServerSkipped
+    from runner.spec.request import ServerRequest
 
     try:
         get_backend("local").check(ServerRequest(name))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .tls_support import TlsFiles, make_tls_files
+from tests.tpd.tls_support import TlsFiles, make_tls_files
 
 REPO = Path(__file__).resolve().parents[2]
 TPD_DIR = REPO / "servers" / "tpd"

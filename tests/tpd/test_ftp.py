@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from .conftest import PASSWORD_HASH_SECRET, raise_nofile
-from .tls_support import ftps_connect
+from tests.tpd.conftest import PASSWORD_HASH_SECRET, raise_nofile
+from tests.tpd.tls_support import ftps_connect
 
 TLS_IDS = ["plain", "tls"]
 
@@ -518,7 +518,7 @@ def test_thousand_concurrent_sessions(make_server):
 
 def test_config_file_and_flag_override(tpd_binary, tmp_path):
     import subprocess
-    from .conftest import free_ports
+    from tests.tpd.conftest import free_ports
     home = tmp_path / "h"
     home.mkdir()
     users = tmp_path / "users"

@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from .conftest import BUILD, TPD_DIR
-from .tls_support import client_hello
+from tests.tpd.conftest import BUILD, TPD_DIR
+from tests.tpd.tls_support import client_hello
 
 SEEDS = {
     "fuzz_ftp": [b"USER alice\r\n", b"PORT 127,0,0,1,4,1\r\n", b"EPRT |2|::1|5000|\r\n",

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from .tls_support import https_conn
+from tests.tpd.tls_support import https_conn
 
 
 def url(srv, path):

@@ -1,4 +1,4 @@
-"""tpd's upload lab behaviour (issue 14): POST to a folder stores the body under a
+"""tpd's upload lab behaviour: POST to a folder stores the body under a
 name tpd picks, ``--max-body`` (default 1 GiB) answers 413, for a declared length before
 the body and for a chunked body as soon as a chunk would pass it, a ``..`` segment in an
 upload target is 400, all on one keep-alive connection."""

@@ -1,4 +1,4 @@
-"""Regression tests for the tpd defects of issue 10 (items 1-5): header
+"""Regression tests for tpd security defects: header
 injection and open redirect through Location, passive ports exhausted by
 TIME_WAIT, CPU spin on EMFILE, memory amplification from listings, HTTP/1.0
 with a chunked body kept alive, and uploads that destroyed the old file.
@@ -19,11 +19,11 @@ import time
 import psutil
 import pytest
 
-from .conftest import BUILD
-from .test_ftp import Raw, connect, retr
-from .test_http import raw_connect, raw_exchange
-from .test_http import raw_exchange as _raw_exchange
-from .tls_support import https_conn
+from tests.tpd.conftest import BUILD
+from tests.tpd.test_ftp import Raw, connect, retr
+from tests.tpd.test_http import raw_connect, raw_exchange
+from tests.tpd.test_http import raw_exchange as _raw_exchange
+from tests.tpd.tls_support import https_conn
 
 
 def head_of(resp: bytes) -> tuple[int, dict[str, str], list[str]]:

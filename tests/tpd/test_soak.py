@@ -19,7 +19,7 @@ import os
 import random
 import time
 
-from .test_security import _no_temp_files
+from tests.tpd.test_security import _no_temp_files
 
 SOAK_RSS_BOUND = 48 << 20
 

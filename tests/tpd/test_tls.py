@@ -1,4 +1,4 @@
-"""TLS in tpd (issue 16): explicit FTPS (AUTH TLS, PBSZ, PROT, RFC 4217),
+"""TLS in tpd: explicit FTPS (AUTH TLS, PBSZ, PROT, RFC 4217),
 implicit FTPS, HTTPS, the kernel-TLS probe and --tls-info, start-up errors,
 failed and stalled handshakes, a large RETR and many concurrent sessions.
 Clients verify tpd's certificate against a CA the tests make (tls_support).
@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from .test_ftp import Raw
-from .tls_support import client_hello, ftps_connect, https_conn
+from tests.tpd.test_ftp import Raw
+from tests.tpd.tls_support import client_hello, ftps_connect, https_conn
 
 TCP_ULP = 31          # linux/tcp.h; Python's socket module has no name for it
 

@@ -1,6 +1,6 @@
 """Docker backend: each server under test in its own container, one container per cell.
 
-``start`` builds or reuses the image for the server and version (:mod:`runner.images`:
+``start`` builds or reuses the image for the server and version (:mod:`runner.backends.docker.images`:
 ``xferlab/<server>:<version or default>``, rebuilt when its build context changes),
 runs a container from it, waits until the server answers the 220 greeting and accepts
 the login, and returns a :class:`DockerServerHandle`. ``stop`` removes the container and
@@ -24,7 +24,7 @@ pure function :func:`~.spec.container_spec`, tested without an engine):
 Networking (variant ``network`` or the backend's ``network``): ``netns`` (default)
 puts the container on Docker's bridge (its own namespace: per-container sysctls, its
 own TCP counters) and gives the target ``netns=/proc/<pid>/ns/net``: the load
-generator joins that namespace (:mod:`runner.backends.netns`) and reaches the server
+generator joins that namespace (:mod:`runner.net.netns`) and reaches the server
 over the namespace's loopback, no veth/bridge/netfilter on the path; ``bridge``
 connects from the host straight to the container's address on the bridge (no port
 publishing, no userland proxy; passive mode works as the server announces its own
@@ -51,12 +51,8 @@ try:
 except ImportError as _e:  # get_backend("docker") -> ImportError -> resolve_backend falls back to local
     raise ImportError("the docker backend needs the Docker SDK for Python (pip install 'docker>=7')") from _e
 
-from runner.metrics.cgroup import cgroup_dir, read_cgroup_memory
-
-from .backend import DockerBackend
-from .handle import DockerServerHandle
-from .reaping import LABEL, cleanup, owner_labels, reap_orphans
-from .spec import (
+from runner.backends.docker.backend import DockerBackend
+from runner.backends.docker.container import (
     CONTAINER_FTP_PORT,
     DEFAULT_MEMORY,
     DEFAULT_SYSCTLS,
@@ -67,6 +63,9 @@ from .spec import (
     ContainerSpec,
     container_spec,
 )
+from runner.backends.docker.handle import DockerServerHandle
+from runner.backends.docker.reaping import LABEL, cleanup, owner_labels, reap_orphans
+from runner.metrics.cgroup import cgroup_dir, read_cgroup_memory
 
 __all__ = ["CONTAINER_FTP_PORT", "DEFAULT_MEMORY", "DEFAULT_SYSCTLS", "FTP_USER", "LABEL",
            "PASV_RANGE", "SERVER_CAPS", "ContainerSettings", "ContainerSpec", "DockerBackend",

@@ -9,19 +9,19 @@ from typing import Any
 import docker
 import docker.errors
 
+from runner.backends.base import ServerFailed, ServerSkipped, target_tls
+from runner.backends.docker.container import FTP_HOME, FTP_USER, NETWORK_MODES, ContainerSettings, container_spec
+from runner.backends.docker.handle import DockerServerHandle, home_path
+from runner.backends.docker.reaping import LABEL, owner_labels, reap_orphans
+from runner.backends.external import check_external, start_external
+from runner.backends.probe import ProbeError, wait_http_ready, wait_ready
+from runner.backends.system import free_port, nofile_target
+from runner.catalogue.servers import DOCKER_HTTPS_SERVERS, tls_skip_reason
 from runner.config import get_settings
-
-from ..base import ServerFailed, ServerRequest, ServerSkipped, Target
-from ..catalogue import DOCKER_HTTPS_SERVERS, tls_skip_reason
-from ..certs import target_tls
-from ..external import check_external, start_external
-from ..link import LinkSpec
-from ..netns import can_join_netns
-from ..probe import ProbeError, wait_http_ready, wait_ready
-from ..system import free_port, nofile_target
-from .handle import DockerServerHandle, home_path
-from .reaping import LABEL, owner_labels, reap_orphans
-from .spec import FTP_HOME, FTP_USER, NETWORK_MODES, ContainerSettings, container_spec
+from runner.load.target import Target
+from runner.net.conditions import LinkSpec
+from runner.net.netns import can_join_netns
+from runner.spec.request import ServerRequest
 
 Progress = Callable[[str], None]
 
@@ -98,7 +98,7 @@ class DockerBackend:
     def image(self, req: ServerRequest) -> tuple[str, str, bool]:
         """(tag, image ID, built now) for ``req``, building it when missing or outdated
         (once per backend instance). Raises ServerSkipped with the build error."""
-        from runner import images
+        from runner.backends.docker import images
 
         key = (req.name, req.version)
         if key in self._images:
@@ -128,12 +128,12 @@ class DockerBackend:
         """Build, before a campaign's first cell, every image ``reqs`` need (in order,
         duplicates once; ``external`` and servers without an image are left to
         check()), reporting through ``self.progress``: ``building image NAME i/n``, then
-        each build step (:func:`runner.images.ensure_server_images`). A failed build is
+        each build step (:func:`runner.backends.docker.images.ensure_server_images`). A failed build is
         remembered: check()/start() of that server raise ServerSkipped with its reason
         without building again. Does nothing when the backend does not build (``build=False``).
         Raises nothing for a failed image or a missing base (both become that server's
         skip reason)."""
-        from runner import images
+        from runner.backends.docker import images
 
         if not self.build:
             return
@@ -224,7 +224,7 @@ class DockerBackend:
             raise ServerSkipped(f"{req.label}: variant network=netns: {self._netns_refused}")
         link = link_check(req, self.network)
         _tls_problem(req)
-        from runner import images
+        from runner.backends.docker import images
 
         tag, image_id, built = self.image(req)
         script = images.SERVER_IMAGES[req.name].entrypoint_script
@@ -322,11 +322,12 @@ class DockerBackend:
 
 
 def link_check(req: ServerRequest, network: str) -> LinkSpec:
-    """The link of ``req`` (runner.backends.link; loopback when none). Raises
+    """The link of ``req`` (runner.net.conditions; loopback when none). Raises
     ServerSkipped when a shaped link cannot be made here (linknet.link_problem), or
     with host networking: the link's server end goes into the container's own network
     namespace, which a host-network container does not have."""
-    from ..linknet import link_problem, request_link
+    from runner.backends.base import request_link
+    from runner.net.link import link_problem
 
     link = request_link(req)
     if link.loopback:
@@ -342,7 +343,7 @@ def link_check(req: ServerRequest, network: str) -> LinkSpec:
 
 def link_container(req: ServerRequest, handle: DockerServerHandle, link: LinkSpec) -> None:
     """Put the server end of a new shaped link into the running container's network
-    namespace (runner.backends.linknet.open_link with its pid) and point the handle's
+    namespace (runner.net.link.open_link with its pid) and point the handle's
     target at it: the server end's address, from the link's client namespace. The
     container keeps its bridge interface (the readiness probe used it); the load
     reaches the server only over the link. The handle's stop() deletes the link.
@@ -354,7 +355,7 @@ def link_container(req: ServerRequest, handle: DockerServerHandle, link: LinkSpe
     """
     import os
 
-    from ..linknet import LinkFailed, LinkUnavailable, attach_link, open_link
+    from runner.net.link import LinkFailed, LinkUnavailable, attach_link, open_link
 
     assert handle.pid is not None
     try:

@@ -9,10 +9,10 @@ from typing import Any
 import docker.errors
 import psutil
 
+from runner.backends.base import check_subdir, list_stored_files, remove_stored_files
+from runner.backends.docker.container import FTP_HOME
+from runner.load.target import Target
 from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
-
-from ..base import Target, check_subdir, list_stored_files, remove_stored_files
-from .spec import FTP_HOME
 
 
 class DockerServerHandle:
@@ -44,7 +44,7 @@ class DockerServerHandle:
         self._stopped = False
         self._cg: tuple[Path, int] | None = None
         self._exit: str | None = None
-        self.link: Any = None  # a runner.backends.linknet.LinkNet into the container's namespace, closed by stop()
+        self.link: Any = None  # a runner.net.link.LinkNet into the container's namespace, closed by stop()
 
     def _attach_pid(self, timeout: float = 5.0) -> None:
         """Set ``pid`` to the server process: the child of the container's init

@@ -22,8 +22,8 @@ login (an HTTP-only server, whose Target.port is 0: any HTTP reply on Target.htt
 else raises ServerFailed with the tail of the server's logs.
 
 Servers (one module each under :mod:`.recipes`): pyftpdlib, twisted (per-version venvs,
-see :mod:`runner.backends.venvs`), vsftpd, proftpd, pureftpd (Debian binaries, installed
-or extracted by :mod:`runner.backends.debs`; accounts in :mod:`.accounts`), tpd (built
+see :mod:`runner.backends.local.venvs`), vsftpd, proftpd, pureftpd (Debian binaries, installed
+or extracted by :mod:`runner.backends.local.debs`; accounts in :mod:`.accounts`), tpd (built
 from ``servers/tpd``; FTP and HTTP); the HTTP-only go-http (built from
 ``servers/go-http``), nginx, node-http (installed Debian packages) and uvicorn (a venv
 per version), :mod:`.recipes.http` and :mod:`.recipes.uvicorn`; ``external``
@@ -35,15 +35,15 @@ server/version/variant have the same hash.
 """
 from __future__ import annotations
 
-from ..debs import fetch_debian_server
-from ..external import ExternalHandle
-from ..system import free_port
-from .accounts import VSFTPD_GECOS, VSFTPD_PASSWORD, VSFTPD_USER
-from .backend import KNOWN_SERVERS, LocalBackend, available_servers
-from .process import LocalServerHandle
-from .recipes import FTP_USER, Launch, Recipe
-from .rundir import RunDir, filesystem_type
+from runner.backends.external import ExternalHandle
+from runner.backends.local.accounts import VSFTPD_GECOS, VSFTPD_PASSWORD, VSFTPD_USER
+from runner.backends.local.backend import LocalBackend, available_servers
+from runner.backends.local.debs import fetch_debian_server
+from runner.backends.local.process import LocalServerHandle
+from runner.backends.local.recipes import FTP_USER, Launch, Recipe
+from runner.backends.local.rundir import RunDir, filesystem_type
+from runner.backends.system import free_port
 
-__all__ = ["FTP_USER", "KNOWN_SERVERS", "VSFTPD_GECOS", "VSFTPD_PASSWORD", "VSFTPD_USER", "ExternalHandle",
+__all__ = ["FTP_USER", "VSFTPD_GECOS", "VSFTPD_PASSWORD", "VSFTPD_USER", "ExternalHandle",
            "Launch", "LocalBackend", "LocalServerHandle", "Recipe", "RunDir", "available_servers",
            "fetch_debian_server", "filesystem_type", "free_port"]

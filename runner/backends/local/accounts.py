@@ -6,8 +6,10 @@ import os
 import pwd
 import subprocess
 
-from ..base import ServerSkipped
-from ..venvs import FileLock, cache_dir
+from filelock import FileLock
+
+from runner.backends.base import ServerSkipped
+from runner.backends.local.venvs import cache_dir
 
 #: The system account vsftpd logs in as (vsftpd only serves real accounts). Created
 #: once by xferlab when running as root, with this password; its GECOS marks it as ours.

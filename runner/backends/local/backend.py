@@ -5,23 +5,22 @@ import copy
 import shutil
 from collections.abc import Callable
 
-from .. import variants
-from ..base import ServerFailed, ServerRequest, ServerSkipped
-from ..catalogue import tls_skip_reason
-from ..external import ExternalHandle, check_external, start_external
-from ..link import LinkSpec
-from ..linknet import LinkFailed, LinkUnavailable, attach_link, link_problem, open_link, request_link
-from ..netns import call_in_netns
-from ..system import free_port
-from .process import LocalServerHandle, spawn
-from .recipes import RECIPES, Recipe
-from .rundir import RunDir
+from runner.backends.base import ServerFailed, ServerSkipped, request_link
+from runner.backends.external import ExternalHandle, check_external, start_external
+from runner.backends.local.process import LocalServerHandle, spawn
+from runner.backends.local.recipes import RECIPES, Recipe
+from runner.backends.local.rundir import RunDir
+from runner.backends.system import free_port
+from runner.catalogue import variants
+from runner.catalogue.servers import SERVER_NAMES, tls_skip_reason
+from runner.net.conditions import LinkSpec
+from runner.net.link import LinkFailed, LinkUnavailable, attach_link, link_problem, open_link
+from runner.net.netns import call_in_netns
+from runner.spec.request import ServerRequest
 
 Progress = Callable[[str], None]
 
 #: Server names this backend knows (``external`` needs ServerRequest.external).
-KNOWN_SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
-                 "uvicorn", "netty", "external")
 
 
 class LocalBackend:
@@ -53,7 +52,7 @@ class LocalBackend:
     def _recipe(self, req: ServerRequest) -> Recipe:
         r = self._recipes.get(req.name)
         if r is None:
-            raise ServerSkipped(f"unknown server {req.name!r}; known: {', '.join(KNOWN_SERVERS)}")
+            raise ServerSkipped(f"unknown server {req.name!r}; known: {', '.join(SERVER_NAMES)}")
         return r
 
     def check(self, req: ServerRequest) -> None:
@@ -70,9 +69,9 @@ class LocalBackend:
     @staticmethod
     def check_variant(req: ServerRequest) -> None:
         """Raise ServerSkipped when ``req.variant`` has a key this backend cannot apply
-        (docker-only keys such as ``memory``, ``network``; see runner.backends.variants),
+        (docker-only keys such as ``memory``, ``network``; see runner.catalogue.variants),
         a TLS mode the server does not have, or a link that cannot be made here
-        (runner.backends.linknet.link_problem: not root, no ip/tc, no netem for a delay or
+        (runner.net.link.link_problem: not root, no ip/tc, no netem for a delay or
         a loss)."""
         reason = variants.backend_problem(req.name, req.variant, "local") or \
             tls_skip_reason(req.name, str(req.variant.get("tls", "none")))
@@ -123,7 +122,7 @@ class LocalBackend:
 
     def _start_linked(self, req: ServerRequest, recipe: Recipe, run: RunDir, cpu: list[int] | None,
                       link: LinkSpec) -> LocalServerHandle:
-        """Start ``req`` in the server namespace of a new shaped link (runner.backends.linknet):
+        """Start ``req`` in the server namespace of a new shaped link (runner.net.link):
         the recipe renders its config and picks its ports inside that namespace, bound to
         the server end's address (so PASV replies carry it); the target is that address,
         reached from the client namespace (``Target.netns``). The link is closed by the

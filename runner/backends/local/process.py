@@ -12,14 +12,15 @@ from typing import Any
 
 import psutil
 
+from runner.backends.base import ServerFailed, check_subdir, list_stored_files, remove_stored_files
+from runner.backends.local.recipes.base import Launch, sha256
+from runner.backends.local.rundir import RunDir, log_tail
+from runner.backends.probe import ProbeError, wait_http_ready, wait_ready
+from runner.backends.system import nofile_target
+from runner.load.target import Target
 from runner.metrics.tree import tree
-
-from ..base import ServerFailed, ServerRequest, Target, check_subdir, list_stored_files, remove_stored_files
-from ..netns import CLONE_NEWNET, call_in_netns
-from ..probe import ProbeError, wait_http_ready, wait_ready
-from ..system import nofile_target
-from .recipes.base import Launch, sha256
-from .rundir import RunDir, log_tail
+from runner.net.netns import CLONE_NEWNET, call_in_netns
+from runner.spec.request import ServerRequest
 
 
 def make_preexec(cpu: list[int] | None, netns_fd: int | None = None) -> Callable[[], None]:
@@ -28,7 +29,7 @@ def make_preexec(cpu: list[int] | None, netns_fd: int | None = None) -> Callable
     ``min(fs.nr_open, 1048576)`` where the kernel allows it), ``sched_setaffinity``
     to ``cpu`` when given (forked per-client processes inherit it), and setns(2) into
     the network namespace open as ``netns_fd`` when given (a shaped link's server side,
-    runner.backends.linknet; the child exits 126 when it cannot join)."""
+    runner.net.link; the child exits 126 when it cannot join)."""
     hard_target = nofile_target()
     is_root = os.geteuid() == 0
     import ctypes
@@ -82,7 +83,7 @@ class LocalServerHandle:
         self._keep = keep_run_dir
         self._stop_timeout = stop_timeout
         self._stopped = False
-        self.link: Any = None  # a runner.backends.linknet.LinkNet the server is reached over, closed by stop()
+        self.link: Any = None  # a runner.net.link.LinkNet the server is reached over, closed by stop()
 
     def alive(self) -> bool:
         """True while the root server process has not exited."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from ..base import ServerSkipped
+from runner.backends.base import ServerSkipped
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The HTTP upload-lab interface (runner.backends.catalogue), checked against one running
+"""The HTTP upload-lab interface (runner.catalogue.servers), checked against one running
 server with plain http.client and sockets: shared by the local and docker backend tests."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import socket
 import time
 
-from runner.backends.catalogue import HTTP_UPLOAD_METHODS
+from runner.catalogue.servers import HTTP_UPLOAD_METHODS
 
 
 def request(c: http.client.HTTPConnection, method: str, path: str, body: bytes | None = None,

@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-import time
 
 import pytest
 
-from runner.backends import debs
-from runner.backends.venvs import FileLock, cache_dir, ensure_venv, read_marker
+from runner.backends.local import debs
+from runner.backends.local.venvs import cache_dir, ensure_venv, read_marker
 
 
 def test_cached_venv_reused():
@@ -20,28 +18,6 @@ def test_cached_venv_reused():
     out = subprocess.run([str(v.python), "-c", "import pyftpdlib; print(pyftpdlib.__ver__)"],
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "2.2.0"
-
-
-def test_file_lock_excludes_other_processes(tmp_path):
-    lock = tmp_path / "x.lock"
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys,time\nfrom runner.backends.venvs import FileLock\n"
-         f"with FileLock(__import__('pathlib').Path({str(lock)!r})):\n"
-         "    print('held', flush=True); time.sleep(3)\n"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        t = time.monotonic()
-        with pytest.raises(TimeoutError, match="could not lock"):
-            with FileLock(lock, timeout=0.5):
-                pass
-        assert time.monotonic() - t < 3
-        with FileLock(lock, timeout=10):  # obtained once the holder exits
-            pass
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
 
 
 def test_debian_lookup_and_ldd():

@@ -10,8 +10,9 @@ import psutil
 import pytest
 
 from runner.backends import BACKENDS, get_backend, local, paths
-from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
+from runner.backends.base import ServerFailed, ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
+from runner.spec.request import ServerRequest
 from tests.runner.support import assert_gone
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -331,6 +332,6 @@ def test_exit_reason_and_cgroup_memory(backend):
 
 def test_servers_fetch_entry_point():
     """`xferlab servers --fetch NAME` calls local.fetch_debian_server (runner/cli.py)."""
-    from runner.backends import debs
+    from runner.backends.local import debs
 
     assert local.fetch_debian_server is debs.fetch_debian_server

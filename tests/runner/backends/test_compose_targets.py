@@ -9,7 +9,7 @@ import pytest
 from runner.backends.docker.compose import ComposeService, published_control, server_pid
 from runner.cli import main
 from runner.cli.compose import cpuset_cpus, targets_spec
-from runner.spec import parse_spec
+from runner.spec.model import parse_spec
 
 
 def _svc(service: str, port: int, pid: int | None, cpuset: str = "0", version: str | None = "1.0") -> ComposeService:

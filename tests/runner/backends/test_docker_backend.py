@@ -12,8 +12,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
+from runner.backends.base import ServerFailed, ServerSkipped
+from runner.spec.request import ServerRequest
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+from tests.support import REPO_ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(2700)]  # cold image builds
 
@@ -150,7 +152,7 @@ def test_unknown_variant_values_are_skips(dbackend):
 
 
 def test_auto_backend_is_docker_when_engine_answers(client):
-    from runner.execute import resolve_backend
+    from runner.campaign.loop import resolve_backend
 
     assert resolve_backend("auto").name == "docker"
 
@@ -170,7 +172,7 @@ def test_containers_of_a_killed_runner_are_reaped(client, dbackend):
             f"DockerBackend(labels={{'xferlab.test': {SESSION_LABEL!r}}}).start(ServerRequest('pyftpdlib')); "
             "print('up', flush=True); time.sleep(120)")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                         cwd=Path(__file__).resolve().parents[3])
+                         cwd=REPO_ROOT)
     try:
         assert p.stdout.readline().strip() == "up"
     finally:
@@ -201,7 +203,7 @@ def test_serve_runs_the_server_in_a_container(client):
     p = subprocess.Popen([sys.executable, "-m", "runner.cli", "serve", "--server", '{"name": "pyftpdlib"}',
                           "--bind", "127.0.0.1", "--backend", "docker", "--max-seconds", "300"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                         cwd=Path(__file__).resolve().parents[3],
+                         cwd=REPO_ROOT,
                          env={**__import__("os").environ, "XFERLAB_DOCKER_LABELS": f"xferlab.test={SESSION_LABEL}"})
 
     def ask(cmd: str | None) -> dict:
@@ -243,7 +245,7 @@ def test_serve_refuses_a_bridge_container_across_hosts(client):
 
     r = subprocess.run([sys.executable, "-m", "runner.cli", "serve", "--bind", "127.0.0.1", "--backend", "docker",
                         "--server", '{"name": "pyftpdlib", "variant": {"network": "bridge"}}'],
-                       capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3])
+                       capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
     said = json.loads(r.stdout.splitlines()[0])
     assert r.returncode == 0 and said["event"] == "skipped", r.stdout + r.stderr
     assert "host networking" in said["reason"] and "network='bridge'" in said["reason"]
@@ -264,8 +266,8 @@ def test_netns_client_connects_from_inside_the_container_namespace(dbackend, net
     they are opened on the host (the container's namespace opens none)."""
     import os
 
-    from runner.load.run import run_workload_sync
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.workloads import run_workload_sync
 
     assert dbackend.network == "netns"  # root here: the default is not downgraded
     h = dbackend.start(ServerRequest("pyftpdlib", variant={"network": network}))

@@ -1,4 +1,4 @@
-"""runner.images: the APT mirror is read from the host's sources (never hard-coded),
+"""runner.backends.docker.images: the APT mirror is read from the host's sources (never hard-coded),
 context hashes decide rebuilds, `xferlab images` CLI."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import images
+from runner.backends.docker import images
 from tests.docker_support import docker_client_or_skip, ensure_base
 
 
@@ -104,7 +104,7 @@ def test_one_dockerfile_per_family():
 
 def test_compose_builds_as_runner_images_does():
     """compose/servers.yml builds each server from the same context, Dockerfile and
-    build arguments as runner.images (so both paths make the same image)."""
+    build arguments as runner.backends.docker.images (so both paths make the same image)."""
     import yaml
 
     services = {}

@@ -9,8 +9,9 @@ pytest.importorskip("docker")
 
 from docker.models.containers import _create_container_args  # noqa: E402
 
-from runner.backends.base import ServerRequest, ServerSkipped  # noqa: E402
-from runner.backends.docker.spec import DEFAULT_SYSCTLS, PASV_RANGE, ContainerSettings, container_spec  # noqa: E402
+from runner.backends.base import ServerSkipped  # noqa: E402
+from runner.backends.docker.container import DEFAULT_SYSCTLS, PASV_RANGE, ContainerSettings, container_spec  # noqa: E402
+from runner.spec.request import ServerRequest
 
 SETTINGS = ContainerSettings(network="bridge", bind="127.0.0.3",
                              labels={"xferlab": "server", "xferlab.server": "x", "xferlab.test": "t"},

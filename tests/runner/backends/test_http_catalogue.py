@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import ServerRequest, Target, check_subdir, list_stored_files
-from runner.backends.catalogue import DEFAULT_MAX_BODY, FTP_SERVERS, HTTP_SERVERS, SERVER_PROTOCOLS, speaks
+from runner.backends.base import check_subdir, list_stored_files
 from runner.backends.paths import SERVERS_DIR
-from runner.backends.variants import check_variant, options_for, parse_size
-from runner.spec import SERVER_NAMES
+from runner.catalogue.servers import DEFAULT_MAX_BODY, FTP_SERVERS, HTTP_SERVERS, SERVER_NAMES, SERVER_PROTOCOLS, speaks
+from runner.catalogue.variants import check_variant, options_for, parse_size
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 from tests.runner.backends.http_checks import max_body_of
 
 
@@ -43,7 +44,7 @@ def test_http_variant_keys():
 
 
 def test_container_spec_of_an_http_server():
-    from runner.backends.docker.spec import ContainerSettings, container_spec
+    from runner.backends.docker.container import ContainerSettings, container_spec
 
     def pick() -> int:
         raise AssertionError("bridge: no host port")
@@ -91,7 +92,7 @@ def test_every_http_container_gets_the_upload_bound(tmp_path: Path, name: str, v
     ``max_body`` (default 1 GiB) as ``MAX_BODY``, and its entrypoint passes it on (run
     here with the container's paths moved under tmp_path); without ``MAX_BODY`` each
     entrypoint falls back to the same 1 GiB."""
-    from runner.backends.docker.spec import ContainerSettings, container_spec
+    from runner.backends.docker.container import ContainerSettings, container_spec
 
     s = container_spec(ServerRequest(name, variant=variant), ContainerSettings(network="bridge"),
                        image_id="sha256:x", image_tag="t", built=False, name="n", password="pw",

@@ -1,4 +1,4 @@
-"""HTTP servers under the docker backend (issue 14): the upload-lab interface in a fresh
+"""HTTP servers under the docker backend: the upload-lab interface in a fresh
 container per test (netns mode: the test joins the container's network namespace, as
 the load generator does), stored_files through /proc/<pid>/root and through ``find``
 in the container, the tmpfs storage axis, 413 over max_body.
@@ -13,9 +13,9 @@ import http.client
 
 import pytest
 
-from runner.backends.base import ServerRequest
-from runner.backends.catalogue import HTTP_SERVERS
-from runner.backends.netns import call_in_netns
+from runner.catalogue.servers import HTTP_SERVERS
+from runner.net.netns import call_in_netns
+from runner.spec.request import ServerRequest
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 from tests.runner.backends.http_checks import check_413, check_interface
 

@@ -1,4 +1,4 @@
-"""The HTTP servers under test (issue 14) under the local backend on 127.0.0.1: PUT and
+"""The HTTP servers under test under the local backend on 127.0.0.1: PUT and
 POST uploads stored under <home>/uploads, GET of a placed file, 400 for bad names, 413
 over max_body (every server launched with it, default 1 GiB), keep-alive, stored_files,
 the storage axis, workers; a server whose binary is missing is skipped with its reason."""
@@ -9,11 +9,12 @@ import http.client
 import psutil
 import pytest
 
-from runner.backends.base import ServerRequest, ServerSkipped
-from runner.backends.catalogue import DEFAULT_MAX_BODY, HTTP_SERVERS, UNAVAILABLE_SERVERS, upload_skip_reason
+from runner.backends.base import ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
 from runner.backends.local.recipes import RECIPES
 from runner.backends.local.rundir import RunDir
+from runner.catalogue.servers import DEFAULT_MAX_BODY, HTTP_SERVERS, UNAVAILABLE_SERVERS, upload_skip_reason
+from runner.spec.request import ServerRequest
 from tests.runner.backends.http_checks import (
     check_413,
     check_interface,

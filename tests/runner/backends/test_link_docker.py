@@ -8,14 +8,15 @@ import os
 
 import pytest
 
-from runner.backends import linknet
-from runner.backends.base import ServerRequest, ServerSkipped
-from runner.local_cell import run_local_cell
-from runner.spec import parse_spec
+from runner.backends.base import ServerSkipped
+from runner.cell.local import run_local_cell
+from runner.net import link as linknet
+from runner.spec.model import parse_spec
+from runner.spec.request import ServerRequest
 from runner.store.models import Cell
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip
+from tests.runner.cell.test_link_cell import MIB, PAYLOAD_MIB_S
 from tests.runner.support import driver_or_skip
-from tests.runner.test_link_cell import MIB, PAYLOAD_MIB_S
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(300),
               pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))]

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Target
+from runner.load.target import Target
+from tests.support import SUPPORT_DIR
 
-HERE = Path(__file__).parent
+HERE = SUPPORT_DIR
 USER, PASSWORD = "bench", "s3cret"
 
 

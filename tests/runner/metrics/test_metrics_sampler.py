@@ -7,8 +7,9 @@ import time
 import psutil
 import pytest
 
-from runner.backends.base import ServerRequest, ServerSkipped
+from runner.backends.base import ServerSkipped
 from runner.metrics.sampler import MemSnapshot, TreeSampler
+from runner.spec.request import ServerRequest
 
 MiB = 1 << 20
 

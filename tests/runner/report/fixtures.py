@@ -52,7 +52,7 @@ def campaign() -> CampaignData:
                         failures=[(B, "stor", 5, "421 Timeout")], workloads=FACTS)
 
 
-#: Row facts of the workloads above, in catalogue order (as runner.results fills them).
+#: Row facts of the workloads above, in catalogue order (as runner.report.reader fills them).
 FACTS = {"stor": WorkloadFacts(STOR, "throughput", "MiB/s", True),
          "retr": WorkloadFacts(RETR, "throughput", "MiB/s", True),
          "login": WorkloadFacts(LOGIN, "elapsed", "s", False)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from runner.report import md, rst
 from runner.report.clients import client_table, client_tables
 from runner.report.data import CampaignData, Series, WorkloadFacts
-from runner.reporting import render_tables
+from runner.report.render import render_tables
 
 WGET = "512 concurrent clients (RETR 1M file) [wget]"
 OWN = "512 concurrent clients (RETR 1M file)"

@@ -1,12 +1,11 @@
-"""Report context (issue 12): "Conducted on" and "Setup" tables in the exports, and the
+"""Report context: "Conducted on" and "Setup" tables in the exports, and the
 environment differences of a comparison across two campaigns."""
 from __future__ import annotations
 
 from runner.metrics.environment import snapshot
 from runner.report import md, rst
 from runner.report.context import context_table, environment_diff_table, setup_table
-
-from .test_report_exports import assert_docutils_clean
+from tests.runner.report.test_report_exports import assert_docutils_clean
 
 SETUPS = {"tpd": {"version": "0.1 (src 1a2b)", "backend": "docker", "obtained": "image xferlab/tpd (cached)",
                   "config_hash": "0123456789abcdef0123", "storage": "disk", "storage_fs": "ext4",
@@ -62,8 +61,8 @@ def test_environment_differences_of_two_campaigns():
 def test_compare_across_campaigns_lists_the_environment_differences(engine):
     from sqlalchemy.orm import Session
 
-    from runner.reporting import compare_report
-    from runner.spec import parse_spec
+    from runner.report.render import compare_report
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 
@@ -96,7 +95,7 @@ def test_compare_across_campaigns_lists_the_environment_differences(engine):
 
 
 def test_link_row_names_the_shaped_links_of_the_servers():
-    """Servers of a link axis (runner.spec_axes): the shaped links are named beside the
+    """Servers of a link axis (runner.spec.axes): the shaped links are named beside the
     loopback the others use."""
     setups = {"tpd [link=loopback]": {"variant": {"link": "loopback"}},
               "tpd [link=100mbit]": {"variant": {"link": "100mbit"}},

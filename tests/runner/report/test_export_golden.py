@@ -1,13 +1,8 @@
 """Export bytes are pinned: a fixed campaign is stored in the real PostgreSQL (through
-the store helpers, as a run stores it), read back with ``runner.results.load_campaign``
+the store helpers, as a run stores it), read back with ``runner.report.reader.load_campaign``
 and exported in every format; each export must equal, byte for byte, the golden file.
-The goldens were made before the issue-11 refactor, which left them unchanged; they were
-regenerated on 2026-11-23 for one intended change, the report context of issue 12
-("Conducted on" and "Setup" tables; ``setups`` in the JSON campaign document), and on
-2026-11-25 for issue 15's fairness figures (the campaign table's ``Jain`` column, the
-``fairness_cv`` series derived from the stored index, the comparison's fairness table).
-The ``sweep.*`` goldens (a saturation sweep of issue 15: the sweep rows, the saturation
-tables, the knee) were added on 2026-11-25 with the other files unchanged.
+The ``sweep.*`` goldens hold a saturation sweep (the sweep rows, the saturation tables,
+the knee).
 
 Regenerate only for an intended change of the export bytes:
 ``XFERLAB_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/runner/report/test_export_golden.py``
@@ -109,7 +104,7 @@ SWEEP = {0: {1: (100.0, 2.0, 1), 2: (190.0, 2.2, 2), 4: (380.0, 3.1, 4), 8: (385
 
 
 def store_sweep_campaign(engine) -> int:
-    """Store a saturation sweep (issue 15): ``retr_sustained`` at 1, 2, 4, 8 clients on two
+    """Store a saturation sweep: ``retr_sustained`` at 1, 2, 4, 8 clients on two
     servers, 2 repeats, with the figures of :data:`SWEEP` (the second repeat 1% higher).
     Returns its id."""
     from runner.spec import parse_spec

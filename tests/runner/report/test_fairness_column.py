@@ -15,9 +15,8 @@ from sqlalchemy.orm import Session
 
 from runner.report import csv, html, json, md, rst, tables, text
 from runner.report.data import Series
-
-from .fixtures import LOGIN, A, B, campaign
-from .test_report_exports import assert_docutils_clean
+from tests.runner.report.fixtures import LOGIN, A, B, campaign
+from tests.runner.report.test_report_exports import assert_docutils_clean
 
 #: Jain's index per repeat of the 300-client login row: A unfair (seed 004's vsftpd), B fair.
 JAIN = {A: (0.40, 0.42, 0.38, 0.41, 0.44), B: (0.97, 0.99, 0.98, 0.98, 0.96)}
@@ -95,8 +94,8 @@ def test_fairness_comparison_a_vs_b():
 def test_stored_cv_and_cv_derived_for_an_old_cell(engine):
     """A cell stored with only ``jain`` (before the CV was stored) gets its CV derived,
     sqrt(1/J - 1); a new cell's stored CV is read as it is; the series keep cell order."""
-    from runner.results import load_campaign
-    from runner.spec import parse_spec
+    from runner.report.reader import load_campaign
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 

@@ -13,8 +13,7 @@ import pytest
 
 from runner.report import csv, html, json, md, rst, tables, text
 from runner.report.data import CampaignData, Series
-
-from .fixtures import A, B, campaign
+from tests.runner.report.fixtures import A, B, campaign
 
 RST_COMPARISON = """\
 vsftpd 3.0.3 vs. pyftpdlib 2.2.0

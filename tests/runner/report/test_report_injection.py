@@ -1,6 +1,6 @@
 """Exports of hostile text (labels come from specs anyone with a token can submit):
 no raw HTML, link or line break gets through Markdown, RST or HTML, and no formula
-through CSV (issue 10, item 11). Ordinary data keeps its exact bytes: the exact-output
+through CSV. Ordinary data keeps its exact bytes: the exact-output
 tests in test_report_exports.py cover that."""
 from __future__ import annotations
 

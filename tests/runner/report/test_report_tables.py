@@ -5,8 +5,7 @@ import pytest
 
 from runner.report import md, tables
 from runner.report.data import CampaignData, Series
-
-from .fixtures import LOGIN, MEM, A, B, campaign
+from tests.runner.report.fixtures import LOGIN, MEM, A, B, campaign
 
 
 def test_comparison_rows_in_suite_order_with_marks():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from runner.report import md, rst
 from runner.report.data import CampaignData, Series
+from runner.report.render import render_tables
 from runner.report.uploads import split_label, upload_table, upload_tables
-from runner.reporting import render_tables
 
 
 def _s(server: str, metric: str, values: tuple[float, ...], unit: str = "req/s") -> Series:

@@ -7,7 +7,7 @@ import threading
 from sqlalchemy import create_engine, inspect, select, text
 from sqlalchemy.orm import Session
 
-from runner.spec import parse_spec
+from runner.spec.model import parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runner.backends.base import Target
-from runner.backends.certs import make_certificates
-from runner.drivers.base import LoadError
-from runner.drivers.xferlab_http import DRIVER
-from runner.workloads import WorkloadParams
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.base import LoadError
+from runner.load.http.driver import DRIVER
+from runner.load.target import Target
+from runner.tls.certs import make_certificates
 
 SMALL = dict(clients=3, duration=0.3, file_size=256 << 10, body_size=64 << 10, op_timeout=20, phase_timeout=60)
 

@@ -1,5 +1,5 @@
 """FTPS without servers: the campaign's certificates, the ``tls:`` axis and its CLI flag,
-the skip reasons of runner.pairing, the handshake rows of runner.measure and the TLS
+the skip reasons of runner.catalogue.pairing, the handshake rows of runner.cell.samples and the TLS
 error kinds of runner.load."""
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from runner.backends.certs import SERVER_NAME, campaign_certificates, make_certificates
+from runner.catalogue.pairing import tls_pair_skip_reason
+from runner.cell.samples import phase_samples
 from runner.cli import parse_args
 from runner.cli.campaign import _build_spec
-from runner.drivers.result import PhaseResult
-from runner.drivers.xferlab_ftp import DRIVER
-from runner.load.replies import ERROR_KINDS, FTPError
-from runner.load.tls import client_context, tls_error
-from runner.measure import phase_samples
-from runner.pairing import tls_pair_skip_reason
-from runner.spec import SpecError, parse_spec
+from runner.load.ftp.driver import DRIVER
+from runner.load.ftp.replies import ERROR_KINDS, FTPError
+from runner.load.ftp.tls import client_context, tls_error
+from runner.load.result import PhaseResult
+from runner.spec.model import SpecError, parse_spec
+from runner.tls.certs import SERVER_NAME, campaign_certificates, make_certificates
 
 
 def _handshake(files, ca_file: str, name: str) -> str:
@@ -119,7 +119,7 @@ def test_pairing_skips_servers_and_workloads_without_ftps():
     assert "explicit FTPS (AUTH TLS) only" in tls_pair_skip_reason("pyftpdlib", {"tls": "implicit"}, "login", DRIVER)
     assert tls_pair_skip_reason("vsftpd", {"tls": "implicit"}, "login", DRIVER) is None
     assert "is FTPS, for FTP workloads" in tls_pair_skip_reason("tpd", {"tls": "explicit"}, "http_download", DRIVER)
-    from runner.drivers.xferlab_http import DRIVER as HTTP
+    from runner.load.http.driver import DRIVER as HTTP
 
     assert tls_pair_skip_reason("nginx", {"tls": "https"}, "http_upload", HTTP) is None
     assert "is HTTPS, for HTTP workloads" in tls_pair_skip_reason("tpd", {"tls": "https"}, "retr", DRIVER)
@@ -158,9 +158,10 @@ def test_tls_error_kinds():
 
 
 def test_docker_container_gets_the_certificates(tmp_path):
-    from runner.backends.base import ServerRequest, ServerSkipped
+    from runner.backends.base import ServerSkipped
     from runner.backends.docker.backend import _tls_problem
-    from runner.backends.docker.spec import CONTAINER_FTPS_PORT, TLS_DIR, ContainerSettings, container_spec
+    from runner.backends.docker.container import CONTAINER_FTPS_PORT, TLS_DIR, ContainerSettings, container_spec
+    from runner.spec.request import ServerRequest
 
     files = make_certificates(tmp_path / "c")
     settings = ContainerSettings(network="bridge", bind="127.0.0.1", labels={}, nofile=1024)
@@ -216,9 +217,9 @@ class _StallingServer:
 
 @pytest.mark.parametrize("reply,kind", [(b"502 no TLS here\r\n", "tls_refused"), (b"234 go ahead\r\n", "tls_timeout")])
 def test_refused_auth_and_stalled_handshake_are_their_kinds(tmp_path, reply, kind):
-    from runner.backends.base import Target, TargetTls
-    from runner.drivers.base import LoadError
-    from runner.workloads import WorkloadParams
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.base import LoadError
+    from runner.load.target import Target, TargetTls
 
     files = make_certificates(tmp_path / "c")
     srv = _StallingServer(reply)

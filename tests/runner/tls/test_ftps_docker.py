@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from runner.backends.base import ServerFailed, ServerRequest, ServerSkipped
-from runner.backends.catalogue import FTPS_MODES
-from runner.backends.certs import campaign_certificates
-from runner.drivers.xferlab_ftp import DRIVER
-from runner.workloads import WorkloadParams
+from runner.backends.base import ServerFailed, ServerSkipped
+from runner.catalogue.servers import FTPS_MODES
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.ftp.driver import DRIVER
+from runner.spec.request import ServerRequest
+from runner.tls.certs import campaign_certificates
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -8,13 +8,14 @@ import dataclasses
 
 import pytest
 
-from runner.backends.base import ServerRequest, ServerSkipped
-from runner.backends.catalogue import FTPS_MODES
-from runner.backends.certs import campaign_certificates, make_certificates
+from runner.backends.base import ServerSkipped
 from runner.backends.local.backend import LocalBackend
-from runner.drivers.base import LoadError
-from runner.drivers.xferlab_ftp import DRIVER
-from runner.workloads import WorkloadParams
+from runner.catalogue.servers import FTPS_MODES
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.base import LoadError
+from runner.load.ftp.driver import DRIVER
+from runner.spec.request import ServerRequest
+from runner.tls.certs import campaign_certificates, make_certificates
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -74,9 +75,9 @@ def test_both_event_loops(certs, monkeypatch):
 
 
 def test_wrong_ca_is_tls_verify_and_the_cell_records_it(certs, tmp_path, monkeypatch):
+    from runner.cell.local import run_local_cell
     from runner.config import get_settings
-    from runner.local_cell import run_local_cell
-    from runner.spec import parse_spec
+    from runner.spec.model import parse_spec
     from runner.store.models import Cell
     from tests.runner.support import FixedBackend, RunningHandle
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.backends.base import ServerRequest
-from runner.backends.catalogue import DOCKER_HTTPS_SERVERS, HTTPS_SERVERS
-from runner.backends.certs import campaign_certificates
+from runner.catalogue.servers import DOCKER_HTTPS_SERVERS, HTTPS_SERVERS
+from runner.spec.request import ServerRequest
+from runner.tls.certs import campaign_certificates
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 from tests.runner.tls.https_checks import check_https_target
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from runner.backends.base import ServerRequest, ServerSkipped
-from runner.backends.catalogue import HTTPS_SERVERS
-from runner.backends.certs import campaign_certificates
+from runner.backends.base import ServerSkipped
 from runner.backends.local.backend import LocalBackend
+from runner.catalogue.servers import HTTPS_SERVERS
+from runner.spec.request import ServerRequest
+from runner.tls.certs import campaign_certificates
 from tests.runner.tls.https_checks import check_https_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

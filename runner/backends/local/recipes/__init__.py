@@ -2,16 +2,16 @@
 here and one entry in :data:`RECIPES`."""
 from __future__ import annotations
 
-from .base import FTP_USER, Launch, Recipe
-from .http import GoHttpRecipe, NginxRecipe, NodeHttpRecipe
-from .netty import NettyRecipe
-from .proftpd import ProftpdRecipe
-from .pureftpd import PureftpdRecipe
-from .pyftpdlib import PyftpdlibRecipe
-from .tpd import TpdRecipe
-from .twisted import TwistedRecipe
-from .uvicorn import UvicornRecipe
-from .vsftpd import VsftpdRecipe
+from runner.backends.local.recipes.base import FTP_USER, Launch, Recipe
+from runner.backends.local.recipes.http import GoHttpRecipe, NginxRecipe, NodeHttpRecipe
+from runner.backends.local.recipes.netty import NettyRecipe
+from runner.backends.local.recipes.proftpd import ProftpdRecipe
+from runner.backends.local.recipes.pureftpd import PureftpdRecipe
+from runner.backends.local.recipes.pyftpdlib import PyftpdlibRecipe
+from runner.backends.local.recipes.tpd import TpdRecipe
+from runner.backends.local.recipes.twisted import TwistedRecipe
+from runner.backends.local.recipes.uvicorn import UvicornRecipe
+from runner.backends.local.recipes.vsftpd import VsftpdRecipe
 
 #: The recipes, in the order ``xferlab servers`` lists them.
 RECIPES: tuple[type[Recipe], ...] = (PyftpdlibRecipe, TwistedRecipe, VsftpdRecipe, ProftpdRecipe,

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ... import paths, variants
-from ...base import ServerRequest, ServerSkipped, Target
-from ...certs import target_tls, tls_mode  # noqa: F401 - the recipes take them from here
+from runner.backends import paths
+from runner.backends.base import ServerSkipped, target_tls, tls_mode  # noqa: F401 - the recipes take them from here
+from runner.catalogue import variants
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 if TYPE_CHECKING:
-    from ..rundir import RunDir
+    from runner.backends.local.rundir import RunDir
 
 
 class RecipeHost(Protocol):

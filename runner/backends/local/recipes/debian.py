@@ -1,12 +1,13 @@
 """Servers from Debian packages: the installed binary, or the package fetched into
-xferlab's cache with ``apt-get download`` + ``dpkg -x`` (:mod:`runner.backends.debs`)."""
+xferlab's cache with ``apt-get download`` + ``dpkg -x`` (:mod:`runner.backends.local.debs`)."""
 from __future__ import annotations
 
 from typing import Any
 
-from ... import debs
-from ...base import ServerRequest, ServerSkipped
-from .base import Recipe
+from runner.backends.base import ServerSkipped
+from runner.backends.local import debs
+from runner.backends.local.recipes.base import Recipe
+from runner.spec.request import ServerRequest
 
 
 class DebianRecipe(Recipe):
@@ -22,7 +23,7 @@ class DebianRecipe(Recipe):
             spec = debs.DEB_SERVERS[self.name]
             return (f"{self.name}: {spec.binary} not in PATH, /usr/sbin or xferlab's cache "
                     f"({debs.debs_dir(self.name)}); it is fetched on first use (or now: xferlab servers "
-                    f"--fetch {self.name}; apt-get download {' '.join(spec.packages)} + dpkg -x, no install)")
+                    f"--fetch {self.name}; apt-get download {' '.join(spec.debian)} + dpkg -x, no install)")
         return self._libs_reason(fb)
 
     def _libs_reason(self, fb: debs.FoundBinary) -> str | None:

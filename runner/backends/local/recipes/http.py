@@ -1,7 +1,7 @@
-"""HTTP-only servers under test (issue 14): Go net/http (built from ``servers/go-http``),
+"""HTTP-only servers under test: Go net/http (built from ``servers/go-http``),
 nginx (Debian's, DAV PUT) and Node.js ``http`` (Debian's ``nodejs``). Each serves its run
 home (``GET``) and stores uploads in ``<home>/uploads`` (``PUT /uploads/<name>``, and
-``POST /uploads/`` except nginx): runner.backends.catalogue has the interface."""
+``POST /uploads/`` except nginx): runner.catalogue.servers has the interface."""
 from __future__ import annotations
 
 import hashlib
@@ -12,13 +12,17 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ... import variants
-from ...base import ServerRequest, ServerSkipped, Target
-from ...catalogue import DEFAULT_MAX_BODY, UPLOADS_DIR
-from ...system import nofile_target
-from ...venvs import FileLock, cache_dir
-from ..rundir import RunDir
-from .base import FTP_USER, Launch, Recipe, render, server_file, target_tls, tls_mode
+from filelock import FileLock
+
+from runner.backends.base import ServerSkipped
+from runner.backends.local.recipes.base import FTP_USER, Launch, Recipe, render, server_file, target_tls, tls_mode
+from runner.backends.local.rundir import RunDir
+from runner.backends.local.venvs import cache_dir
+from runner.backends.system import nofile_target
+from runner.catalogue import variants
+from runner.catalogue.servers import DEFAULT_MAX_BODY, UPLOADS_DIR
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 
 def http_options(req: ServerRequest) -> tuple[int, int, bool]:
@@ -141,7 +145,7 @@ def nginx_version(binary: str) -> str:
 
 class NginxRecipe(Recipe):
     """Debian's nginx (``/usr/sbin/nginx``): static GET, ``PUT /uploads/<name>`` through
-    its DAV module (no POST: :data:`runner.backends.catalogue.HTTP_NOTES`), config from
+    its DAV module (no POST: ``upload_note`` of its runner.catalogue.servers.ServerInfo), config from
     ``servers/nginx/nginx.conf.tmpl``. Variant keys: ``workers`` (worker_processes,
     default 1), ``keepalive``, ``max_body`` (client_max_body_size), ``use_sendfile``,
     ``storage``."""

@@ -7,11 +7,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ...base import ServerRequest, ServerSkipped
-from ...venvs import FileLock, cache_dir
-from ..rundir import RunDir
-from .base import Launch, Recipe, server_file, tls_mode
-from .http import http_options, http_target, source_hash
+from filelock import FileLock
+
+from runner.backends.base import ServerSkipped
+from runner.backends.local.recipes.base import Launch, Recipe, server_file, tls_mode
+from runner.backends.local.recipes.http import http_options, http_target, source_hash
+from runner.backends.local.rundir import RunDir
+from runner.backends.local.venvs import cache_dir
+from runner.spec.request import ServerRequest
 
 #: Debian's jars the server needs (``libnetty-java``; jctools: its dependency, used by netty-common).
 NETTY_JARS = ("netty-buffer", "netty-codec", "netty-codec-http", "netty-common", "netty-handler",

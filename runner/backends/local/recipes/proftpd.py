@@ -7,12 +7,14 @@ import pwd
 import secrets
 from pathlib import Path
 
-from ... import debs
-from ...base import ServerRequest, ServerSkipped, Target
-from ..accounts import crypt_sha512, service_ids
-from ..rundir import RunDir
-from .base import FTP_USER, Launch, pasv_range, render, server_file, target_tls, tls_mode
-from .debian import DebianRecipe
+from runner.backends.base import ServerSkipped
+from runner.backends.local import debs
+from runner.backends.local.accounts import crypt_sha512, service_ids
+from runner.backends.local.recipes.base import FTP_USER, Launch, pasv_range, render, server_file, target_tls, tls_mode
+from runner.backends.local.recipes.debian import DebianRecipe
+from runner.backends.local.rundir import RunDir
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 #: proftpd's FTPS (mod_tls, Debian package proftpd-mod-crypto; a DSO loaded from ModulePath):
 #: TLS 1.2/1.3, TLS required on control and data, no client certificates, and

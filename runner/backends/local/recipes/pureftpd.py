@@ -5,12 +5,14 @@ import os
 import secrets
 import subprocess
 
-from ... import debs
-from ...base import ServerFailed, ServerRequest, ServerSkipped, Target
-from ..accounts import crypt_sha512, service_ids
-from ..rundir import RunDir
-from .base import FTP_USER, Launch, pasv_range, render, server_file, target_tls, tls_mode
-from .debian import DebianRecipe
+from runner.backends.base import ServerFailed, ServerSkipped
+from runner.backends.local import debs
+from runner.backends.local.accounts import crypt_sha512, service_ids
+from runner.backends.local.recipes.base import FTP_USER, Launch, pasv_range, render, server_file, target_tls, tls_mode
+from runner.backends.local.recipes.debian import DebianRecipe
+from runner.backends.local.rundir import RunDir
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 
 class PureftpdRecipe(DebianRecipe):

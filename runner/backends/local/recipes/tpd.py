@@ -11,13 +11,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...base import ServerRequest, ServerSkipped, Target
-from ...catalogue import UPLOADS_DIR
-from ...system import free_port
-from ...venvs import FileLock, cache_dir
-from ..rundir import RunDir
-from .base import FTP_USER, Launch, Recipe, pasv_range, server_file, target_tls, tls_mode
-from .http import http_options
+from filelock import FileLock
+
+from runner.backends.base import ServerSkipped
+from runner.backends.local.recipes.base import FTP_USER, Launch, Recipe, pasv_range, server_file, target_tls, tls_mode
+from runner.backends.local.recipes.http import http_options
+from runner.backends.local.rundir import RunDir
+from runner.backends.local.venvs import cache_dir
+from runner.backends.system import free_port
+from runner.catalogue.servers import UPLOADS_DIR
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 
 def tpd_source_hash(src: Path) -> str:
@@ -126,7 +130,7 @@ class TpdRecipe(Recipe):
         if not req.variant.get("use_sendfile", True):
             opts.append("--no-sendfile")
         opts += ["--max-body", str(http_options(req)[0])]  # the variant's, default 1 GiB
-        (run.home / UPLOADS_DIR).mkdir(exist_ok=True)  # the HTTP upload folder (runner.backends.catalogue)
+        (run.home / UPLOADS_DIR).mkdir(exist_ok=True)  # the HTTP upload folder (runner.catalogue.servers)
         host = self.host
         argv = [str(binary), "--ftp-listen", f"{host}:{port}", "--http-listen", f"{host}:{http_port}",
                 "--users", str(users), *opts]

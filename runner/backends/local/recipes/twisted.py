@@ -4,10 +4,11 @@ from __future__ import annotations
 import json
 import secrets
 
-from ...base import ServerRequest, Target
-from ..rundir import RunDir
-from .base import FTP_USER, Launch, pasv_range, server_file, sha256
-from .venv import VenvRecipe
+from runner.backends.local.recipes.base import FTP_USER, Launch, pasv_range, server_file, sha256
+from runner.backends.local.recipes.venv import VenvRecipe
+from runner.backends.local.rundir import RunDir
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 
 class TwistedRecipe(VenvRecipe):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
-from ...base import ServerRequest, ServerSkipped
-from ...venvs import VenvInfo, ensure_venv
-from ..rundir import RunDir
-from .base import Launch, server_file, sha256, tls_mode
-from .http import http_options, http_target
-from .venv import VenvRecipe
+from runner.backends.base import ServerSkipped
+from runner.backends.local.recipes.base import Launch, server_file, sha256, tls_mode
+from runner.backends.local.recipes.http import http_options, http_target
+from runner.backends.local.recipes.venv import VenvRecipe
+from runner.backends.local.rundir import RunDir
+from runner.backends.local.venvs import VenvInfo, ensure_venv
+from runner.spec.request import ServerRequest
 
 
 class UvicornRecipe(VenvRecipe):

@@ -1,12 +1,15 @@
 """Servers written in Python, installed per version into a cached venv
-(:mod:`runner.backends.venvs`) and started with a launch script from ``servers/<name>/``."""
+(:mod:`runner.backends.local.venvs`) and started with a launch script from ``servers/<name>/``."""
 from __future__ import annotations
 
 import subprocess
 
-from ...base import ServerRequest, ServerSkipped
-from ...venvs import FileLock, VenvInfo, ensure_venv
-from .base import Recipe, server_file
+from filelock import FileLock
+
+from runner.backends.base import ServerSkipped
+from runner.backends.local.recipes.base import Recipe, server_file
+from runner.backends.local.venvs import VenvInfo, ensure_venv
+from runner.spec.request import ServerRequest
 
 
 class VenvRecipe(Recipe):

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import os
 
-from ... import debs
-from ...base import ServerRequest, Target
-from ..accounts import VSFTPD_PASSWORD, VSFTPD_USER, ensure_vsftpd_user
-from ..rundir import RunDir
-from .base import Launch, pasv_range, render, server_file, target_tls, tls_mode
-from .debian import DebianRecipe
+from runner.backends.local import debs
+from runner.backends.local.accounts import VSFTPD_PASSWORD, VSFTPD_USER, ensure_vsftpd_user
+from runner.backends.local.recipes.base import Launch, pasv_range, render, server_file, target_tls, tls_mode
+from runner.backends.local.recipes.debian import DebianRecipe
+from runner.backends.local.rundir import RunDir
+from runner.load.target import Target
+from runner.spec.request import ServerRequest
 
 #: vsftpd's FTPS settings (vsftpd.conf(5)): TLS required for logins and data, TLS 1.2
 #: and 1.3 only (SSLv2/v3, TLS 1.0 off), ``ssl_ciphers=HIGH`` (vsftpd 3.0.3's default is

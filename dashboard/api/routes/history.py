@@ -1,0 +1,47 @@
+"""``/api/history``: every series, and one series' timeline with the verdict on each step
+(runner.history)."""
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from dashboard.deps import SessionDep, SettingsDep
+from dashboard.services.history import series_timeline, thresholds
+from runner.history import SeriesKey, list_series
+
+router = APIRouter(prefix="/api/history", tags=["history"])
+
+
+@router.get("/series")
+def api_series(session: SessionDep) -> list[dict[str, Any]]:
+    """Every series: ``server``, ``track`` (spec label, else the variant JSON),
+    ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary figure;
+    ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
+    ``server_cpu_per_gib`` / ``server_cpu_per_op``: server CPU per unit of work, s/GiB or
+    us/op), ``title``, ``benchmark`` (the title without server and track), ``unit``,
+    number of ``points``, ``last_campaign``."""
+    return list_series(session)
+
+
+@router.get("", response_model=dict[str, Any])
+def api_history(session: SessionDep, settings: SettingsDep, server: str = Query(..., min_length=1, max_length=400),
+                track: str = Query("{}", max_length=400),
+                workload: str = Query(..., min_length=1, max_length=400), params_key: str = Query("", max_length=400),
+                metric: str = Query("", max_length=40),
+                alpha: float | None = Query(None, gt=0, le=1), min_effect: float | None = Query(None, ge=0)
+                ) -> JSONResponse:
+    """One series' timeline: points (campaign, version, env_class, n, median, CI
+    bounds, raw samples) oldest first, and the verdict on each pair of consecutive
+    points (kind; for steps found by the step detector and the newest point: segment
+    levels, effect, Mann-Whitney U p-value and its Benjamini-Hochberg ``q_value``;
+    ``env_changed`` when the environment class differs). ``metric``: ``""`` (primary
+    figure), a memory metric or a server CPU cost metric (as ``/api/history/series``
+    lists them; another is 422). 404 when the series has no point."""
+    key = SeriesKey(server, track, workload, params_key, metric)
+    a, m = thresholds(settings, alpha, min_effect)
+    points, changes = series_timeline(session, key=key, alpha=a, min_effect=m)
+    # JSONResponse directly: the payload is plain JSON types, jsonable_encoder would walk it for nothing
+    return JSONResponse({"series": key.as_dict(), "title": key.title, "unit": points[0].unit,
+                         "points": [p.as_dict() for p in points], "changes": [c.as_dict() for c in changes]})

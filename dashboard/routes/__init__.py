@@ -1,1 +1,0 @@
-"""Dashboard routes, one module per resource."""

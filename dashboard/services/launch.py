@@ -1,0 +1,150 @@
+"""Launching a campaign: the launch form's fields turned into a spec, spec errors mapped back
+to the form's fields, and queueing a parsed spec.
+
+The form is built from the same pydantic spec the CLI uses
+(:class:`runner.spec.model.CampaignSpec`): its fields are named after the spec's field
+paths (``servers.0.version``, ``params.clients``...), and the errors of
+:func:`runner.spec.model.parse_spec` are shown beside the field they name. Launching only
+inserts the campaign and its cells (status ``queued``); ``xferlab worker`` runs them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from runner.catalogue.variants import parse_variant_text as parse_variant
+from runner.spec.model import CampaignSpec, SpecError, parse_spec
+from runner.spec.safe_yaml import load_yaml
+
+SERVER_ROWS = 4
+PARAM_FIELDS = ("clients", "file_size", "transfer_size", "duration", "login_mode", "passive", "op_timeout",
+                "phase_timeout")
+
+
+def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, Any], dict[str, str], list[int]]:
+    """Turn the form's fields into a spec dict.
+
+    Returns ``(spec dict, field errors found while converting, form row of each spec server)``."""
+    errors: dict[str, str] = {}
+    servers, rows = [], []
+    for i in range(SERVER_ROWS):
+        name = form.get(f"servers.{i}.name", "").strip()
+        if not name:
+            continue
+        s: dict[str, Any] = {"name": name}
+        if form.get(f"servers.{i}.version", "").strip():
+            s["version"] = form[f"servers.{i}.version"].strip()
+        if form.get(f"servers.{i}.label", "").strip():
+            s["label"] = form[f"servers.{i}.label"].strip()
+        try:
+            variant = parse_variant(form.get(f"servers.{i}.variant", ""))
+            if variant:
+                s["variant"] = variant
+        except ValueError as exc:
+            errors[f"servers.{i}.variant"] = str(exc)
+        servers.append(s)
+        rows.append(i)
+    params: dict[str, Any] = {}
+    for f in PARAM_FIELDS:
+        v = form.get(f"params.{f}", "").strip()
+        if v:
+            params[f] = v
+    wl: list[dict[str, Any]] = []
+    for w in workloads:
+        if w.startswith("preset:"):
+            wl.append({"preset": w.split(":", 1)[1], "params": params})
+        else:
+            wl.append({"name": w, "params": params})
+    spec: dict[str, Any] = {"name": form.get("name", "").strip() or "campaign", "servers": servers, "workloads": wl,
+                            "backend": form.get("backend", "auto"), "warmup": form.get("warmup") == "on"}
+    for f in ("repeats", "max_clients"):
+        if form.get(f, "").strip():
+            spec[f] = form[f].strip()
+    storage = [k.strip() for k in form.get("storage", "").split(",") if k.strip()]
+    if storage:
+        spec["storage"] = storage
+    link = [k.strip() for k in form.get("link", "").split(",") if k.strip()]
+    if link:
+        spec["link"] = link
+    tls = [k.strip() for k in form.get("tls", "").split(",") if k.strip()]
+    if tls:
+        spec["tls"] = tls
+    pin = {}
+    for f in ("server", "client"):
+        text = form.get(f"pinning.{f}", "").strip()
+        if text:
+            try:
+                pin[f] = [int(x) for x in text.replace(" ", ",").split(",") if x]
+            except ValueError:
+                errors[f"pinning.{f}"] = "CPU numbers separated by commas, e.g. 0 or 0,1"
+    if pin:
+        spec["pinning"] = pin
+    return spec, errors, rows
+
+
+def field_of(path: str, rows: list[int]) -> str:
+    """The form field a spec error path belongs to (``workloads.0.params.clients`` ->
+    ``params.clients``; ``servers.1.variant.x`` -> ``servers.<row>.variant``); ``""`` when none."""
+    parts = path.split(".")
+    if parts[0] == "workloads":
+        if len(parts) >= 4 and parts[2] == "params":
+            return f"params.{parts[3]}"
+        return "workloads"
+    if parts[0] == "servers":
+        if len(parts) >= 2 and parts[1].isdigit() and int(parts[1]) < len(rows):
+            row = rows[int(parts[1])]
+            sub = parts[2] if len(parts) > 2 else "name"
+            if sub not in ("name", "version", "variant", "label"):
+                sub = "name"
+            return f"servers.{row}.{sub}"
+        return "servers"
+    if parts[0] == "pinning" and len(parts) >= 2:
+        return f"pinning.{parts[1]}"
+    if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup", "storage", "link", "tls"):
+        return parts[0]
+    return ""
+
+
+def queue(session: Session, spec: CampaignSpec) -> tuple[int, int]:
+    """Insert the campaign and its cells as ``queued``; commits; returns ``(campaign id,
+    cells_total)``. The backend stays as the spec says (``auto`` is resolved by the worker).
+
+    Blocking (expanding and inserting thousands of cells takes seconds): the routes call it
+    through :func:`launch_in_thread`. Raises SpecError when the expansion refuses the spec
+    (e.g. more cells than the runner's bound); nothing is stored then."""
+    from runner.store import campaigns as crud
+
+    try:
+        camp = crud.create_campaign(session, spec=spec, backend=spec.backend)
+    except SpecError:
+        session.rollback()
+        raise
+    session.commit()
+    return camp.id, camp.cells_total
+
+
+def spec_from_text(text: str, source: str) -> CampaignSpec:
+    """The spec in YAML ``text`` (bounded against alias and merge-key bombs:
+    runner.spec.safe_yaml.load_yaml), validated. Raises SpecError, also for text that is not YAML."""
+    try:
+        data = load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise SpecError([("", f"not valid YAML: {exc}")], source) from None
+    return parse_spec(data, source)
+
+
+def _parse_and_queue(session: Session, data: Any, text: str | None, source: str) -> tuple[int, int]:
+    """Parse (YAML ``text`` when given, else the decoded ``data``), validate and queue.
+    Returns ``(campaign id, cells_total)``; raises SpecError."""
+    return queue(session, spec_from_text(text, source) if text is not None else parse_spec(data, source))
+
+
+async def launch_in_thread(session: Session, *, data: Any = None, text: str | None = None,
+                           source: str = "body") -> tuple[int, int]:
+    """:func:`_parse_and_queue` in the threadpool, so that parsing, expanding and inserting a
+    large campaign never blocks the event loop (other requests are answered meanwhile).
+    Returns ``(campaign id, cells_total)``; raises SpecError."""
+    return await run_in_threadpool(_parse_and_queue, session, data, text, source)

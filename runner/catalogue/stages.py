@@ -1,0 +1,22 @@
+"""The stages of a cell: where a cell's wall time goes, recorded as samples of metric
+``cell_time`` (seconds) by the cell runners (runner.cell.local) and the campaign loop
+(``store``), and summed by ``xferlab show ID --timing`` (runner.report.reader.timing)."""
+from __future__ import annotations
+
+#: Stages of a cell, in order, with what each covers. ``probe`` is part of ``start``
+#: (the backend's wait for a greeting and a login) and ``measured`` part of ``phase``
+#: (the measured span of the driver's run: the rest is its untimed setup and teardown).
+STAGES: dict[str, str] = {
+    "check": "driver and backend checks (binary, image present)",
+    "start": "server start: process or container, until it answers",
+    "probe": "  of which: waiting for the greeting and a login",
+    "sampler": "memory sampler start and stop, memory figures",
+    "warmup": "unrecorded warm-up pass (fixtures are usually made here)",
+    "sync": "flushing dirty page cache before the phase (sync(2))",
+    "counters": "kernel TCP counters and listen backlog (ss); a shaped link's qdisc counters (tc)",
+    "files": "stored-file check of an HTTP upload cell: listing, deleting (runner.cell.upload_check)",
+    "phase": "the driver's run of the measured workload",
+    "measured": "  of which: the measured span",
+    "stop": "server stop (process or container removal)",
+    "store": "writing the outcome to the database",
+}

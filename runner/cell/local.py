@@ -1,0 +1,345 @@
+"""One cell on this machine: the cell runner of campaigns without a ``hosts`` block
+(runner.campaign.loop.cell_runner), the kernel TCP counters around its measured phase, and
+where its time goes.
+
+Time: every cell records, as samples of metric ``cell_time`` (seconds of wall time),
+the stages of :data:`STAGES`; ``xferlab show ID --timing`` sums them over a campaign
+(runner.cli.read). ``store`` (writing the cell's outcome to the database) is recorded
+by the campaign loop after the write (runner.campaign.loop).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from runner.backends.base import Backend, ServerFailed, ServerSkipped
+from runner.catalogue.pairing import pair_skip_reason, tls_pair_skip_reason
+from runner.catalogue.stages import STAGES
+from runner.catalogue.workloads import WorkloadParams
+from runner.cell.outcome import (
+    CellOutcome,
+    Reporter,
+    crashed,
+    failed,
+    measured,
+    memory_figures,
+    skipped,
+    warmup_params,
+)
+from runner.cell.server_reuse import ServerPool
+from runner.cell.upload_check import UploadCheck, judge
+from runner.cell.watchdog import CellWatchdog
+from runner.load.registry import DriverUnavailable, LoadError, get_driver
+from runner.multihost.inventory import MultiHostError
+from runner.multihost.processes import run_client_processes, splits
+from runner.spec.model import CampaignSpec, ServerSpec
+from runner.store.models import Cell, Sample
+from runner.tls.certs import campaign_certificates
+
+log = logging.getLogger(__name__)
+
+class StageClock:
+    """Wall time per stage of one cell: ``with clock("start"): ...`` adds the block's
+    duration to stage ``start``; :meth:`record` adds a known duration. Seconds.
+    ``on_stage`` (optional; the cell watchdog's ``enter``) hears ``STAGE`` when a block
+    starts and ``after STAGE`` when it ends."""
+
+    def __init__(self, on_stage: Callable[[str], None] | None = None) -> None:
+        self.seconds: dict[str, float] = {}
+        self.on_stage = on_stage
+
+    @contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        t = time.perf_counter()
+        if self.on_stage is not None:
+            self.on_stage(stage)
+        try:
+            yield
+        finally:
+            self.record(stage, time.perf_counter() - t)
+            if self.on_stage is not None:
+                self.on_stage(f"after {stage}")
+
+    def record(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to ``stage`` (a :data:`STAGES` key; ValueError otherwise)."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown cell stage {stage!r}; known: {', '.join(STAGES)}")
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + max(0.0, seconds)
+
+    def samples(self) -> list[Sample]:
+        """One ``cell_time`` sample per stage recorded (stat: the stage, unit ``s``)."""
+        return [Sample(metric="cell_time", stat=k, value=v, unit="s") for k, v in self.seconds.items()]
+
+class _TcpWatch:
+    """The kernel TCP counters of the server's network namespace over the measured
+    phase, and its listen backlogs (runner.metrics.tcpstats), for one cell. Never
+    raises: what cannot be read (no /proc, no ``ss``, no permission for ``nsenter``) is
+    logged and left out of the cell.
+
+    Under the local backend the server shares the machine's namespace, so the counts
+    include the load generator's side of every connection and the machine's other
+    traffic: all are stored, only the listen-queue counters are shown
+    (docs/methodology.md)."""
+
+    def __init__(self, pid: int | None) -> None:
+        from runner.metrics import tcpstats
+
+        self.backlogs: list[tuple[str, int]] | None = None
+        self.counters: tcpstats.PhaseCounters | None = None
+        if pid is None:
+            return
+        try:
+            self.backlogs = [(s.local, s.backlog) for s in tcpstats.listen_backlogs(pid)]
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("listen backlog of pid %s not read: %s", pid, exc)
+        try:
+            self.counters = tcpstats.PhaseCounters(pid).__enter__()
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("TCP counters of pid %s not read: %s", pid, exc)
+
+    def finish(self) -> tuple[list[Any], str]:
+        """Read the counters again; return (sample rows, the sentence of the non-zero
+        counters with the backlog, e.g. ``"148 listen overflows, ...; backlog 32"``)."""
+        from runner.cell.samples import tcp_samples
+        from runner.metrics import tcpstats
+
+        if self.counters is None:
+            return [], ""
+        try:
+            self.counters.__exit__(None, None, None)
+        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+            log.info("TCP counters not read after the phase: %s", exc)
+            return [], ""
+        delta = self.counters.delta
+        before = self.counters.before
+        samples = tcp_samples(delta, self.backlogs, before.netns if before else "")
+        shown = delta
+        host_ns = before is not None and bool(before.netns) and before.netns == _own_netns()
+        if host_ns:  # the machine's own traffic retransmits too: show what only listeners count
+            shown = {k: v for k, v in delta.items() if k in _LISTEN_COUNTERS}
+        sentence = tcpstats.format_tcp_counters(shown, [b for _, b in self.backlogs or []])
+        if sentence and host_ns:
+            sentence += " (host namespace)"
+        return samples, sentence
+
+
+#: Counters shown for a server in the host's namespace (all are stored): those only a
+#: listening socket counts, so the machine's other traffic does not show up in them.
+_LISTEN_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFullDoCookies", "SyncookiesSent")
+
+
+class _LinkWatch:
+    """The qdisc counters of the shaped link a server is reached over (``handle.link``,
+    runner.net.link.LinkNet; absent for loopback) over the measured phase. Never
+    raises: a reading that fails is logged and the link rows are left out."""
+
+    def __init__(self, handle: Any) -> None:
+        self.net = getattr(handle, "link", None)
+        self.before: dict[str, Any] | None = None
+        if self.net is not None:
+            try:
+                self.before = self.net.qdiscs()
+            except Exception as exc:  # noqa: BLE001 - a missing reading must not fail the cell
+                log.info("qdiscs of the link not read before the phase: %s", exc)
+
+    def finish(self) -> tuple[list[Any], str]:
+        """(``link_qdisc`` sample rows (runner.cell.samples.link_samples), a note naming the
+        qdisc drops of the phase when there were any, else "")."""
+        from runner.cell.samples import link_samples
+        from runner.net.link import phase_counters
+
+        if self.net is None or self.before is None:
+            return [], ""
+        try:
+            after = self.net.qdiscs()
+            counters = phase_counters(self.before, after)
+        except Exception as exc:  # noqa: BLE001
+            log.info("qdiscs of the link not read after the phase: %s", exc)
+            return [], ""
+        text = self.net.link.text()
+        drops = counters.get("server_drops", 0) + counters.get("client_drops", 0)
+        return (link_samples(counters, text, {"before": self.before, "after": after}),
+                f"link {text}: {drops} packets dropped by its qdiscs" if drops else "")
+
+
+def _own_netns() -> str:
+    try:
+        return os.readlink("/proc/self/ns/net")
+    except OSError:
+        return ""
+
+
+
+def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
+                   reporter: Reporter | None = None, pool: ServerPool | None = None,
+                   watch: CellWatchdog | None = None) -> CellOutcome:
+    """Run one cell on this machine (a runner.cell.outcome.CellRunner): start the server with
+    ``backend``, sample its process tree, warm up, run the measured phase with the
+    spec's driver, stop the server. Never raises for server or load failures (they
+    become a ``failed``/``skipped`` outcome with the reason).
+
+    With a ``pool`` (runner.cell.server_reuse; the spec's ``server_reuse`` policy), a running
+    server that may serve the cell is used instead of a fresh one, and after a ``done``
+    cell the server is handed back to the pool instead of stopped. A cell on a reused
+    server records no memory figures (memory rows need a fresh server) and, under the
+    ``repeats`` policy, skips the warm-up its group's first repeat ran.
+
+    Where the cell's time went is added to the outcome's samples (metric ``cell_time``,
+    one row per :data:`STAGES` entry that ran, seconds of wall time), for ``xferlab
+    show ID --timing``.
+
+    ``watch`` (runner.cell.watchdog, when the cell runs under its watchdog) hears the stages
+    and the server's handle; the server is stopped here only when the watchdog has not
+    claimed its stop, and never kept for reuse once the watchdog fired."""
+    clock = StageClock(watch.enter if watch is not None else None)
+    outcome = _run_local_cell(cell, spec, backend, reporter, clock, pool, watch)
+    if outcome.status != "skipped":
+        outcome.samples += clock.samples()
+    return outcome
+
+
+def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: Reporter | None,
+                    clock: StageClock, pool: ServerPool | None, watch: CellWatchdog | None) -> CellOutcome:
+    from runner.metrics.sampler import TreeSampler
+
+    srv = ServerSpec.model_validate(cell.server_spec)
+    req = srv.request(spec.max_clients)
+    params = WorkloadParams.model_validate(cell.params)
+    driver = get_driver(spec.driver_of(params))
+    why = pair_skip_reason(srv.name, cell.workload, params) or \
+        tls_pair_skip_reason(srv.name, req.variant, cell.workload, driver)
+    if why is not None:  # e.g. an FTP workload on an HTTP-only server, nginx and POST, FTPS on Twisted
+        return skipped(why)
+    if str(req.variant.get("tls", "none")) != "none":  # the campaign's certificates (runner.tls.certs)
+        req = replace(req, tls=campaign_certificates(cell.campaign_id, spec.tls_key))
+    try:
+        with clock("check"):
+            driver.check()
+            backend.check(req)
+    except (ServerSkipped, DriverUnavailable) as exc:
+        return skipped(str(exc))
+    handle = None
+    sampler = None
+    served = 1  # the cells this server has served, this one included
+    keep = False
+    try:
+        if pool is not None:
+            got = pool.take(cell)
+            if pool.last_stop_s:  # the previous cell's server, stopped now: its stop is this cell's time
+                clock.record("stop", pool.last_stop_s)
+            if got is not None:
+                handle, served = got[0], got[1] + 1
+        if handle is None:
+            with clock("start"):
+                handle = backend.start(req, cpu=spec.pinning.server)
+        if watch is not None:
+            watch.watch(handle)
+        fresh = served == 1
+        build = dict(handle.build_info)
+        if fresh and isinstance(build.get("startup_s"), (int, float)):  # of which: the greeting and a login
+            clock.record("probe", float(build["startup_s"]))
+        start_mem = None
+        if handle.pid is not None:
+            with clock("sampler"):
+                sampler = TreeSampler(handle.pid)
+                sampler.start()
+                if fresh:
+                    start_mem = sampler.checkpoint("start")
+        def progress(text: str) -> None:
+            if reporter is not None:
+                reporter.message(text)
+
+        upload = UploadCheck(handle, params) if cell.workload == "http_upload" else None
+        if upload is not None and spec.warmup:
+            with clock("files"):
+                upload.mark()  # the warm-up's uploads are deleted before the phase
+        if spec.warmup and (fresh or pool is None or pool.policy != "repeats"):  # repeats: warmed by the first
+            try:  # its messages too: the fixtures are usually made here
+                with clock("warmup"):
+                    driver.run(cell.workload, handle.target, warmup_params(params),
+                               progress=lambda text: progress(f"warm-up: {text}"))
+            except LoadError as exc:
+                raise ServerFailed(f"warm-up failed: {exc}") from exc
+        with clock("sync"):  # earlier phases' writeback must not land in this one (docs/methodology.md)
+            os.sync()
+        with clock("counters"):
+            tcp = _TcpWatch(handle.pid)
+            link = _LinkWatch(handle)
+        if upload is not None:
+            with clock("files"):
+                upload.start()
+        cpu0 = sampler.cpu_times() if sampler else None
+        snaps: dict[str, Any] = {"start": start_mem}
+
+        def checkpoint(name: str) -> None:
+            if sampler is not None and fresh:
+                snaps[name] = sampler.checkpoint(name)
+
+        processes = spec.client_process_count()
+        with clock("phase"):
+            if splits(cell.workload, params.clients, processes):
+                progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
+                # no "loaded" checkpoint: the peak comes from the sampler's timeline
+                result, process_rows = run_client_processes(cell.workload, handle.target, params, processes,
+                                                            cpus=spec.pinning.client, driver=spec.driver_of(params))
+            else:
+                result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+                process_rows = []
+        clock.record("measured", result.elapsed_s)
+        with clock("counters"):
+            tcp_rows, kernel_note = tcp.finish()
+            link_rows, link_note = link.finish()
+        kernel_note = "; ".join(filter(None, (kernel_note, link_note)))
+        memory = None
+        server_cpu = None
+        timeline = None
+        if sampler is not None and cpu0 is not None:
+            t_mem = time.perf_counter()
+            cpu1 = sampler.cpu_times()
+            server_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
+            if fresh:  # memory rows need a fresh server (runner.cell.server_reuse)
+                snaps["end"] = sampler.checkpoint("end")
+            sampler.stop()
+            if fresh:
+                memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
+                                         for k, v in snaps.items()},
+                                        (sampler.peak_uss, sampler.peak_rss_minus_shared))
+                timeline = [list(t) for t in sampler.timeline[-2000:]]
+            clock.record("sampler", time.perf_counter() - t_mem)
+        alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
+        outcome = measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
+                           # docker backend: the container's memory cgroup (current/peak/anon)
+                           cgroup_memory=handle.cgroup_memory() if fresh else None, server_alive=alive,
+                           exit_reason=None if alive else (handle.exit_reason() or "exited"),
+                           extra_samples=tcp_rows + link_rows + process_rows, kernel_note=kernel_note,
+                           summary_suffix="" if fresh else f" (server reused: cell {served} of its life)")
+        if upload is not None:  # every 2xx upload a file of body_size bytes (seed 002's ls | wc -l)
+            with clock("files"):
+                judge(outcome, upload, result)
+        keep = outcome.status == "done"
+        return outcome
+    except ServerSkipped as exc:
+        return skipped(str(exc))
+    except (ServerFailed, LoadError, MultiHostError) as exc:
+        reason = str(exc)
+        if handle is not None and not handle.alive():  # say so when the server died under load
+            reason += f"; server not running ({handle.exit_reason() or 'exited'})"
+        return failed(reason, build_info=handle.build_info if handle else None)
+    except Exception as exc:  # a bug or an unexpected failure: record it, keep the campaign going
+        return crashed(exc, cell.id)
+    finally:
+        if sampler is not None:
+            try:
+                sampler.stop()
+            except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
+                pass
+        expired = watch is not None and watch.expired.is_set()
+        if handle is not None and not (keep and not expired and pool is not None and pool.keep(cell, handle, served)) \
+                and (watch is None or watch.claim_stop()):
+            with clock("stop"):
+                handle.stop()

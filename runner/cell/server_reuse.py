@@ -1,0 +1,148 @@
+"""Server reuse: one running server for several consecutive cells of a campaign.
+
+A cell's own cost beyond its measured phase is mostly the server's life cycle
+(container or process start, readiness probe, fixture, warm-up, stop: ``xferlab show
+ID --timing``). The spec's ``server_reuse`` says when a server may serve more than one
+cell (:data:`REUSE_POLICIES`):
+
+``none``
+    A fresh server for every cell (the default for a spec that does not say).
+``repeats``
+    One server for all the repeats of a cell group (same server, workload and
+    parameters): the campaign loop claims the group's next repeat while its server
+    runs (runner.store.campaigns.claim_next_cell ``prefer``), so the repeats run back
+    to back; the warm-up pass runs once per server, the RETR fixture is made once.
+    With adaptive repeats the repeat queued for an unsteady group runs next, on the
+    same server.
+``workloads``
+    One server per (server, repeat): every workload of one repeat runs on it, one
+    after another; each repeat starts a fresh server.
+
+When a restart is required, the lab restarts:
+
+* **Memory rows need a fresh server.** A server that has served a cell is not in a
+  fresh server's state (its heap's high-water mark, its caches), so a cell on a
+  reused server records no memory checkpoint (start, loaded, end, peak) and no
+  memory timeline; the memory tables and their history come only from cells that
+  started their server. Server CPU, throughput, latencies and the kernel TCP counters
+  are deltas over the cell's own phase and are recorded for every cell.
+* **A cell that did not end ``done``** (failed operations, a server that died, a
+  crash) stops its server: the next cell starts a fresh one, so one failure never
+  leaks into the next figure.
+* Multi-host cells (``hosts:``) always start a fresh server.
+
+Whether reuse loses independence is a measured question: ``benchmarks/
+noise_sources.py`` separates the variance between phases on one running server from
+the variance between server starts (docs/methodology.md, "Server reuse and noise").
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from runner.backends.base import ServerHandle
+    from runner.store.models import Cell
+
+log = logging.getLogger(__name__)
+
+ReusePolicy = Literal["none", "repeats", "workloads"]
+#: The ``server_reuse`` values of a campaign spec, in order of growing reuse.
+REUSE_POLICIES: tuple[str, ...] = ("none", "repeats", "workloads")
+
+
+def reuse_key(policy: str, cell: Cell) -> dict[str, Any] | None:
+    """The Cell columns a cell must share with the cell that started a server for that
+    server to serve it under ``policy``: ``repeats``: campaign, server label, workload
+    and parameter key; ``workloads``: campaign, server label and repeat; ``none``: None.
+    Raises ValueError for an unknown policy."""
+    if policy == "none":
+        return None
+    if policy == "repeats":
+        return {"campaign_id": cell.campaign_id, "server_label": cell.server_label, "workload": cell.workload,
+                "params_key": cell.params_key}
+    if policy == "workloads":
+        return {"campaign_id": cell.campaign_id, "server_label": cell.server_label, "repeat": cell.repeat}
+    raise ValueError(f"unknown server_reuse {policy!r}; known: {', '.join(REUSE_POLICIES)}")
+
+
+@dataclass
+class LiveServer:
+    """A server kept running between cells: its handle, the columns of the cells it may
+    serve (:func:`reuse_key`) and how many cells it has served."""
+
+    handle: ServerHandle
+    key: dict[str, Any]
+    cells: int = 1
+
+
+class ServerPool:
+    """At most one server kept running between the cells of a campaign loop
+    (runner.campaign.loop.run_campaign), under one :data:`REUSE_POLICIES` policy.
+
+    The loop asks :meth:`prefer` which cell to claim next, the cell runner asks
+    :meth:`take` for a running server that may serve its cell and, after a ``done``
+    cell, hands the server back with :meth:`keep`; :meth:`close` stops what is left
+    (the loop's ``finally``). Not thread-safe (one loop, one cell at a time)."""
+
+    def __init__(self, policy: str) -> None:
+        if policy not in REUSE_POLICIES:
+            raise ValueError(f"unknown server_reuse {policy!r}; known: {', '.join(REUSE_POLICIES)}")
+        self.policy = policy
+        self.live: LiveServer | None = None
+        #: seconds the last :meth:`take` spent stopping a server that could not serve its cell
+        self.last_stop_s = 0.0
+
+    def prefer(self) -> dict[str, Any] | None:
+        """Columns of the cell to claim first (the live server can serve it), or None."""
+        return dict(self.live.key) if self.live is not None else None
+
+    def take(self, cell: Cell) -> tuple[ServerHandle, int] | None:
+        """The live server and the number of cells it has served, when it may serve
+        ``cell`` and still runs; else None, after stopping a live server that may not
+        (the caller starts a fresh one); :attr:`last_stop_s` says how long that stop took."""
+        self.last_stop_s = 0.0
+        live = self.live
+        if live is None:
+            return None
+        key = reuse_key(self.policy, cell)
+        if key == live.key:
+            try:
+                running = live.handle.alive()
+            except Exception as exc:  # noqa: BLE001 - a probe that fails means: do not reuse
+                log.info("live server probe failed: %s", exc)
+                running = False
+            if running:
+                self.live = None
+                return live.handle, live.cells
+            log.info("the kept server is no longer running (%s): starting a fresh one",
+                     live.handle.exit_reason() or "exited")
+        self.last_stop_s = self.close()
+        return None
+
+    def keep(self, cell: Cell, handle: ServerHandle, served: int) -> bool:
+        """Keep ``handle`` running after ``cell`` (its ``served``-th cell, 1 for the cell
+        that started it) when the policy reuses servers; returns False when it does not
+        (the caller stops the server). Raises RuntimeError when a server is already kept."""
+        key = reuse_key(self.policy, cell)
+        if key is None:
+            return False
+        if self.live is not None:
+            raise RuntimeError("a server is already kept; take() or close() it first")
+        self.live = LiveServer(handle, key, served)
+        return True
+
+    def close(self) -> float:
+        """Stop the kept server, if any; returns the seconds the stop took (0.0 if none).
+        Never raises (a failed stop is logged)."""
+        live, self.live = self.live, None
+        if live is None:
+            return 0.0
+        t = time.perf_counter()
+        try:
+            live.handle.stop()
+        except Exception as exc:  # noqa: BLE001 - cleanup must not end the campaign
+            log.warning("stopping the kept server failed: %s", exc)
+        return time.perf_counter() - t

@@ -1,0 +1,76 @@
+"""The driver contract: a *driver* turns (workload, params, target) into a PhaseResult.
+
+A driver is one way of making load: xferlab's own asyncio FTP client
+(:mod:`runner.load.ftp.driver`), and later an HTTP client or real client programs
+(lftp, wget, curl, wrk, h2load). Each lives in one module of this package and is
+listed once in the registry (:mod:`runner.load.registry`). The cell runners (runner.campaign.loop,
+runner.multihost) and ``xferlab loadgen`` only call :meth:`Driver.check` and
+:meth:`Driver.run`; they never import a driver's internals.
+
+This module imports nothing heavy (no asyncio client, no subprocess), so the spec can
+validate ``driver:`` cheaply.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # annotations only: drivers must not depend on the backends at import time
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.result import PhaseResult
+    from runner.load.target import Target
+
+#: Called with a checkpoint name (``"loaded"``) at an untimed moment of maximum load; may block.
+Checkpoint = Callable[[str], None]
+#: Called with one-line human progress messages.
+Progress = Callable[[str], None]
+
+
+class DriverUnavailable(Exception):
+    """The driver cannot run on this host; ``str(exc)`` is the reason to record the cell
+    as skipped, e.g. ``"curl: binary not found in PATH; apt-get install curl"``."""
+
+
+class LoadError(Exception):
+    """Nothing could be measured: no session ever logged in and no operation timed out
+    (e.g. the first connect was refused, or the password was rejected). The message
+    names ``host:port`` and the cause."""
+
+
+class Driver(Protocol):
+    """One way of making load.
+
+    Attributes:
+        name: registry name, as written in a spec's ``driver:`` (e.g. ``"xferlab-ftp"``).
+        protocols: protocols it speaks (``"ftp"``, ``"http"``).
+        workloads: names of runner.catalogue.workloads.WORKLOADS it can run.
+    """
+
+    name: str
+    protocols: tuple[str, ...]
+    workloads: tuple[str, ...]
+
+    def check(self) -> None:
+        """Return when the driver can run here; raise DriverUnavailable with a clear
+        reason (missing binary or library, naming how to get it) otherwise."""
+        ...
+
+    def version(self) -> str:
+        """Version of what makes the load (the client program's, or xferlab's own)."""
+        ...
+
+    # Optional (looked up with getattr): ``refuses(workload, params) -> str | None``, why the
+    # driver cannot run ``workload`` with these parameters (h2load: PUT uploads), checked by
+    # the campaign spec; ``details() -> dict[str, str]``, extra items of the driver record.
+
+    def run(self, workload: str, target: Target, params: WorkloadParams, *,
+            checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:
+        """Run one measured phase of ``workload`` against ``target`` and return what it
+        measured (units as runner.load.result). Failed operations are counted in the
+        result, not raised.
+
+        Raises:
+            ValueError: a workload this driver does not run.
+            LoadError: nothing could be measured (e.g. connection refused).
+        """
+        ...

@@ -1,0 +1,267 @@
+"""Bookkeeping of one load phase (runner.load.ftp.workloads): counters, open sessions, clocks,
+errors by kind, the phase timeout and the untimed teardown; the process-wide
+preparations (descriptor limit, garbage collector paused). Timing method:
+:mod:`runner.load.ftp.workloads`."""
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import resource
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from runner.catalogue.workloads import LOGIN_WINDOW, WorkloadParams
+from runner.load.ftp.session import FTPError, FTPSession, classify
+from runner.load.result import LATE_SESSION_S, ClientFigures, PhaseResult
+from runner.load.target import Target
+
+#: Largest number of single-stream transfers in one phase (a bound on the repeat loop).
+MAX_REPEATS = 1_000_000
+#: Bound on the untimed teardown (QUIT of all sessions, DELE of uploaded files) (s).
+TEARDOWN_TIMEOUT = 10.0
+
+
+def raise_nofile_limit() -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (capped at 2**20),
+    so hundreds of sessions (2 descriptors each while transferring) fit. Returns the
+    resulting soft limit. Never raises."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    want = min(want, 1 << 20)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        return want
+    except (ValueError, OSError):
+        return soft
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Run the block with Python's cyclic garbage collector paused: collect once and
+    freeze the survivors (``gc.freeze``, so no later collection scans them), disable the
+    collector, and on exit unfreeze and restore whether it was enabled."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
+class Phase:
+    """Mutable state of one phase: counters, open sessions, measurement clocks."""
+
+    def __init__(self, workload: str, target: Target, params: WorkloadParams,
+                 checkpoint: Callable[[str], None] | None,
+                 progress: Callable[[str], None] | None) -> None:
+        self.workload = workload
+        self.target = target
+        self.p = params
+        self._checkpoint = checkpoint
+        self._progress = progress
+        self.sessions: set[FTPSession] = set()
+        self.errors: Counter[str] = Counter()
+        self.first_error: dict[str, str] = {}
+        self.notes: list[str] = []
+        self.bytes = 0
+        self.ops = 0
+        self.latencies_ms: list[float] = []
+        self.clients: list[ClientFigures] = []
+        self.histograms: dict[str, str] = {}  # encoded HDR histograms (runner.load.hdr)
+        self.logged_in = 0
+        self.greeted = 0  # sessions that got their greeting
+        self.late = 0     # ... after more than LATE_SESSION_S
+        self.pending = 0  # operations started or planned and not finished
+        # measurement clocks
+        self.single = False  # single-stream: elapsed = sum of spans
+        self.span_acc = 0.0
+        self.inflight_t0: float | None = None
+        self.t0: float | None = None
+        self.t1: float | None = None
+        self.cpu0: os.times_result | None = None
+        self.wall_ref: tuple[float, float] | None = None  # (time.time(), perf_counter()) at begin
+        self.cpu_user = 0.0
+        self.cpu_sys = 0.0
+        self.measuring = False
+        self.handshakes_ms: list[float] = []  # FTPS: each session's control-connection handshake
+        self.tls: dict[str, str] = {}  # FTPS: mode, key type, negotiated protocol and cipher
+
+    # -- helpers ------------------------------------------------------------------
+    def kw(self) -> dict:
+        p = self.p
+        return dict(op_timeout=p.op_timeout, connect_timeout=p.connect_timeout, passive=p.passive,
+                    buffer_size=p.buffer_size, tls=self.target.tls)
+
+    def progress(self, msg: str) -> None:
+        if self._progress is not None:
+            self._progress(f"{self.workload}: {msg}")
+
+    def checkpoint(self, name: str) -> None:
+        if self._checkpoint is not None:
+            self._checkpoint(name)
+
+    def error(self, exc: BaseException) -> str:
+        kind = classify(exc)
+        self.errors[kind] += 1
+        self.first_error.setdefault(kind, str(exc))
+        return kind
+
+    def begin(self) -> None:
+        """Start the measured phase: CPU and wall clocks."""
+        self.cpu0 = os.times()
+        self.t0 = time.perf_counter()
+        self.wall_ref = (time.time(), self.t0)
+        self.measuring = True
+
+    def end(self) -> None:
+        """End the measured phase (idempotent)."""
+        if not self.measuring:
+            return
+        self.measuring = False
+        c, c0 = os.times(), self.cpu0
+        assert c0 is not None, "end() without begin()"  # measuring is set by begin() only
+        self.cpu_user = c.user - c0.user
+        self.cpu_sys = c.system - c0.system
+        if self.t1 is None:
+            self.t1 = time.perf_counter()
+
+    def on_phase_timeout(self) -> None:
+        now = time.perf_counter()
+        if self.pending > 0:
+            self.errors["timeout"] += self.pending
+            self.first_error.setdefault("timeout", f"phase timeout {self.p.phase_timeout:g} s")
+        self.notes.append(f"phase timeout after {self.p.phase_timeout:g} s: "
+                          f"{self.pending} unfinished operations counted as timeout")
+        self.pending = 0
+        if self.single and self.inflight_t0 is not None:
+            self.span_acc += now - self.inflight_t0
+            self.inflight_t0 = None
+        if self.measuring:
+            self.t1 = now
+            self.end()
+
+    def close_all(self) -> None:
+        for s in self.sessions:
+            s.close()
+        self.sessions.clear()
+
+    def elapsed_s(self) -> float:
+        """Seconds from begin() to the end of the measured phase (or now, while it runs);
+        0.0 before begin()."""
+        if self.t0 is None:
+            return 0.0
+        return (self.t1 if self.t1 is not None else time.perf_counter()) - self.t0
+
+    def result(self) -> PhaseResult:
+        elapsed = self.span_acc if self.single else self.elapsed_s()
+        started_at = ended_at = None
+        if self.wall_ref is not None and self.t0 is not None:  # wall clock of the measured phase
+            started_at = self.wall_ref[0] + (self.t0 - self.wall_ref[1])
+            ended_at = (self.wall_ref[0] + (self.t1 - self.wall_ref[1]) if self.t1 is not None
+                        else started_at + max(elapsed, 0.0))
+        notes = list(self.notes)
+        if self.late:
+            notes.append(f"late sessions: {self.late} of {self.greeted} waited > {LATE_SESSION_S:g} s for "
+                         "connect + greeting (handshake retransmitted by the kernel: see the TCP counters)")
+        for kind, msg in sorted(self.first_error.items()):
+            notes.append(f"first {kind} error: {msg}")
+        return PhaseResult(
+            workload=self.workload, elapsed_s=max(elapsed, 0.0), bytes=self.bytes, ops=self.ops,
+            latencies_ms=self.latencies_ms, errors=dict(self.errors), clients=self.clients,
+            client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes,
+            started_at=started_at, ended_at=ended_at, greeted_sessions=self.greeted,
+            late_sessions=self.late, histograms=dict(self.histograms),
+            user_rate=self.p.user_rate if self.histograms else 0, tls_handshake_ms=self.handshakes_ms, tls=self.tls)
+
+    # -- sessions -----------------------------------------------------------------
+    async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:
+        """Connect + log in one session (and TYPE I when ``binary``, outside the latency).
+        Returns (session or None on error, connect+login latency in ms)."""
+        t = self.target
+        s = FTPSession(t.host, t.port, **self.kw())
+        self.sessions.add(s)
+        t0 = time.perf_counter()
+        try:
+            try:
+                await s.connect()
+            finally:
+                if s.handshake_s is not None:
+                    self.handshakes_ms.append(s.handshake_s * 1000.0)
+                    if not self.tls and (tls := t.tls) is not None:
+                        self.tls = {"mode": tls.mode, "key_type": tls.key_type, **s.tls_info}
+            self.greeted += 1
+            if time.perf_counter() - t0 > LATE_SESSION_S:
+                self.late += 1
+            await s.login(t.user, t.password)
+            lat = (time.perf_counter() - t0) * 1000.0
+            self.logged_in += 1
+            if binary:
+                await s.type_binary()
+        except FTPError as e:
+            self.error(e)
+            self.sessions.discard(s)
+            s.close()
+            return None, 0.0
+        return s, lat
+
+    async def login_many(self, n: int, binary: bool, *, measured: bool) -> list[FTPSession]:
+        """Log in ``n`` sessions in ``params.login_mode`` (``window``: at most
+        runner.catalogue.workloads.LOGIN_WINDOW at once); returns those that succeeded.
+        When ``measured``, each success is an op with its latency."""
+        out: list[FTPSession] = []
+        self.pending = n
+
+        def done(s: FTPSession | None, lat: float) -> None:
+            self.pending -= 1
+            if s is not None:
+                out.append(s)
+                if measured:
+                    self.ops += 1
+                    self.latencies_ms.append(lat)
+
+        if self.p.login_mode == "sequential":
+            for _ in range(n):
+                done(*await self.login_one(binary))
+        elif self.p.login_mode == "window":
+            slots = asyncio.Semaphore(LOGIN_WINDOW)
+
+            async def in_window() -> None:
+                async with slots:
+                    got = await self.login_one(binary)
+                done(*got)
+            await asyncio.gather(*(in_window() for _ in range(n)))
+        else:
+            async def one() -> None:
+                done(*await self.login_one(binary))
+            await asyncio.gather(*(one() for _ in range(n)))
+        return out
+
+    async def teardown(self, sessions: list[FTPSession], dele: Sequence[str] = ()) -> None:
+        """Untimed, errors ignored: DELE uploaded files, QUIT all sessions, close."""
+        self.pending = 0
+        self.end()
+        live = [s for s in sessions if s in self.sessions]
+        try:
+            async with asyncio.timeout(min(self.p.op_timeout, TEARDOWN_TIMEOUT)):
+                if dele and live:
+                    for name in dele:
+                        try:
+                            await live[0].dele(name)
+                        except FTPError:
+                            pass
+                await asyncio.gather(*(s.quit() for s in live), return_exceptions=True)
+        except TimeoutError:
+            self.notes.append("teardown (QUIT) did not finish within "
+                              f"{min(self.p.op_timeout, TEARDOWN_TIMEOUT):g} s")
+        for s in live:
+            s.close()
+            self.sessions.discard(s)

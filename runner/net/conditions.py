@@ -1,0 +1,290 @@
+"""Link conditions: what the path between the load generator and the server looks like.
+
+A *link* is ``loopback`` (the default: nothing is shaped; the load reaches the server
+over loopback or the container's namespace, as without this module) or a shaped path:
+a rate, a one-way delay and a loss rate applied with ``tc`` on both ends of a veth pair
+between two network namespaces the lab creates (runner.net.link). This module is
+the plain-data half: the validated :class:`LinkSpec`, its text form, and the ``tc``
+argument lists it stands for. Nothing here runs a command.
+
+Text form (the spec's ``link:`` entries, ``xferlab run --link``, the variant value and
+the server label): ``loopback``, or ``/``-separated parts told apart by their unit,
+canonical order rate/delay/loss::
+
+    100mbit            rate only (tbf)
+    100mbit/1ms        rate and a one-way delay (netem + tbf)
+    100mbit/1ms/0.1%   ... and a loss rate
+    1ms/0.5%           delay and loss without a rate limit (netem)
+
+Units as tc(8) ("PARAMETERS", rates and times): rates ``bit``, ``kbit``, ``mbit``,
+``gbit`` (SI: 1 kbit = 1000 bit/s); tc's ``bps``/``mbps`` mean *bytes* per second and
+are refused here so that "100mbps" cannot silently mean 800 Mbit/s. Times ``s``, ``ms``,
+``us``. Loss in percent. Delay and loss apply to each direction (each veth end's
+egress), so the round-trip time is twice the delay and a round trip loses ``1 - (1 -
+loss)^2``.
+
+tbf parameters (tc-tbf(8)): ``burst`` is the bucket size, at least ``rate / HZ`` to
+reach the rate (kernels with HZ up to 1000: 1 ms of traffic) and at least one 64 KiB
+GSO packet, which tbf otherwise splits into MTU-sized segments (net/sched/sch_tbf.c,
+tbf_segment); so ``burst = max(64 KiB, 1 ms at the rate)``. ``latency`` (the longest a
+packet may wait in the queue, which sets tbf's queue limit) is 50 ms, longer than any
+round trip the lab shapes, so a TCP sender's window is not cut by tail drops of a
+short queue. Drops are recorded with each cell anyway.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: Rate units of tc(8), bits per second (SI multiples).
+RATE_UNITS = {"bit": 1, "kbit": 1_000, "mbit": 1_000_000, "gbit": 1_000_000_000}
+#: Time units of tc(8), seconds.
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+MIN_RATE_BIT = 8_000  # 8 kbit/s: one 1500-byte packet every 1.5 s, already a stall
+MAX_RATE_BIT = 100_000_000_000  # 100 gbit/s: above any veth here
+MAX_DELAY_S = 10.0  # netem's delay is unbounded; ten seconds is past any FTP timeout
+#: tbf's bucket: at least one 64 KiB GSO packet (module docstring).
+MIN_BURST_BYTES = 64 * 1024
+#: tbf's ``latency`` (queue limit expressed as waiting time), ms (module docstring).
+TBF_LATENCY_MS = 50
+
+_RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit)$")
+_TIME_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(s|ms|us)$")
+_LOSS_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")
+
+
+class LinkError(ValueError):
+    """A link description is not valid; the message names the part and why."""
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A link condition. All None / 0: loopback (nothing shaped).
+
+    Attributes:
+        rate_bit: rate limit, bits per second (tbf on each end's egress), or None.
+        delay_s: one-way delay, seconds (netem on each end's egress), 0 for none.
+        loss_pct: loss rate per direction, percent 0 <= loss < 100 (netem), 0 for none.
+    """
+
+    rate_bit: int | None = None
+    delay_s: float = 0.0
+    loss_pct: float = 0.0
+
+    @property
+    def loopback(self) -> bool:
+        """True when nothing is shaped (the default link)."""
+        return self.rate_bit is None and not self.delay_s and not self.loss_pct
+
+    @property
+    def needs_netem(self) -> bool:
+        """True when the link has a delay or a loss rate (only netem applies those)."""
+        return bool(self.delay_s or self.loss_pct)
+
+    @property
+    def rate_bytes_s(self) -> float | None:
+        """The rate in bytes per second, or None (no rate limit)."""
+        return None if self.rate_bit is None else self.rate_bit / 8
+
+    def text(self) -> str:
+        """The canonical text form (module docstring): ``"100mbit/1ms/0.1%"``, ``"loopback"``."""
+        if self.loopback:
+            return "loopback"
+        parts = []
+        if self.rate_bit is not None:
+            parts.append(format_rate(self.rate_bit))
+        if self.delay_s:
+            parts.append(format_time(self.delay_s))
+        if self.loss_pct:
+            parts.append(f"{self.loss_pct:g}%")
+        return "/".join(parts)
+
+    def burst_bytes(self) -> int:
+        """tbf's bucket size, bytes: ``max(64 KiB, 1 ms at the rate)`` (module docstring).
+
+        Raises:
+            LinkError: the link has no rate.
+        """
+        if self.rate_bit is None:
+            raise LinkError("a link without a rate has no tbf burst")
+        return max(MIN_BURST_BYTES, math.ceil(self.rate_bit / 8 / 1000))
+
+
+LOOPBACK = LinkSpec()
+
+
+def format_rate(bit: int) -> str:
+    """``100_000_000`` -> ``"100mbit"``: the largest tc(8) unit that divides it evenly."""
+    for unit in ("gbit", "mbit", "kbit"):
+        if bit % RATE_UNITS[unit] == 0:
+            return f"{bit // RATE_UNITS[unit]}{unit}"
+    return f"{bit}bit"
+
+
+def format_time(seconds: float) -> str:
+    """``0.001`` -> ``"1ms"``: whole microseconds in the largest tc(8) unit that divides them."""
+    us = round(seconds * 1e6)
+    if us % 1_000_000 == 0:
+        return f"{us // 1_000_000}s"
+    if us % 1000 == 0:
+        return f"{us // 1000}ms"
+    return f"{us}us"
+
+
+def parse_rate(v: Any) -> int:
+    """``"100mbit"`` -> 100_000_000 bits per second (tc(8) units, module docstring).
+
+    Raises:
+        LinkError: not a rate with a bit unit, bytes-per-second units, or outside 8kbit..100gbit.
+    """
+    s = str(v).strip().lower()
+    if s.endswith("bps"):
+        raise LinkError(f"rate {v!r}: tc's 'bps' units are bytes per second; write bits, e.g. 100mbit")
+    m = _RATE_RE.match(s)
+    if not m:
+        raise LinkError(f"rate {v!r}: want a number and bit, kbit, mbit or gbit, e.g. 100mbit")
+    bit = round(float(m.group(1)) * RATE_UNITS[m.group(2)])
+    if not MIN_RATE_BIT <= bit <= MAX_RATE_BIT:
+        raise LinkError(f"rate {v!r}: want 8kbit to 100gbit")
+    return bit
+
+
+def parse_time(v: Any) -> float:
+    """``"1ms"`` -> 0.001 s; a bare 0 is 0 (tc(8) time units s, ms, us).
+
+    Raises:
+        LinkError: not a time with a unit, not a whole number of microseconds, or over 10 s.
+    """
+    if (v == 0 and not isinstance(v, bool)) or (isinstance(v, str) and v.strip() == "0"):
+        return 0.0
+    s = str(v).strip().lower()
+    m = _TIME_RE.match(s)
+    if not m:
+        raise LinkError(f"delay {v!r}: want a number and s, ms or us, e.g. 1ms")
+    sec = float(m.group(1)) * TIME_UNITS[m.group(2)]
+    if abs(sec * 1e6 - round(sec * 1e6)) > 1e-6:
+        raise LinkError(f"delay {v!r}: want whole microseconds")
+    if sec > MAX_DELAY_S:
+        raise LinkError(f"delay {v!r}: want at most 10s")
+    return sec
+
+
+def parse_loss(v: Any) -> float:
+    """``"0.1%"`` or ``0.1`` -> 0.1 (percent per direction).
+
+    Raises:
+        LinkError: not a number (with an optional %), or outside 0 <= loss < 100.
+    """
+    if isinstance(v, bool):
+        raise LinkError(f"loss {v!r}: want a percentage such as 0.1 or '0.1%'")
+    if isinstance(v, (int, float)):
+        pct = float(v)
+    else:
+        s = str(v).strip()
+        m = _LOSS_RE.match(s) or re.match(r"^([0-9]+(?:\.[0-9]+)?)$", s)
+        if not m:
+            raise LinkError(f"loss {v!r}: want a percentage such as 0.1 or '0.1%'")
+        pct = float(m.group(1))
+    if not 0 <= pct < 100 or math.isnan(pct):
+        raise LinkError(f"loss {v!r}: want 0 <= loss < 100 (percent)")
+    return pct
+
+
+def parse_link(v: Any) -> LinkSpec:
+    """A link from its text form (module docstring) or a mapping ``{rate, delay, loss}``
+    (each optional; ``{}`` is loopback), as a spec or the CLI gives it.
+
+    Examples: ``"loopback"`` -> LOOPBACK; ``"100mbit"``; ``{"rate": "100mbit", "delay":
+    "1ms", "loss": 0}`` -> ``LinkSpec(100_000_000, 0.001, 0.0)``.
+
+    Raises:
+        LinkError: an unknown key, a part given twice, or a bad rate/delay/loss (the
+            message names it).
+    """
+    if isinstance(v, LinkSpec):
+        return v
+    if isinstance(v, dict):
+        unknown = sorted(set(v) - {"rate", "delay", "loss"})
+        if unknown:
+            raise LinkError(f"unknown link key {', '.join(map(str, unknown))}; a link takes rate, delay, loss")
+        rate = v.get("rate")
+        return LinkSpec(None if rate in (None, 0, "", "unlimited") else parse_rate(rate),
+                        parse_time(v.get("delay") or 0), parse_loss(v.get("loss") or 0))
+    if not isinstance(v, str) or not v.strip():
+        raise LinkError(f"link {v!r}: want 'loopback', a text such as 100mbit/1ms/0.1% or "
+                        "a mapping {rate, delay, loss}")
+    s = v.strip().lower()
+    if s == "loopback":
+        return LOOPBACK
+    found: dict[str, Any] = {}
+    for part in (p.strip() for p in s.split("/")):
+        kind = "loss" if part.endswith("%") else "rate" if "bit" in part or part.endswith("bps") \
+            else "delay" if _TIME_RE.match(part) else None
+        if kind is None:
+            raise LinkError(f"link {v!r}: part {part!r} is no rate (100mbit), delay (1ms) or loss (0.1%)")
+        if kind in found:
+            raise LinkError(f"link {v!r}: two {kind} parts")
+        found[kind] = part
+    return parse_link(found)
+
+
+def link_text(v: Any) -> str:
+    """The canonical text of a link given in any form :func:`parse_link` takes (raises as it)."""
+    return parse_link(v).text()
+
+
+# --- the tc argument lists (run by runner.net.link) ---------------------------------
+
+def qdisc_argvs(link: LinkSpec, dev: str, netns: str) -> list[list[str]]:
+    """The ``tc`` commands that shape the egress of ``dev`` in the named namespace
+    ``netns`` for ``link``, in order (empty for loopback):
+
+    - rate only: ``tc -n NS qdisc add dev DEV root handle 1: tbf rate R burst B latency 50ms``;
+    - delay/loss only: ``... root handle 1: netem delay D loss L%``;
+    - both: netem at the root and tbf as its child (``parent 1:1 handle 10:``), the
+      combination of the netem documentation (tc-netem(8) and the Linux Foundation's
+      netem page, "Rate control": netem does the delay, tbf the rate).
+
+    Rates are written in bit (``100000000bit``), times in us, so nothing is rounded by tc's
+    unit parsing. Raises nothing for a valid LinkSpec.
+    """
+    if link.loopback:
+        return []
+    base = ["tc", "-n", netns, "qdisc", "add", "dev", dev]
+    tbf: list[str] = []
+    if link.rate_bit is not None:
+        tbf = ["tbf", "rate", f"{link.rate_bit}bit", "burst", str(link.burst_bytes()),
+               "latency", f"{TBF_LATENCY_MS}ms"]
+    if not link.needs_netem:
+        return [base + ["root", "handle", "1:"] + tbf]
+    netem = ["netem"]
+    if link.delay_s:
+        netem += ["delay", f"{round(link.delay_s * 1e6)}us"]
+    if link.loss_pct:
+        netem += ["loss", f"{link.loss_pct:g}%"]
+    out = [base + ["root", "handle", "1:"] + netem]
+    if tbf:
+        out.append(base + ["parent", "1:1", "handle", "10:"] + tbf)
+    return out
+
+
+def parse_qdisc_json(data: Any) -> list[dict[str, Any]]:
+    """The qdiscs of one device from ``tc -s -j qdisc show dev DEV`` (iproute2's JSON),
+    each as ``{"kind", "handle", "parent", "options", "bytes", "packets", "drops",
+    "overlimits", "requeues", "backlog"}`` (counts since the qdisc was added; bytes and
+    backlog in bytes).
+
+    Raises:
+        ValueError: ``data`` is not the list of objects tc prints.
+    """
+    if not isinstance(data, list) or not all(isinstance(q, dict) for q in data):
+        raise ValueError(f"tc -j qdisc show: expected a list of objects, got {str(data)[:200]!r}")
+    out = []
+    for q in data:
+        out.append({"kind": q.get("kind"), "handle": q.get("handle"), "parent": q.get("parent", "root")
+                    if not q.get("root") else "root", "options": q.get("options", {}),
+                    **{k: int(q.get(k, 0) or 0) for k in ("bytes", "packets", "drops", "overlimits",
+                                                           "requeues", "backlog")}})
+    return out

@@ -1,0 +1,213 @@
+"""Read stored campaigns back as report input (runner.report.data.CampaignData).
+
+Only cells with status ``done`` contribute samples; failed and skipped cells are
+listed as failures with their reason, so a failure is visible but never averaged in.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.metrics.fairness import cv_from_jain
+from runner.report.data import CampaignData, Series, WorkloadFacts
+from runner.spec.model import secret_values
+from runner.spec.redaction import scrub, scrub_data
+from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
+
+#: (metric, stat) pairs exported as series, with unit and direction.
+SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
+    ("throughput", "value"): ("MiB/s", True),
+    ("elapsed", "value"): ("s", False),
+    ("ops_rate", "value"): ("1/s", True),
+    ("latency", "p50"): ("ms", False),
+    ("latency", "p99"): ("ms", False),
+    ("fairness", "jain"): ("ratio", True),
+    ("fairness", "cv"): ("ratio", False),  # derived from `jain` for cells stored without it
+    ("client_cpu", "utilization"): ("ratio", False),
+    ("errors", "total"): ("count", False),
+    ("late_sessions", "value"): ("count", False),
+    # sustained load (runner.cell.samples.histogram_samples): corrected p99 above, service time, users at rate R
+    ("service_time", "p99"): ("ms", False),
+    ("users_at_rate", "value"): ("count", True),
+    # HTTP phases (runner.cell.samples.http_samples; docs/methodology.md, "HTTP figures")
+    ("requests_rate", "value"): ("req/s", True),
+    ("http_requests", "network_failed"): ("count", False),
+    ("http_requests", "non_2xx"): ("count", False),
+    ("read_throughput", "value"): ("MiB/s", True),
+    ("write_throughput", "value"): ("MiB/s", True),
+    ("latency", "p95"): ("ms", False),
+    # real-client processes (runner.cell.samples.process_samples): their memory and page faults
+    ("client_max_rss", "max"): ("bytes", False),
+    ("client_max_rss", "median"): ("bytes", False),
+    ("client_page_faults", "minor"): ("count", False),
+    ("client_cpu", "user"): ("s", False),
+    ("client_cpu", "system"): ("s", False),
+    # per-client spread (runner.metrics.fairness): MiB/s, req/s for HTTP workloads (FAIRNESS_RATES)
+    ("fairness", "min_rate"): ("MiB/s", True),
+    ("fairness", "p50_rate"): ("MiB/s", True),
+    ("fairness", "max_rate"): ("MiB/s", True),
+    # CPU cost of the work (runner.cell.samples.efficiency_samples): lower is better
+    **{(f"{who}_per_{per}", "value"): (unit, False)
+       for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},
+}
+MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
+MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
+
+
+def natural_key(text: str) -> list[str | int]:
+    """Sort key reading digit runs as numbers: a sweep's ``clients=2`` before
+    ``clients=16`` (plain string order puts ``clients=16`` first)."""
+    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"(\d+)", text))]
+
+
+def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
+    """All series of a campaign, servers in spec order, with the catalogue's facts of
+    its workloads (row titles, row metric, order: ``CampaignData.workloads``), so the
+    report layer needs nothing but this. A cell stored with a ``fairness``/``jain``
+    sample but no ``cv`` (before the CV was stored) gets its CV derived from the index,
+    ``sqrt(1/J - 1)`` (runner.metrics.fairness.cv_from_jain). The failure reasons, the environment
+    and the setups are scrubbed of the spec's secrets and of URL passwords
+    (runner.spec.redaction.scrub_data), for every reader. Raises LookupError for an unknown id."""
+    camp = session.get(Campaign, campaign_id)
+    if camp is None:
+        raise LookupError(f"no campaign {campaign_id}")
+    secrets = secret_values(camp.spec)
+    cells = session.scalars(select(Cell).where(Cell.campaign_id == campaign_id).order_by(Cell.seq)).all()
+    servers: list[str] = []
+    for c in cells:
+        if c.server_label not in servers:
+            servers.append(c.server_label)
+    done = {c.id: c for c in cells if c.status == "done"}
+    values: dict[tuple, list[float]] = defaultdict(list)
+    if done:
+        rows = session.execute(select(Sample.cell_id, Sample.metric, Sample.stat, Sample.value)
+                               .where(Sample.cell_id.in_(list(done)))
+                               .order_by(Sample.cell_id)).all()
+        fair: dict[int, dict[str, float]] = defaultdict(dict)  # cell id -> its jain and cv
+        for cell_id, metric, stat, value in rows:
+            c = done[cell_id]
+            if metric == "fairness" and stat in ("jain", "cv"):
+                fair[cell_id][stat] = value
+                if stat == "cv":
+                    continue
+            values[(c.server_label, c.workload, c.params_key, metric, stat)].append(value)
+        for cell_id in sorted(fair):  # cell order, as every series
+            cv = fair[cell_id].get("cv")
+            jain = fair[cell_id].get("jain")
+            if cv is None and jain is not None and 0 < jain <= 1 + 1e-9:
+                cv = cv_from_jain(jain)  # cells stored before the CV was: J = 1 / (1 + CV^2)
+            if cv is not None:
+                c = done[cell_id]
+                values[(c.server_label, c.workload, c.params_key, "fairness", "cv")].append(cv)
+    titles = {}
+    facts: dict[str, WorkloadFacts] = {}
+    for c in cells:
+        info = WORKLOADS[c.workload]
+        titles[(c.workload, c.params_key)] = title = info.title_for(WorkloadParams.model_validate(c.params))
+        if c.workload not in facts:
+            facts[c.workload] = WorkloadFacts(title, info.primary, info.unit, info.higher_is_better, info.sustained)
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    series = []
+    for (server, workload, pkey, metric, stat), vals in values.items():
+        title = titles[(workload, pkey)]
+        if (metric, stat) in SERIES_METRICS:
+            unit, hib = SERIES_METRICS[(metric, stat)]
+            if metric == "fairness" and stat.endswith("_rate") and WORKLOADS[workload].protocol == "http":
+                unit = "req/s"  # runner.metrics.fairness.client_rates: requests per second per HTTP client
+            name = metric if stat == "value" else f"{metric}_{stat}"
+            series.append(Series(server, workload, title, name, unit, hib, tuple(vals), pkey))
+        elif metric in MEMORY_METRICS and stat in MEMORY_STATS:
+            series.append(Series(server, workload, title, metric, "bytes", False, tuple(vals), pkey, checkpoint=stat))
+    series.sort(key=lambda s: (order.get(s.workload, 99), natural_key(s.params_key), servers.index(s.server), s.metric,
+                               s.checkpoint or ""))
+    failures = [(c.server_label, c.workload, c.repeat, scrub(c.error, secrets) or c.status) for c in cells
+                if c.status in ("failed", "skipped")]
+    env = {}
+    env_id = next((c.environment_id for c in cells if c.environment_id), None)
+    if env_id is not None:
+        row = session.get(Environment, env_id)
+        if row is not None:
+            env = dict(row.data)
+            env["env_class"] = row.env_class
+        drivers: list[Any] = []  # a workload may name its own driver (seed 004): every driver the cells used
+        for other in dict.fromkeys(c.environment_id for c in cells if c.environment_id):
+            erow = session.get(Environment, other)
+            rec = (erow.data or {}).get("driver") if erow is not None else None
+            if rec and rec not in drivers:
+                drivers.append(rec)
+        if len(drivers) > 1:
+            env["drivers"] = drivers
+    workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
+    return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series,
+                        environment=scrub_data(env, secrets), failures=failures, workloads=workloads,
+                        setups=scrub_data(_setups(session, cells), secrets))
+
+
+#: Build-info keys shown as a server's setup (runner.report.context.setup_table).
+SETUP_KEYS = ("version", "backend", "obtained", "config_hash", "variant", "storage", "storage_fs", "network",
+              "image_tag", "binary")
+
+
+def _setups(session: Session, cells) -> dict[str, dict]:
+    """Server label -> the setup keys of the build its first measured cell ran."""
+    out: dict[str, dict] = {}
+    for c in cells:
+        if c.server_label in out or c.build_id is None or c.status != "done":
+            continue
+        build = session.get(ServerBuild, c.build_id)
+        if build is not None:
+            info = {**(build.info or {}), "version": build.version or (build.info or {}).get("version"),
+                    "variant": build.variant, "config_hash": build.config_hash}
+            out[c.server_label] = {k: info.get(k) for k in SETUP_KEYS if info.get(k) not in (None, "", {})}
+    return out
+
+
+def latest_campaign_id(session: Session) -> int | None:
+    """Id of the most recent campaign, or None when the store is empty."""
+    return session.scalar(select(Campaign.id).order_by(Campaign.id.desc()).limit(1))
+
+
+def campaign_timing(session: Session, *, campaign_id: int) -> dict[str, Any]:
+    """Where a campaign's time went, from its cells' ``cell_time`` samples
+    (runner.catalogue.stages.STAGES).
+
+    Returns ``{"stages": [{"stage", "cells", "total_s", "median_s"}, ...]`` in STAGES
+    order, ``"cells_s"``: the sum of the cells' wall times (claimed to finished),
+    ``"campaign_s"``: the campaign's wall time (started to finished, or to now when
+    running; None when it never started), ``"cells"``: cells with timing, ``"servers"``:
+    per server label, ``[{"server", "cells", "stages": {stage: total_s}}, ...]`` in the
+    order the servers first ran}. Raises LookupError for an unknown id."""
+    import statistics
+    from datetime import UTC, datetime
+
+    from runner.catalogue.stages import STAGES
+
+    camp = session.get(Campaign, campaign_id)
+    if camp is None:
+        raise LookupError(f"no campaign {campaign_id}")
+    rows = session.execute(select(Sample.cell_id, Sample.stat, Sample.value, Cell.server_label).join(Cell).where(
+        Cell.campaign_id == campaign_id, Sample.metric == "cell_time").order_by(Cell.started_at)).all()
+    per: dict[str, list[float]] = defaultdict(list)
+    servers: dict[str, dict[str, Any]] = {}
+    for cell_id, stage, value, label in rows:
+        per[stage].append(float(value))
+        srv = servers.setdefault(label, {"server": label, "cell_ids": set(), "stages": defaultdict(float)})
+        srv["cell_ids"].add(cell_id)
+        srv["stages"][stage] += float(value)
+    stages = [{"stage": k, "cells": len(per[k]), "total_s": sum(per[k]), "median_s": statistics.median(per[k])}
+              for k in STAGES if per.get(k)]
+    cells = session.execute(select(Cell.started_at, Cell.finished_at).where(
+        Cell.campaign_id == campaign_id, Cell.started_at.is_not(None), Cell.finished_at.is_not(None))).all()
+    cells_s = sum(((f - s).total_seconds() for s, f in cells if s is not None and f is not None), 0.0)
+    end = camp.finished_at or datetime.now(UTC)
+    campaign_s = (end - camp.started_at).total_seconds() if camp.started_at else None
+    return {"stages": stages, "cells_s": cells_s, "campaign_s": campaign_s,
+            "cells": len({r[0] for r in rows}),
+            "servers": [{"server": v["server"], "cells": len(v["cell_ids"]), "stages": dict(v["stages"])}
+                        for v in servers.values()]}
+

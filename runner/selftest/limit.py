@@ -1,0 +1,164 @@
+"""The loopback limit of a file download, measured by ``netlimit`` (``netlimit.c`` here).
+
+One definition, used by ``benchmarks/tpd_targets.py`` and ``xferlab selftest``
+(docs/methodology.md, "The loopback limit"): the limit is the throughput of the best
+sender -> the best receiver on this machine, in the same run and with the same pinning
+as the server being judged:
+
+- sender: a C process serving the file with blocking ``sendfile(2)`` (zero-copy, tpd's
+  RETR syscall), pinned to the server's CPU;
+- receiver: a C process draining to EOF with ``recv(2)`` into one buffer (``"recv"``) or
+  ``splice(2)`` to /dev/null (``"splice"``), pinned to the client's CPU;
+- socket buffers: kernel autotuning (no ``SO_SNDBUF``/``SO_RCVBUF``), as tpd and the
+  load generator leave them.
+
+A server is judged by the same C receiver as an FTP client (:func:`measure_ftp_retr`:
+PASV + RETR per download), so ``server / limit`` compares senders only and is <= 1 up
+to noise. Throughput = payload bytes / summed per-download time (from just before the
+request to EOF on the data socket), whole downloads repeated for ``duration`` seconds.
+
+The binary is compiled on first use with the system C compiler (``cc``, else ``gcc``,
+``clang``) into ``<cache_dir>/netlimit/netlimit-<hash>`` (``Settings.cache_dir``), keyed
+by the SHA-256 of the source, compiler path and flags, so an edited source is rebuilt.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from runner.load import cbuild
+
+SOURCE = Path(__file__).with_name("netlimit.c")
+Receiver = Literal["recv", "splice"]
+RECEIVERS: tuple[Receiver, ...] = ("recv", "splice")
+#: Default receive buffer of the "recv" receiver (and requested pipe size of "splice"), bytes.
+DEFAULT_BUFSIZE = 4 << 20
+#: Most seconds one measurement may run (the C tool refuses more).
+MAX_DURATION = 600.0
+
+
+class NetlimitError(RuntimeError):
+    """netlimit could not be built or a measurement failed (the message says which)."""
+
+
+@dataclass(frozen=True)
+class LimitResult:
+    """One netlimit measurement (the tool's JSON; sizes in bytes, times in seconds).
+
+    ``mode``: ``"pair"`` (C sender -> C receiver) or ``"ftp"`` (a server -> C receiver);
+    ``receiver``: ``"recv"`` or ``"splice"``; ``chunk_bytes``: the recv buffer or the pipe
+    size in force; ``transfers``: whole downloads; ``bytes``/``seconds``: their payload and
+    summed time; ``gbps`` = bytes*8/seconds/1e9, ``mib_s`` = bytes/seconds/2**20;
+    ``min_gbps``/``max_gbps``: the slowest/fastest download; ``receiver_cpu_s``/
+    ``sender_cpu_s``: user+system CPU of each process (sender: pair only, else None);
+    ``sender_cpu``/``receiver_cpu``: the CPU each was pinned to (None: not pinned).
+    """
+
+    mode: str
+    receiver: str
+    chunk_bytes: int
+    transfers: int
+    bytes: int
+    seconds: float
+    gbps: float
+    mib_s: float
+    min_gbps: float
+    max_gbps: float
+    receiver_cpu_s: float
+    sender_cpu_s: float | None
+    sender_cpu: int | None
+    receiver_cpu: int | None
+
+
+def build(source: Path = SOURCE, build_dir: Path | None = None, compiler: str | None = None) -> Path:
+    """The netlimit binary (runner.load.cbuild.build: compiled once per source, compiler and
+    flags). Raises NetlimitError when there is no compiler or the source does not compile."""
+    try:
+        return cbuild.build(source, "netlimit", build_dir=build_dir, compiler=compiler)
+    except cbuild.CBuildError as e:
+        raise NetlimitError(str(e)) from None
+
+
+def run_tool(args: list[str], binary: Path | None = None, timeout: float = 160.0) -> LimitResult:
+    """Run netlimit with ``args`` (see netlimit.c) and parse its JSON line; ``timeout`` in
+    seconds (the measure functions pass their duration + 150 s: the tool bounds one
+    download to 120 s). Raises NetlimitError with the tool's own message on a non-zero
+    exit, a timeout or unparsable output."""
+    exe = binary or build()
+    try:
+        r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise NetlimitError(f"netlimit {' '.join(args)}: no result within {timeout:g} s") from e
+    if r.returncode != 0:
+        raise NetlimitError(r.stderr.strip() or f"netlimit exited with status {r.returncode}")
+    try:
+        return LimitResult(**json.loads(r.stdout.strip().splitlines()[-1]))
+    except (ValueError, TypeError, IndexError) as e:
+        raise NetlimitError(f"netlimit printed no result: {r.stdout[-500:]!r}") from e
+
+
+def _common(duration: float, receiver: str, bufsize: int) -> list[str]:
+    if not 0 < duration <= MAX_DURATION:
+        raise ValueError(f"duration must be in (0, {MAX_DURATION:g}] seconds, got {duration!r}")
+    if receiver not in RECEIVERS:
+        raise ValueError(f"receiver must be one of {RECEIVERS}, got {receiver!r}")
+    if not 4096 <= bufsize <= 1 << 28:
+        raise ValueError(f"bufsize must be in [4096, 2**28] bytes, got {bufsize!r}")
+    return ["--duration", repr(float(duration)), "--recv", receiver, "--bufsize", str(bufsize)]
+
+
+def _cpu(flag: str, param: str, cpu: int | None) -> list[str]:
+    if cpu is None:
+        return []
+    if cpu < 0:
+        raise ValueError(f"{param} must be a CPU number >= 0 or None, got {cpu!r}")
+    return [flag, str(cpu)]
+
+
+def measure_pair(file: Path, duration: float = 1.0, *, receiver: Receiver = "recv",
+                 sender_cpu: int | None = None, receiver_cpu: int | None = None,
+                 bufsize: int = DEFAULT_BUFSIZE, binary: Path | None = None) -> LimitResult:
+    """The loopback limit: C ``sendfile`` sender -> C receiver, downloading ``file`` whole
+    for ``duration`` seconds (at least once), each side pinned as given.
+
+    Raises ValueError on a bad argument (missing/empty file, duration outside (0, 600] s,
+    unknown receiver, bufsize outside [4 KiB, 256 MiB], negative CPU), NetlimitError when
+    the tool cannot be built or the run fails."""
+    file = Path(file)
+    if not file.is_file() or file.stat().st_size == 0:
+        raise ValueError(f"file must be a non-empty regular file: {file}")
+    args = ["pair", "--file", str(file), *_common(duration, receiver, bufsize),
+            *_cpu("--sender-cpu", "sender_cpu", sender_cpu), *_cpu("--receiver-cpu", "receiver_cpu", receiver_cpu)]
+    return run_tool(args, binary, duration + 150.0)
+
+
+def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: float = 1.0, *,
+                     size: int | None = None, host: str = "127.0.0.1", receiver: Receiver = "recv",
+                     cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE,
+                     binary: Path | None = None) -> LimitResult:
+    """A server's RETR throughput into the C receiver: log in once, then PASV + ``RETR
+    name`` + drain, repeated for ``duration`` seconds (at least once); the receiver pinned
+    to ``cpu``. ``size`` (bytes), when given, is checked for every download.
+
+    Raises ValueError on a bad argument (host not in 127.0.0.0/8, port outside 1..65535,
+    CR/LF in user/password/name, and as :func:`measure_pair`), NetlimitError when the
+    login, a transfer or the build fails (the FTP reply is in the message)."""
+    try:
+        addr = ipaddress.IPv4Address(host)
+    except ValueError as e:
+        raise ValueError(f"host must be an IPv4 loopback address, got {host!r}") from e
+    if not addr.is_loopback:
+        raise ValueError(f"host must be in 127.0.0.0/8 (loopback only), got {host!r}")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port must be in 1..65535, got {port!r}")
+    if any(c in s for s in (user, password, name) for c in "\r\n"):
+        raise ValueError("user, password and name must not contain CR or LF")
+    args = ["ftp", "--host", host, "--port", str(port), "--user", user, "--password", password,
+            "--name", name, *_common(duration, receiver, bufsize), *_cpu("--cpu", "cpu", cpu)]
+    if size is not None:
+        args += ["--size", str(size)]
+    return run_tool(args, binary, duration + 150.0)

@@ -1,0 +1,1 @@
+"""TLS of a campaign: its CA and server certificates (`certs`)."""

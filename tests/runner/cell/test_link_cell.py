@@ -1,0 +1,128 @@
+"""Whole cells over a shaped 100 Mbit link (the spec's link axis): the local backend
+starts the server in the link's server namespace, the driver runs in its client
+namespace, the cell stores the qdisc counters. xferlab-ftp and wget against tpd and
+pyftpdlib. Needs root, ip and tc (skipped with the reason otherwise)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from runner.backends.base import ServerSkipped
+from runner.backends.local import LocalBackend
+from runner.cell.local import run_local_cell
+from runner.net import link as linknet
+from runner.spec.model import parse_spec
+from runner.spec.request import ServerRequest
+from runner.store.models import Cell
+from tests.runner.support import driver_or_skip
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
+              pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))]
+
+MIB = 1 << 20
+#: 100 Mbit/s as payload: tbf counts whole Ethernet frames, 1448 payload bytes in 1514
+#: (docs/methodology.md), so a TCP stream carries 95.6 Mbit/s = 11.4 MiB/s.
+PAYLOAD_MIB_S = 100e6 / 8 * 1448 / 1514 / MIB
+
+
+@pytest.fixture(scope="module")
+def backend() -> LocalBackend:
+    return LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
+
+
+def _mine() -> list[str]:
+    return [n for n in linknet.lab_namespaces() if n.startswith(f"xl-{os.getpid()}-")]
+
+
+def _cell(backend: LocalBackend, server: str, driver: str, workload: str, link: str, **params):
+    driver_or_skip(driver)
+    try:
+        backend.check(ServerRequest(server))
+    except ServerSkipped as e:
+        pytest.skip(str(e))
+    spec = parse_spec({"name": "link", "repeats": 1, "warmup": True, "driver": driver, "pinning": {},
+                       "link": [link], "servers": [{"name": server}],
+                       "workloads": [{"name": workload, "params": params}]})
+    srv = spec.servers[0]
+    p = spec.workloads[0].params
+    cell = Cell(id=1, seq=0, server=server, server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
+                workload=workload, params=p.model_dump(mode="json"), params_key="", repeat=0)
+    out = run_local_cell(cell, spec, backend)
+    assert _mine() == [], "the cell's link was not deleted"
+    return srv, out
+
+
+def _rows(out):
+    return {(s.metric, s.stat): s for s in out.samples}
+
+
+@pytest.mark.parametrize("server", ["tpd", "pyftpdlib"])
+def test_xferlab_ftp_retr_over_100mbit(backend, server):
+    srv, out = _cell(backend, server, "xferlab-ftp", "retr", "100mbit", transfer_size=8 * MIB, duration=2.0)
+    assert srv.display() == f"{server} [link=100mbit]"
+    assert out.status == "done", out.error
+    rows = _rows(out)
+    mib_s = rows[("throughput", "value")].value
+    assert 0.9 * PAYLOAD_MIB_S <= mib_s <= 1.1 * PAYLOAD_MIB_S, f"{mib_s:.2f} MiB/s over 100mbit"
+    sent = rows[("link_qdisc", "server_sent_bytes")]
+    assert sent.value >= rows[("bytes", "value")].value  # the RETR's bytes went through the server's tbf
+    assert rows[("link_qdisc", "client_sent_bytes")].value < sent.value / 10  # ACKs and commands
+    assert sent.raw["link"] == "100mbit"
+    assert sent.raw["after"]["server"][0]["kind"] == "tbf"
+    assert sent.raw["after"]["server"][0]["options"]["rate"] == 12_500_000
+    assert ("link_qdisc", "server_drops") in rows
+    assert out.build_info["link"]["tc"] == [f"tc qdisc add dev {dev} root handle 1: tbf rate 100000000bit "
+                                            "burst 65536 latency 50ms" for dev in ("xl-rc", "xl-rs")]
+    assert out.build_info["link"]["queues"] == "router"
+
+
+def test_xferlab_ftp_stor_is_shaped_too(backend):
+    _srv, out = _cell(backend, "tpd", "xferlab-ftp", "stor", "100mbit", transfer_size=8 * MIB, duration=1.5)
+    assert out.status == "done", out.error
+    rows = _rows(out)
+    assert rows[("throughput", "value")].value <= 1.1 * PAYLOAD_MIB_S
+    assert rows[("link_qdisc", "client_sent_bytes")].value >= rows[("bytes", "value")].value
+
+
+def test_wget_clients_share_the_link(backend):
+    """Seed 004's shape, small: 8 wget processes download 1 MiB each over 100 Mbit/s:
+    8 MiB at 11.4 MiB/s take at least 0.7 s (at most a burst of 64 KiB comes early)."""
+    _srv, out = _cell(backend, "tpd", "wget", "retr_concurrent", "100mbit", clients=8, file_size=MIB)
+    assert out.status == "done", out.error
+    rows = _rows(out)
+    assert rows[("bytes", "value")].value == 8 * MIB
+    elapsed = rows[("elapsed", "value")].value
+    assert elapsed >= 0.95 * 8 * MIB / (PAYLOAD_MIB_S * MIB), f"8 MiB in {elapsed:.2f} s is faster than the link"
+    assert rows[("link_qdisc", "server_sent_bytes")].value >= 8 * MIB
+    assert ("fairness", "jain") in rows
+
+
+def test_loopback_cell_has_no_link_rows(backend):
+    _srv, out = _cell(backend, "tpd", "xferlab-ftp", "retr", "loopback", transfer_size=4 * MIB, duration=0.3)
+    assert out.status == "done", out.error
+    assert not [s for s in out.samples if s.metric == "link_qdisc"]
+
+
+def test_delay_is_skipped_with_the_reason_without_netem(backend):
+    why = linknet.link_problem(linknet.LinkSpec(100_000_000, 0.001))
+    if why is None:
+        pytest.skip("this kernel has netem: a delay can be applied")
+    _srv, out = _cell(backend, "tpd", "xferlab-ftp", "retr", "100mbit/1ms", transfer_size=MIB, duration=0.3)
+    assert out.status == "skipped"
+    assert "netem" in out.error and "tpd [link=100mbit/1ms]" in out.error
+
+
+def test_http_download_over_the_link(backend):
+    """An HTTP cell over the link: tpd's HTTP listener in the server namespace, the
+    xferlab-http driver in the client namespace; 4 clients GET 1 MiB for 2 s share
+    100 Mbit/s."""
+    _srv, out = _cell(backend, "tpd", "xferlab-http", "http_download", "100mbit", clients=4, file_size=MIB,
+                      duration=2.0)
+    assert out.status == "done", out.error
+    rows = _rows(out)
+    moved = rows[("link_qdisc", "server_sent_bytes")].value
+    elapsed = rows[("elapsed", "value")].value  # the phase's wall time: it runs past the 2 s duration
+    assert moved >= 2 * MIB
+    rate = moved * 8 / elapsed  # bits of whole frames, as tbf counts them
+    assert 0.8e8 <= rate <= 1.05e8, f"{rate / 1e6:.1f} Mbit/s through the server's 100 Mbit/s tbf"

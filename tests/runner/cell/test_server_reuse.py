@@ -1,0 +1,144 @@
+"""Server reuse (runner.cell.server_reuse): the pool's rules with stand-in handles, the
+store's claim preference, and real campaigns of tpd on this machine under each policy:
+how many servers started, in which order the cells ran, and that memory figures come
+only from cells that started their server."""
+from __future__ import annotations
+
+import sys
+import typing
+from types import SimpleNamespace
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runner.cell.server_reuse import REUSE_POLICIES, ServerPool, reuse_key
+from runner.spec.model import CampaignSpec, SpecError, parse_spec
+from runner.store import campaigns as crud
+from runner.store.models import Campaign, Cell, Sample
+from tests.runner.support import local_server_or_skip
+
+
+class _Handle:
+    def __init__(self, alive: bool = True) -> None:
+        self.running = alive
+        self.stops = 0
+
+    def alive(self) -> bool:
+        return self.running
+
+    def exit_reason(self) -> str | None:
+        return None if self.running else "exited (code 1)"
+
+    def stop(self) -> None:
+        self.stops += 1
+        self.running = False
+
+
+def _cell(**kw):
+    base = dict(campaign_id=1, server_label="tpd", workload="retr", params_key="retr|x", repeat=0)
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_policies_match_the_spec_field():
+    field = CampaignSpec.model_fields["server_reuse"].annotation
+    assert typing.get_args(field) == REUSE_POLICIES
+    with pytest.raises(ValueError, match="unknown server_reuse 'always'"):
+        ServerPool("always")
+    with pytest.raises(SpecError, match="server_reuse"):
+        parse_spec({"servers": [{"name": "tpd"}], "workloads": [{"name": "retr"}], "server_reuse": "always"})
+
+
+def test_reuse_keys():
+    c = _cell()
+    assert reuse_key("none", c) is None
+    assert reuse_key("repeats", c) == {"campaign_id": 1, "server_label": "tpd", "workload": "retr",
+                                       "params_key": "retr|x"}
+    assert reuse_key("workloads", c) == {"campaign_id": 1, "server_label": "tpd", "repeat": 0}
+
+
+def test_pool_keeps_a_server_for_matching_cells_only():
+    pool = ServerPool("repeats")
+    h = _Handle()
+    assert pool.take(_cell()) is None and pool.prefer() is None
+    assert pool.keep(_cell(), h, 1)
+    assert pool.prefer() == reuse_key("repeats", _cell())
+    with pytest.raises(RuntimeError):
+        pool.keep(_cell(), _Handle(), 1)
+    assert pool.take(_cell(repeat=1)) == (h, 1)          # same group, next repeat
+    assert pool.keep(_cell(repeat=1), h, 2)
+    assert pool.take(_cell(workload="stor", params_key="stor|x")) is None   # another group: stopped
+    assert h.stops == 1 and pool.live is None and pool.last_stop_s >= 0.0
+
+
+def test_pool_never_reuses_a_dead_server_and_none_keeps_nothing():
+    pool = ServerPool("workloads")
+    h = _Handle()
+    pool.keep(_cell(), h, 1)
+    h.running = False                                     # it died between cells
+    assert pool.take(_cell(workload="login")) is None and h.stops == 1
+    none = ServerPool("none")
+    assert not none.keep(_cell(), _Handle(), 1) and none.prefer() is None
+    assert none.close() == 0.0
+
+
+def test_claim_prefers_the_live_servers_cells(engine):
+    spec = parse_spec({"name": "p", "repeats": 3, "servers": [{"name": "tpd"}, {"name": "vsftpd"}],
+                       "workloads": [{"name": "retr"}, {"name": "login"}]})
+    with Session(engine) as s:
+        camp = crud.create_campaign(s, spec=spec, backend="local")
+        s.commit()
+        first = crud.claim_next_cell(s, campaign_id=camp.id)
+        assert (first.server, first.workload, first.repeat) == ("tpd", "retr", 0)     # repeat-major seq order
+        nxt = crud.claim_next_cell(s, campaign_id=camp.id, prefer=reuse_key("repeats", first))
+        assert (nxt.server, nxt.workload, nxt.repeat) == ("tpd", "retr", 1)           # the group's next repeat
+        other = crud.claim_next_cell(s, campaign_id=camp.id, prefer={"server_label": "nobody"})
+        assert (other.server, other.workload, other.repeat) == ("vsftpd", "retr", 0)  # none matches: seq order
+        with pytest.raises(ValueError, match="not a cell column: colour"):
+            crud.claim_next_cell(s, campaign_id=camp.id, prefer={"colour": "red"})
+
+
+SMALL = {"clients": 5, "file_size": "256K", "transfer_size": "4M", "duration": 0.2, "op_timeout": 20,
+         "phase_timeout": 60}
+
+
+def _campaign(engine, policy: str):
+    from runner.campaign.loop import run_campaign
+
+    spec = parse_spec({"name": f"reuse-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
+                       "servers": [{"name": "tpd"}],
+                       "workloads": [{"name": "retr", "params": SMALL}, {"name": "login", "params": SMALL}]})
+    with Session(engine) as s:
+        camp = crud.create_campaign(s, spec=spec, backend="local")
+        s.commit()
+        cid = camp.id
+    assert run_campaign(engine, cid) == 6
+    with Session(engine) as s:
+        camp = s.get(Campaign, cid)
+        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.started_at)))
+        assert camp.status == "done", [(c.workload, c.error) for c in cells]
+        started = {c.id for c in cells if s.scalars(select(Sample).where(
+            Sample.cell_id == c.id, Sample.metric == "cell_time", Sample.stat == "start")).first()}
+        with_memory = {c.id for c in cells if s.scalars(select(Sample).where(
+            Sample.cell_id == c.id, Sample.metric == "server_mem_uss")).first()}
+        cpu = {c.id for c in cells if s.scalars(select(Sample).where(
+            Sample.cell_id == c.id, Sample.metric.like("server_cpu%"))).first()}
+        return [(c.workload, c.repeat, c.id in started) for c in cells], started, with_memory, cpu
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the local backend's tpd needs Linux")
+@pytest.mark.parametrize("policy", ["none", "repeats", "workloads"])
+def test_campaign_under_each_policy(engine, policy):
+    local_server_or_skip("tpd")
+    order, started, with_memory, cpu = _campaign(engine, policy)
+    assert with_memory == started                         # memory rows only from fresh servers
+    assert len(cpu) == 6                                  # server CPU is per phase: every cell has it
+    if policy == "none":
+        assert len(started) == 6
+    elif policy == "repeats":                             # each group's repeats back to back on one server
+        assert order == [("retr", 0, True), ("retr", 1, False), ("retr", 2, False),
+                         ("login", 0, True), ("login", 1, False), ("login", 2, False)]
+    else:                                                 # one server per repeat, its workloads in a row
+        assert order == [("retr", 0, True), ("login", 0, False), ("retr", 1, True), ("login", 1, False),
+                         ("retr", 2, True), ("login", 2, False)]

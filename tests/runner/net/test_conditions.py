@@ -1,0 +1,113 @@
+"""Link conditions: the spec's text and mapping forms, their errors, and the tc argv
+each link stands for (runner.net.conditions). Plain data: runs nothing."""
+from __future__ import annotations
+
+import pytest
+
+from runner.net.conditions import (
+    LOOPBACK,
+    LinkError,
+    LinkSpec,
+    link_text,
+    parse_link,
+    parse_qdisc_json,
+    qdisc_argvs,
+)
+
+
+@pytest.mark.parametrize("given, want", [
+    ("loopback", LOOPBACK),
+    ("LOOPBACK", LOOPBACK),
+    ({}, LOOPBACK),
+    ("100mbit", LinkSpec(100_000_000)),
+    ("1gbit", LinkSpec(1_000_000_000)),
+    ("2.5mbit", LinkSpec(2_500_000)),
+    ("512kbit", LinkSpec(512_000)),
+    ("100mbit/1ms", LinkSpec(100_000_000, 0.001)),
+    ("1ms/100mbit", LinkSpec(100_000_000, 0.001)),
+    ("100mbit/1ms/0.1%", LinkSpec(100_000_000, 0.001, 0.1)),
+    ("250us/2%", LinkSpec(None, 0.00025, 2.0)),
+    ({"rate": "100mbit", "delay": "1ms", "loss": 0}, LinkSpec(100_000_000, 0.001, 0.0)),
+    ({"rate": "100mbit", "loss": "0.5%"}, LinkSpec(100_000_000, 0.0, 0.5)),
+    ({"delay": "20ms"}, LinkSpec(None, 0.02)),
+    ({"rate": "100mbit", "delay": "0", "loss": "0"}, LinkSpec(100_000_000)),
+])
+def test_parse(given, want):
+    assert parse_link(given) == want
+
+
+@pytest.mark.parametrize("given, text", [
+    ("loopback", "loopback"), ("100mbit", "100mbit"), ("100000kbit", "100mbit"), ("2.5mbit", "2500kbit"),
+    ({"rate": "100mbit", "delay": "1ms", "loss": 0}, "100mbit/1ms"), ("1ms/0.1%/100mbit", "100mbit/1ms/0.1%"),
+    ("1500us", "1500us"), ("1s", "1s"),
+])
+def test_canonical_text_round_trips(given, text):
+    assert link_text(given) == text
+    assert parse_link(text).text() == text
+
+
+@pytest.mark.parametrize("given, words", [
+    ("100mbps", "bytes per second"),
+    ("100", "no rate"),
+    ("fast", "no rate"),
+    ("100mbit/200mbit", "two rate"),
+    ("1kbit", "8kbit to 100gbit"),
+    ("200gbit", "8kbit to 100gbit"),
+    ("11s", "at most 10s"),
+    ("0.5us", "whole microseconds"),
+    ("100%", "0 <= loss < 100"),
+    ({"rate": "100mbit", "jitter": "1ms"}, "unknown link key jitter"),
+    ({"loss": True}, "percentage"),
+    ({"delay": "1"}, "s, ms or us"),
+    ("", "want 'loopback'"),
+    (42, "want 'loopback'"),
+])
+def test_errors_name_the_problem(given, words):
+    with pytest.raises(LinkError, match=words):
+        parse_link(given)
+
+
+def test_burst_is_a_gso_packet_or_a_millisecond():
+    assert LinkSpec(100_000_000).burst_bytes() == 65536  # 1 ms at 100 Mbit/s is 12.5 kB
+    assert LinkSpec(10_000_000_000).burst_bytes() == 1_250_000  # 1 ms at 10 Gbit/s
+    with pytest.raises(LinkError):
+        LinkSpec(None, 0.001).burst_bytes()
+
+
+def test_rate_only_is_one_tbf():
+    assert qdisc_argvs(parse_link("100mbit"), "xl-server", "ns1") == [
+        ["tc", "-n", "ns1", "qdisc", "add", "dev", "xl-server", "root", "handle", "1:",
+         "tbf", "rate", "100000000bit", "burst", "65536", "latency", "50ms"]]
+
+
+def test_delay_and_loss_is_netem_with_tbf_below():
+    assert qdisc_argvs(parse_link("100mbit/1ms/0.1%"), "xl-client", "ns2") == [
+        ["tc", "-n", "ns2", "qdisc", "add", "dev", "xl-client", "root", "handle", "1:",
+         "netem", "delay", "1000us", "loss", "0.1%"],
+        ["tc", "-n", "ns2", "qdisc", "add", "dev", "xl-client", "parent", "1:1", "handle", "10:",
+         "tbf", "rate", "100000000bit", "burst", "65536", "latency", "50ms"]]
+
+
+def test_delay_without_rate_is_netem_alone():
+    assert qdisc_argvs(parse_link("20ms"), "d", "n") == [
+        ["tc", "-n", "n", "qdisc", "add", "dev", "d", "root", "handle", "1:", "netem", "delay", "20000us"]]
+    assert qdisc_argvs(parse_link("2%"), "d", "n")[0][-3:] == ["netem", "loss", "2%"]
+
+
+def test_loopback_has_no_command():
+    assert qdisc_argvs(LOOPBACK, "d", "n") == []
+    assert LOOPBACK.loopback and not parse_link("100mbit").loopback
+    assert parse_link("1ms").needs_netem and not parse_link("100mbit").needs_netem
+
+
+def test_qdisc_json_as_tc_prints_it():
+    # tc -s -j qdisc show dev xl-server (iproute2 6.1), one tbf after a transfer
+    data = [{"kind": "tbf", "handle": "1:", "root": True, "refcnt": 3,
+             "options": {"rate": 12500000, "burst": 65525, "lat": 50000},
+             "bytes": 37_843_292, "packets": 25_090, "drops": 0, "overlimits": 1201, "requeues": 0,
+             "backlog": 0, "qlen": 0}]
+    (q,) = parse_qdisc_json(data)
+    assert q["kind"] == "tbf" and q["parent"] == "root" and q["bytes"] == 37_843_292
+    assert q["overlimits"] == 1201 and q["options"]["rate"] == 12500000
+    with pytest.raises(ValueError, match="list of objects"):
+        parse_qdisc_json({"kind": "tbf"})

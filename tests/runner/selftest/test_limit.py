@@ -1,0 +1,153 @@
+"""runner.selftest.limit and netlimit.c: the tool builds with the system compiler, measures a
+nonzero loopback figure in a short bounded run (pair and FTP against the session's
+pyftpdlib), and fails clearly on a missing compiler or bad arguments. Figures are only
+checked for plausibility (bytes = whole downloads), never against a speed."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner.selftest import limit
+from runner.selftest.limit import NetlimitError, build, measure_ftp_retr, measure_pair, run_tool
+from tests.runner.load.conftest import PASSWORD, USER
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on PATH")
+SIZE = 4 << 20
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory) -> Path:
+    return build(build_dir=tmp_path_factory.mktemp("netlimit-build"))
+
+
+@pytest.fixture(scope="module")
+def payload(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("netlimit-file") / "f.bin"
+    p.write_bytes(os.urandom(SIZE))
+    return p
+
+
+def _cpus() -> tuple[int | None, int | None]:
+    cpus = sorted(os.sched_getaffinity(0))
+    return (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
+
+
+@pytest.mark.parametrize("receiver", limit.RECEIVERS)
+def test_pair_measures_whole_downloads(binary, payload, receiver):
+    scpu, rcpu = _cpus()
+    r = measure_pair(payload, 0.3, receiver=receiver, sender_cpu=scpu, receiver_cpu=rcpu, binary=binary)
+    assert r.mode == "pair" and r.receiver == receiver
+    assert r.transfers >= 1 and r.bytes == r.transfers * SIZE
+    assert r.seconds > 0 and r.gbps > 0
+    assert r.gbps == pytest.approx(r.bytes * 8 / r.seconds / 1e9, rel=1e-3)
+    assert r.mib_s == pytest.approx(r.bytes / r.seconds / 2**20, rel=1e-3)
+    assert r.min_gbps <= r.gbps * 1.001 and r.max_gbps >= r.gbps * 0.999
+    assert (r.sender_cpu, r.receiver_cpu) == (scpu, rcpu)
+    assert r.sender_cpu_s is not None and r.sender_cpu_s >= 0 and r.receiver_cpu_s > 0
+    # the 4 MiB recv buffer as asked; splice's pipe is at most the kernel's pipe-max-size
+    max_pipe = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    assert r.chunk_bytes == (limit.DEFAULT_BUFSIZE if receiver == "recv" else min(limit.DEFAULT_BUFSIZE, max_pipe))
+
+
+@pytest.mark.parametrize("receiver", limit.RECEIVERS)
+def test_ftp_receiver_against_pyftpdlib(binary, pyftpd, receiver):
+    host, port, home = pyftpd
+    (home / "netlimit.bin").write_bytes(os.urandom(SIZE))
+    r = measure_ftp_retr(port, USER, PASSWORD, "netlimit.bin", 0.3, size=SIZE, host=host, receiver=receiver,
+                         binary=binary)
+    assert r.mode == "ftp" and r.transfers >= 1 and r.bytes == r.transfers * SIZE and r.gbps > 0
+    assert r.sender_cpu_s is None and r.sender_cpu is None
+
+
+def test_ftp_errors_carry_the_server_reply(binary, pyftpd):
+    host, port, _ = pyftpd
+    with pytest.raises(NetlimitError, match="530"):
+        measure_ftp_retr(port, USER, "wrong", "x", 0.3, binary=binary)
+    with pytest.raises(NetlimitError, match=r"RETR.*550"):
+        measure_ftp_retr(port, USER, PASSWORD, "no-such-file.bin", 0.3, binary=binary)
+
+
+def test_ftp_size_mismatch_is_a_short_download(binary, pyftpd):
+    host, port, home = pyftpd
+    (home / "netlimit-small.bin").write_bytes(b"x" * 1000)
+    with pytest.raises(NetlimitError, match="short download: 1000 of 2000"):
+        measure_ftp_retr(port, USER, PASSWORD, "netlimit-small.bin", 0.3, size=2000, binary=binary)
+
+
+def test_build_is_cached_by_source_hash(tmp_path, binary):
+    first = build(build_dir=tmp_path)
+    mtime = first.stat().st_mtime_ns
+    assert build(build_dir=tmp_path) == first and first.stat().st_mtime_ns == mtime
+    edited = tmp_path / "netlimit.c"
+    edited.write_text(limit.SOURCE.read_text() + "\n/* edited */\n")
+    other = build(source=edited, build_dir=tmp_path)
+    assert other != first and other.is_file()
+
+
+def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(NetlimitError, match="no C compiler on PATH"):
+        build(build_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_compile_error_shows_the_compiler_output(tmp_path):
+    bad = tmp_path / "bad.c"
+    bad.write_text("int main(void) { return nope; }\n")
+    with pytest.raises(NetlimitError, match="nope"):
+        build(source=bad, build_dir=tmp_path / "out")
+    assert not list((tmp_path / "out").iterdir())   # no half-written binary left
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"duration": 0}, "duration must be in"),
+    ({"duration": 601}, "duration must be in"),
+    ({"receiver": "mmap"}, "receiver must be one of"),
+    ({"bufsize": 100}, "bufsize must be in"),
+    ({"sender_cpu": -1}, "sender_cpu must be a CPU"),
+])
+def test_pair_bad_arguments(binary, payload, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        measure_pair(payload, **{"duration": 0.3, **kwargs}, binary=binary)
+
+
+def test_pair_needs_a_nonempty_file(binary, tmp_path):
+    (tmp_path / "empty").touch()
+    for p in (tmp_path / "empty", tmp_path / "missing", tmp_path):
+        with pytest.raises(ValueError, match="non-empty regular file"):
+            measure_pair(p, 0.3, binary=binary)
+
+
+@pytest.mark.parametrize("host", ["10.0.0.1", "::1", "localhost"])
+def test_ftp_is_loopback_ipv4_only(binary, host):
+    with pytest.raises(ValueError, match="host must"):
+        measure_ftp_retr(21, "u", "p", "f", 0.3, host=host, binary=binary)
+
+
+def test_ftp_rejects_crlf(binary):
+    with pytest.raises(ValueError, match="CR or LF"):
+        measure_ftp_retr(21, "u", "p", "f\r\nDELE x", 0.3, binary=binary)
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "usage: netlimit"),
+    (["bogus"], "unknown mode 'bogus'"),
+    (["pair"], "pair needs --file"),
+    (["pair", "--file"], "--file needs a value"),
+    (["pair", "--file", "/etc/hostname", "--duration", "-1"], "--duration: expected seconds"),
+    (["pair", "--file", "/etc/hostname", "--bufsize", "12x"], "--bufsize: expected an integer"),
+    (["pair", "--file", "/etc/hostname", "--recv", "mmap"], "--recv: expected recv or splice"),
+    (["pair", "--file", "/nonexistent/x"], "--file /nonexistent/x"),
+    (["ftp", "--port", "21"], "ftp needs --port, --user"),
+    (["ftp", "--file", "x"], "unknown option '--file' for mode ftp"),
+    (["ftp", "--host", "192.168.1.1", "--port", "21", "--user", "u", "--password", "p", "--name", "f"],
+     "not a 127.0.0.0/8 address"),
+])
+def test_tool_rejects_bad_arguments(binary, args, message):
+    with pytest.raises(NetlimitError, match=message.replace("(", r"\(")):
+        run_tool(args, binary, timeout=10)
