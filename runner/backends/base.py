@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from runner.load.target import Target, TargetTls
 from runner.net.conditions import LinkError, LinkSpec, parse_link
@@ -110,6 +110,21 @@ class ServerHandle(Protocol):
             ValueError: a bad ``subdir`` or a name with ``/``.
         """
         ...
+
+
+class StopsOnExit:
+    """A server handle as a context manager: ``with handle:`` gives the handle and calls
+    its ``stop()`` on the way out, whatever raised (the exception goes on)."""
+
+    def stop(self) -> None:
+        """Stop the server (the handle's own; :class:`ServerHandle`)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 class Backend(Protocol):

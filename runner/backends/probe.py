@@ -106,39 +106,62 @@ def wait_ready(host: str, port: int, user: str, password: str, *, timeout: float
         ProbeError: deadline reached, or ``alive()`` returned False; the message
             carries the last error (e.g. "connection refused", "530 Login incorrect").
     """
-    t0 = time.monotonic()
-    deadline = t0 + timeout
-    last = "no attempt made"
-    attempts = 0
     refusals = 0
-    while attempts < 100_000:
-        attempts += 1
-        if alive is not None and not alive():
-            raise ProbeError(f"server process exited during startup (last probe: {last})")
-        try:
-            greeting = probe_once(host, port, user, password,
-                                  timeout=max(0.05, min(3.0, deadline - time.monotonic())), tls=tls)
-            return greeting, time.monotonic() - t0
-        except ftplib.error_perm as e:  # 5xx: e.g. 530 login refused; retried 3 times
-            last = f"login refused: {e}"
+
+    def attempt(left: float) -> str:
+        return probe_once(host, port, user, password, timeout=left, tls=tls)
+
+    def failure(e: Exception) -> str:
+        nonlocal refusals
+        if isinstance(e, ftplib.error_perm):  # 5xx: e.g. 530 login refused; retried 3 times
             refusals += 1
             if refusals >= 3:
                 raise ProbeError(f"{host}:{port} answers but refuses the login: {e}") from e
-        except (ftplib.Error, EOFError) as e:
-            last = f"bad reply: {e}"
-        except ssl.SSLCertVerificationError as e:
+            return f"login refused: {e}"
+        if isinstance(e, (ftplib.Error, EOFError)):
+            return f"bad reply: {e}"
+        if isinstance(e, ssl.SSLCertVerificationError):
             raise ProbeError(f"{host}:{port}: TLS certificate verify failed: {e.verify_message or e}") from e
-        except ConnectionRefusedError:
-            last = "connection refused"
-        except TimeoutError as e:
-            last = f"timed out ({e})" if str(e) else "timed out"
-        except OSError as e:
-            last = f"{type(e).__name__}: {e}"
+        if isinstance(e, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(e, TimeoutError):
+            return f"timed out ({e})" if str(e) else "timed out"
+        return f"{type(e).__name__}: {e}"
+
+    return _poll(attempt, (ftplib.Error, EOFError, OSError), failure, f"no FTP login on {host}:{port}",
+                 timeout=timeout, alive=alive, interval=interval)
+
+
+def _poll(attempt: Callable[[float], str], errors: tuple[type[Exception], ...], failure: Callable[[Exception], str],
+          nothing: str, *, timeout: float, alive: Callable[[], bool] | None, interval: float) -> tuple[str, float]:
+    """The readiness wait of :func:`wait_ready` and :func:`wait_http_ready`: call
+    ``attempt(seconds left, between 0.05 and 3)`` until it returns, at most ``timeout`` s
+    and 100,000 times, pausing ``interval`` s between attempts (growing by half each time,
+    up to 0.5 s). An exception of ``errors`` is a failed attempt, described by
+    ``failure(exc)`` (which may raise ProbeError to end the wait at once).
+
+    Returns:
+        (what ``attempt`` returned, seconds waited).
+
+    Raises:
+        ProbeError: ``alive()`` returned False, or the deadline was reached
+            (``"<nothing> within <timeout> s (last probe: ...)"``).
+    """
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    last = "no attempt made"
+    for _ in range(100_000):
+        if alive is not None and not alive():
+            raise ProbeError(f"server process exited during startup (last probe: {last})")
+        try:
+            return attempt(max(0.05, min(3.0, deadline - time.monotonic()))), time.monotonic() - t0
+        except errors as e:
+            last = failure(e)
         if time.monotonic() >= deadline:
             break
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
         interval = min(0.5, interval * 1.5)
-    raise ProbeError(f"no FTP login on {host}:{port} within {timeout:.0f} s (last probe: {last})")
+    raise ProbeError(f"{nothing} within {timeout:.0f} s (last probe: {last})")
 
 
 def http_probe_once(host: str, port: int, timeout: float = 3.0, tls: TargetTls | None = None) -> str:
@@ -183,21 +206,8 @@ def wait_http_ready(host: str, port: int, *, timeout: float = 20.0, alive: Calla
         ProbeError: deadline reached or the server process died; the message has the
             last error.
     """
-    t0 = time.monotonic()
-    deadline = t0 + timeout
-    last = "no attempt made"
-    for _ in range(100_000):
-        if alive is not None and not alive():
-            raise ProbeError(f"server process exited during startup (last probe: {last})")
-        try:
-            return http_probe_once(host, port, max(0.05, min(3.0, deadline - time.monotonic())), tls), \
-                time.monotonic() - t0
-        except ConnectionRefusedError:
-            last = "connection refused"
-        except (OSError, ValueError) as e:
-            last = f"{type(e).__name__}: {e}"
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
-        interval = min(0.5, interval * 1.5)
-    raise ProbeError(f"no HTTP reply on {host}:{port} within {timeout:.0f} s (last probe: {last})")
+    def failure(e: Exception) -> str:
+        return "connection refused" if isinstance(e, ConnectionRefusedError) else f"{type(e).__name__}: {e}"
+
+    return _poll(lambda left: http_probe_once(host, port, left, tls), (OSError, ValueError), failure,
+                 f"no HTTP reply on {host}:{port}", timeout=timeout, alive=alive, interval=interval)

@@ -244,10 +244,17 @@ WORKLOADS: dict[str, WorkloadInfo] = {
     )
 }
 
+
+def workloads_of(protocol: ProtocolName) -> tuple[str, ...]:
+    """The names of :data:`WORKLOADS` run over ``protocol`` (``"ftp"`` or ``"http"``), in
+    catalogue order: what a driver speaking only that protocol runs."""
+    return tuple(n for n, w in WORKLOADS.items() if w.protocol == protocol)
+
+
 #: The sustained-load workloads (runner.load.ftp.sustained): a closed or open loop of transfers.
 SUSTAINED: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.sustained)
 #: Seed 000's eight FTP benchmarks (``--preset classic``), in its order.
-CLASSIC_SUITE: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp" and n not in SUSTAINED)
+CLASSIC_SUITE: tuple[str, ...] = tuple(n for n in workloads_of("ftp") if n not in SUSTAINED)
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)

@@ -74,3 +74,28 @@ class Driver(Protocol):
             LoadError: nothing could be measured (e.g. connection refused).
         """
         ...
+
+
+class OwnClientDriver:
+    """What xferlab's own clients (``xferlab-ftp``, ``xferlab-http``) share as drivers: always
+    available, versioned as xferlab, and run on runner.load.loop's event loop. Subclasses
+    set ``name``, ``protocols``, ``workloads`` and implement ``run`` (:class:`Driver`)."""
+
+    def check(self) -> None:
+        """Always available: the client is part of xferlab."""
+
+    def version(self) -> str:
+        """xferlab's installed version (the client ships with it)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("xferlab")
+        except PackageNotFoundError:  # pragma: no cover - source checkout without install
+            return "0+unknown"
+
+    def details(self) -> dict[str, str]:
+        """``{"event_loop": "uvloop" | "asyncio"}``: the loop the phases run on
+        (runner.load.loop.loop_name; raises ValueError for a bad XFERLAB_EVENT_LOOP)."""
+        from runner.load.loop import loop_name
+
+        return {"event_loop": loop_name()}

@@ -9,13 +9,13 @@ from typing import Any
 import docker.errors
 import psutil
 
-from runner.backends.base import check_subdir, list_stored_files, remove_stored_files
+from runner.backends.base import StopsOnExit, check_subdir, list_stored_files, remove_stored_files
 from runner.backends.docker.container import FTP_HOME
 from runner.load.target import Target
 from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
 
 
-class DockerServerHandle:
+class DockerServerHandle(StopsOnExit):
     """A server running in a container started by
     :class:`runner.backends.docker.backend.DockerBackend` (implements base.ServerHandle).
     ``client`` is the backend's Docker SDK client (to remove the container's volume);
@@ -211,12 +211,6 @@ class DockerServerHandle:
                     time.sleep(0.1)
         if self.link is not None:
             self.link.close()
-
-    def __enter__(self) -> DockerServerHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def mount_fs_type(pid: int, path: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import psutil
 
-from runner.backends.base import ServerFailed, check_subdir, list_stored_files, remove_stored_files
+from runner.backends.base import ServerFailed, StopsOnExit, check_subdir, list_stored_files, remove_stored_files
 from runner.backends.local.recipes.base import Launch, sha256
 from runner.backends.local.rundir import RunDir, log_tail
 from runner.backends.probe import ProbeError, wait_http_ready, wait_ready
@@ -60,7 +60,7 @@ def make_preexec(cpu: list[int] | None, netns_fd: int | None = None) -> Callable
     return preexec
 
 
-class LocalServerHandle:
+class LocalServerHandle(StopsOnExit):
     """A server started by :class:`~runner.backends.local.LocalBackend` (implements
     base.ServerHandle).
 
@@ -159,12 +159,6 @@ class LocalServerHandle:
             shutil.rmtree(self._run.path, ignore_errors=True)
         if self.link is not None:
             self.link.close()
-
-    def __enter__(self) -> LocalServerHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None, *,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from runner.catalogue.workloads import WORKLOADS
-from runner.load.base import Checkpoint, Progress
+from runner.catalogue.workloads import workloads_of
+from runner.load.base import Checkpoint, OwnClientDriver, Progress
 
 if TYPE_CHECKING:
     from runner.catalogue.workloads import WorkloadParams
@@ -17,33 +17,14 @@ if TYPE_CHECKING:
     from runner.load.target import Target
 
 
-class XferlabFtpDriver:
+class XferlabFtpDriver(OwnClientDriver):
     """The asyncio FTP client as a driver (implements runner.load.base.Driver)."""
 
     name = "xferlab-ftp"
     protocols: tuple[str, ...] = ("ftp",)
     #: FTPS modes it speaks (runner.load.ftp.tls; runner.catalogue.pairing.tls_pair_skip_reason).
     tls_modes: tuple[str, ...] = ("explicit", "implicit")
-    workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "ftp")
-
-    def check(self) -> None:
-        """Always available: the client is part of xferlab."""
-
-    def version(self) -> str:
-        """xferlab's installed version (the client ships with it)."""
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return version("xferlab")
-        except PackageNotFoundError:  # pragma: no cover - source checkout without install
-            return "0+unknown"
-
-    def details(self) -> dict[str, str]:
-        """``{"event_loop": "uvloop" | "asyncio"}``: the loop the phases run on
-        (runner.load.loop.loop_name; raises ValueError for a bad XFERLAB_EVENT_LOOP)."""
-        from runner.load.loop import loop_name
-
-        return {"event_loop": loop_name()}
+    workloads: tuple[str, ...] = workloads_of("ftp")
 
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
             checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:

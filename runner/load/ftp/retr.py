@@ -44,6 +44,15 @@ class _RetrProtocol(asyncio.BufferedProtocol):
             else:
                 self.done.set_exception(exc)
 
+    async def received(self, path: str) -> int:
+        """The bytes received once the data connection of ``RETR path`` has closed.
+        Raises FTPError(kind="reset") when it broke (OSError)."""
+        try:
+            await self.done
+        except OSError as e:
+            raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
+        return self.nbytes
+
 
 _SCRATCH: dict[int, bytearray] = {}
 
@@ -144,11 +153,7 @@ class RetrReceivers:
         try:
             self.send(f"RETR {path}")
             await self._preliminary(f"RETR {path}")
-            try:
-                await done
-            except OSError as e:
-                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
-            return proto.nbytes
+            return await proto.received(path)
         finally:
             self._data_transports.discard(transport)
             transport.abort()

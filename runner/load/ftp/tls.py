@@ -172,11 +172,7 @@ class TlsTransfers:
         # (vsftpd) would leave a tail below the mark unread, and both sides would wait.
         transport = await self._data_tls(sock, proto, f"RETR {path}")
         try:
-            try:
-                await done
-            except OSError as e:
-                raise FTPError("reset", f"RETR {path}: data connection: {e}") from e
-            return proto.nbytes
+            return await proto.received(path)
         finally:
             self._data_transports.discard(transport)
             transport.abort()

@@ -27,10 +27,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from runner.catalogue.workloads import workloads_of
 from runner.load.base import DriverUnavailable, LoadError
 from runner.load.target import Target
 from runner.load.tools.labuser import client_user, open_folder
+
+if TYPE_CHECKING:
+    from runner.catalogue.workloads import WorkloadParams
 
 
 @dataclass
@@ -58,6 +63,22 @@ class ChildRun:
     timed_out: bool = False
     started_at: float | None = None
 
+    def no_result(self, tool: str, exc: ValueError) -> LoadError:
+        """The LoadError of a run whose output has no result (``exc``: the parser's
+        complaint), e.g. ``"wrk (exit 1): no Requests/sec line: <last 3 output lines>"``;
+        the caller raises it."""
+        tail = " | ".join((self.stdout + self.stderr).strip().splitlines()[-3:])
+        return LoadError(f"{tool} (exit {self.returncode}{', killed after the time bound' if self.timed_out else ''}): "
+                         f"{exc}: {tail}")
+
+    def client_figures(self) -> dict[str, Any]:
+        """The PhaseResult fields this run gives of the client itself: its CPU time (s),
+        peak memory (bytes) and its wall-clock start and end (epoch s; None when the start
+        is unknown)."""
+        return {"client_cpu_user_s": self.user_s, "client_cpu_system_s": self.system_s, "driver_max_rss": self.max_rss,
+                "started_at": self.started_at,
+                "ended_at": None if self.started_at is None else self.started_at + self.wall_s}
+
 
 def require(binary: str, package: str) -> str:
     """Path of ``binary`` in PATH. Raises DriverUnavailable ``"wrk: binary not found in
@@ -80,6 +101,49 @@ def tool_version(argv: list[str]) -> str:
         return "unknown"
     lines = (p.stdout or p.stderr).strip().splitlines()
     return lines[0].strip() if lines else "unknown"
+
+
+class HttpToolDriver:
+    """What the HTTP load programs (wrk, h2load) share as drivers (runner.load.base.Driver):
+    they speak HTTP, run every HTTP workload they do not refuse, and run as the lab user.
+    Subclasses set ``name`` (also the program's name in PATH) and ``package`` (its Debian
+    package, for the skip reason) and implement ``version`` and ``run``; they override
+    :meth:`refuses` when they cannot run some parameters."""
+
+    name = ""
+    package = ""
+    protocols: tuple[str, ...] = ("http",)
+    workloads: tuple[str, ...] = workloads_of("http")
+
+    def check(self) -> None:
+        """Raises DriverUnavailable (``apt-get install <package>``) when the program is not
+        in PATH, or when this process is root and the lab user it runs as is missing
+        (runner.load.tools.labuser.client_user)."""
+        require(self.name, self.package)
+        client_user()
+
+    def refuses(self, workload: str, params: WorkloadParams) -> str | None:
+        """Why the program cannot run ``workload`` with ``params``, None when it can (here:
+        always None)."""
+        return None
+
+    def executable(self, workload: str, target: Target, params: WorkloadParams) -> str:
+        """The program's path, once ``workload``, ``params`` and ``target`` are checked
+        for a run.
+
+        Raises:
+            ValueError: not an HTTP workload, parameters the program refuses
+                (:meth:`refuses`), or a target without an HTTP port.
+            DriverUnavailable: the program is not in PATH.
+        """
+        if workload not in self.workloads:
+            raise ValueError(f"driver {self.name} runs {', '.join(self.workloads)}, not {workload!r}")
+        why = self.refuses(workload, params)
+        if why:
+            raise ValueError(why)
+        if target.http_port is None:
+            raise ValueError(f"{workload}: the target has no HTTP port (Target.http_port is None)")
+        return require(self.name, self.package)
 
 
 def run_child(argv: list[str], *, netns: str | None, timeout_s: float,

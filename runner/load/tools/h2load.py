@@ -36,11 +36,9 @@ import re
 import tempfile
 from typing import TYPE_CHECKING
 
-from runner.catalogue.workloads import WORKLOADS
-from runner.load.base import Checkpoint, LoadError, Progress
+from runner.load.base import Checkpoint, Progress
 from runner.load.result import PhaseResult
-from runner.load.tools.child import ChildRun, body_file, prepare_fixture, require, run_child, tool_version
-from runner.load.tools.labuser import client_user
+from runner.load.tools.child import ChildRun, HttpToolDriver, body_file, prepare_fixture, run_child, tool_version
 
 if TYPE_CHECKING:
     from runner.catalogue.workloads import WorkloadParams
@@ -84,9 +82,7 @@ def h2load_result(workload: str, params: WorkloadParams, run: ChildRun, notes: l
     try:
         d = parse_h2load(run.stdout)
     except ValueError as e:
-        tail = " | ".join((run.stdout + run.stderr).strip().splitlines()[-3:])
-        raise LoadError(f"h2load (exit {run.returncode}{', killed after the time bound' if run.timed_out else ''}): "
-                        f"{e}: {tail}") from e
+        raise run.no_result("h2load", e) from e
     ok = int(min(d["2xx"], d["succeeded"]))  # status codes also count responses whose body was still coming
     non = {"3xx": int(d["succeeded"]) - ok}
     http_failed = int(d["failed"] - d["errored"])
@@ -107,24 +103,15 @@ def h2load_result(workload: str, params: WorkloadParams, run: ChildRun, notes: l
         ops=ok, errors=errors, requests=ok + sum(non.values()) + failed, successful=ok, network_failed=failed,
         non_2xx=non, bytes_read=int(d["bytes_read"]),
         bytes_written=int(d["done"]) * params.body_size if upload else 0, latency_percentiles_ms=pct, notes=notes,
-        unfinished=int(d["started"] - d["done"]), client_cpu_user_s=run.user_s, client_cpu_system_s=run.system_s,
-        driver_max_rss=run.max_rss,
-        started_at=run.started_at, ended_at=None if run.started_at is None else run.started_at + run.wall_s)
+        unfinished=int(d["started"] - d["done"]), **run.client_figures())
 
 
-class H2loadDriver:
-    """h2load as a driver (implements runner.load.base.Driver; module docstring)."""
+class H2loadDriver(HttpToolDriver):
+    """h2load as a driver (implements runner.load.base.Driver; module docstring); its
+    check: ``apt-get install nghttp2-client`` (runner.load.tools.child.HttpToolDriver)."""
 
     name = "h2load"
-    protocols: tuple[str, ...] = ("http",)
-    workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "http")
-
-    def check(self) -> None:
-        """Raises DriverUnavailable (``apt-get install nghttp2-client``) when h2load is not in PATH,
-        or when this process is root and the lab user it runs as is missing
-        (runner.load.tools.labuser.client_user)."""
-        require("h2load", "nghttp2-client")
-        client_user()
+    package = "nghttp2-client"
 
     def version(self) -> str:
         """h2load's version line, e.g. ``h2load nghttp2/1.52.0``."""
@@ -150,14 +137,7 @@ class H2loadDriver:
             DriverUnavailable: h2load is not installed.
             LoadError: h2load measured nothing, or the namespace cannot be joined.
         """
-        if workload not in self.workloads:
-            raise ValueError(f"driver h2load runs {', '.join(self.workloads)}, not {workload!r}")
-        why = self.refuses(workload, params)
-        if why:
-            raise ValueError(why)
-        if target.http_port is None:
-            raise ValueError(f"{workload}: the target has no HTTP port (Target.http_port is None)")
-        exe = require("h2load", "nghttp2-client")
+        exe = self.executable(workload, target, params)
         notes: list[str] = []
         threads = min(os.cpu_count() or 1, params.clients)
         base = [exe, "--h1", "-c", str(params.clients), "-t", str(threads),

@@ -28,11 +28,9 @@ import secrets
 import tempfile
 from typing import TYPE_CHECKING
 
-from runner.catalogue.workloads import WORKLOADS
-from runner.load.base import Checkpoint, LoadError, Progress
+from runner.load.base import Checkpoint, Progress
 from runner.load.result import PhaseResult
-from runner.load.tools.child import ChildRun, body_file, prepare_fixture, require, run_child, tool_version
-from runner.load.tools.labuser import client_user
+from runner.load.tools.child import ChildRun, HttpToolDriver, body_file, prepare_fixture, run_child, tool_version
 
 if TYPE_CHECKING:
     from runner.catalogue.workloads import WorkloadParams
@@ -132,9 +130,7 @@ def wrk_result(workload: str, params: WorkloadParams, run: ChildRun, notes: list
     try:
         d = parse_wrk(run.stdout)
     except ValueError as e:
-        tail = " | ".join(text.strip().splitlines()[-3:])
-        raise LoadError(f"wrk (exit {run.returncode}{', killed after the time bound' if run.timed_out else ''}): "
-                        f"{e}: {tail}") from e
+        raise run.no_result("wrk", e) from e
     errors = {k: int(d[k]) for k in ("connect", "read", "write", "timeout") if d[k]}
     failed = sum(errors.values())
     ok = int(d["requests"] - d["non_2xx"])
@@ -147,31 +143,20 @@ def wrk_result(workload: str, params: WorkloadParams, run: ChildRun, notes: list
         requests=int(d["requests"]) + failed, successful=ok, network_failed=failed,
         non_2xx={"4xx-5xx": int(d["non_2xx"])} if d["non_2xx"] else {}, bytes_read=int(d["bytes_read"]),
         bytes_written=int(d.get("written", 0)), latency_percentiles_ms=pct, notes=notes, unfinished=None,
-        client_cpu_user_s=run.user_s, client_cpu_system_s=run.system_s, driver_max_rss=run.max_rss,
-        started_at=run.started_at, ended_at=None if run.started_at is None else run.started_at + run.wall_s)
+        **run.client_figures())
 
 
-class WrkDriver:
-    """wrk as a driver (implements runner.load.base.Driver; module docstring)."""
+class WrkDriver(HttpToolDriver):
+    """wrk as a driver (implements runner.load.base.Driver; module docstring); its check:
+    ``apt-get install wrk`` (runner.load.tools.child.HttpToolDriver). It runs every HTTP
+    workload with any parameters (``refuses`` is always None)."""
 
     name = "wrk"
-    protocols: tuple[str, ...] = ("http",)
-    workloads: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.protocol == "http")
-
-    def check(self) -> None:
-        """Raises DriverUnavailable (``apt-get install wrk``) when wrk is not in PATH,
-        or when this process is root and the lab user it runs as is missing
-        (runner.load.tools.labuser.client_user)."""
-        require("wrk", "wrk")
-        client_user()
+    package = "wrk"
 
     def version(self) -> str:
         """wrk's own version line, e.g. ``wrk debian/4.1.0-3+b2 [epoll] ...``."""
         return tool_version(["wrk", "-v"]).split(" Copyright")[0]
-
-    def refuses(self, workload: str, params: WorkloadParams) -> str | None:
-        """None: wrk runs every HTTP workload with any parameters."""
-        return None
 
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
             checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:
@@ -184,11 +169,7 @@ class WrkDriver:
             LoadError: wrk measured nothing (its output has no result), or the
                 namespace cannot be joined.
         """
-        if workload not in self.workloads:
-            raise ValueError(f"driver wrk runs {', '.join(self.workloads)}, not {workload!r}")
-        if target.http_port is None:
-            raise ValueError(f"{workload}: the target has no HTTP port (Target.http_port is None)")
-        exe = require("wrk", "wrk")
+        exe = self.executable(workload, target, params)
         notes: list[str] = []
         seconds = max(1, math.ceil(params.duration))
         if seconds != params.duration:

@@ -72,19 +72,32 @@ static int parse_bool(const char *v, bool *out)
     return -1;
 }
 
+/*
+ * Copy the string option val into dst, a char array of cap bytes.  Returns 0,
+ * or -1 (dst untouched) when val and its NUL do not fit.
+ */
+static int set_string(char *dst, size_t cap, const char *val)
+{
+    size_t n = strlen(val);
+    if (n >= cap)
+        return -1;
+    memcpy(dst, val, n + 1);
+    return 0;
+}
+
+/* set_string() into a char array field, its size taken from the field. */
+#define SET_STRING(field, val) set_string((field), sizeof(field), (val))
+
 /* Apply one configuration key (file key or long option name). */
 static int apply_option(const char *key, const char *val)
 {
     bool b;
     if (!strcmp(key, "ftp-listen")) {
-        if (strlen(val) >= sizeof(g_cfg.ftp_listen)) return -1;
-        strcpy(g_cfg.ftp_listen, val);
+        return SET_STRING(g_cfg.ftp_listen, val);
     } else if (!strcmp(key, "http-listen")) {
-        if (strlen(val) >= sizeof(g_cfg.http_listen)) return -1;
-        strcpy(g_cfg.http_listen, val);
+        return SET_STRING(g_cfg.http_listen, val);
     } else if (!strcmp(key, "users")) {
-        if (strlen(val) >= sizeof(g_cfg.users_file)) return -1;
-        strcpy(g_cfg.users_file, val);
+        return SET_STRING(g_cfg.users_file, val);
     } else if (!strcmp(key, "pasv-ports")) {
         int lo, hi;
         char tmp[64];
@@ -125,15 +138,12 @@ static int apply_option(const char *key, const char *val)
             return -1;
         g_cfg.max_body = v;
     } else if (!strcmp(key, "tls-cert") || !strcmp(key, "tls-key")) {
-        char *dst = key[4] == 'c' ? g_cfg.tls_cert : g_cfg.tls_key;
-        if (!*val || strlen(val) >= sizeof(g_cfg.tls_cert)) return -1;
-        strcpy(dst, val);
+        if (!*val) return -1;
+        return key[4] == 'c' ? SET_STRING(g_cfg.tls_cert, val) : SET_STRING(g_cfg.tls_key, val);
     } else if (!strcmp(key, "ftps-listen")) {
-        if (strlen(val) >= sizeof(g_cfg.ftps_listen)) return -1;
-        strcpy(g_cfg.ftps_listen, val);
+        return SET_STRING(g_cfg.ftps_listen, val);
     } else if (!strcmp(key, "https-listen")) {
-        if (strlen(val) >= sizeof(g_cfg.https_listen)) return -1;
-        strcpy(g_cfg.https_listen, val);
+        return SET_STRING(g_cfg.https_listen, val);
     } else if (!strcmp(key, "tls-info")) {
         if (parse_bool(val, &b)) return -1;
         g_cfg.tls_info = b;

@@ -1,13 +1,17 @@
 """What every local recipe shares: the :class:`Recipe` interface, the :class:`Launch` it
-returns, and the helpers recipes use to render configs."""
+returns, and the helpers recipes use to render configs, build from source (once per
+source hash) and read versions."""
 from __future__ import annotations
 
 import hashlib
 import string
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from filelock import FileLock
 
 from runner.backends import paths
 from runner.backends.base import ServerSkipped, target_tls, tls_mode  # noqa: F401 - the recipes take them from here
@@ -74,11 +78,71 @@ class Recipe:
         return None
 
     def check(self, req: ServerRequest) -> None:
-        """Raise ServerSkipped if ``req`` cannot run; may download/build (cached)."""
+        """Raise ServerSkipped if ``req`` cannot run: with :meth:`quick_check`'s reason when
+        it gives one, else whatever :meth:`prepare` raises."""
+        reason = self.quick_check()
+        if reason:
+            raise ServerSkipped(reason)
+        self.prepare(req)
+
+    def prepare(self, req: ServerRequest) -> None:
+        """What :meth:`check` does once :meth:`quick_check` passed: download or build what
+        ``req`` needs (cached); raise ServerSkipped when it cannot. Nothing by default."""
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
         """Write the server's config into ``run`` and say how to start it on ``port``."""
         raise NotImplementedError
+
+
+def source_hash(src: Path, suffixes: frozenset[str]) -> str:
+    """16 hex chars of sha256 over the files of ``src`` with one of ``suffixes``
+    (relative path + bytes): a build cache key."""
+    h = hashlib.sha256()
+    for f in sorted(src.rglob("*")):
+        if f.is_file() and f.suffix in suffixes:
+            h.update(str(f.relative_to(src)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_once(out: Path, built: Callable[[], bool], timeout: float, build: Callable[[], None]) -> None:
+    """Run ``build`` unless ``built()`` says the build in ``out`` is done, under the file
+    lock ``<out>.lock`` (another process may be building the same source): ``out`` is
+    made, the lock taken (waiting at most ``timeout`` s; filelock.Timeout past it) and
+    ``built()`` asked again before ``build`` runs."""
+    if built():
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with FileLock(out.parent / f"{out.name}.lock", timeout=timeout):
+        if not built():
+            build()
+
+
+def run_build(what: str, argv: list[str], timeout: int, *, done: Callable[[int], bool] = lambda rc: rc == 0,
+              failed: str = "", **run: Any) -> None:
+    """Run the build command ``argv`` (output captured; ``run``: more subprocess.run
+    arguments such as ``cwd`` and ``env``) for at most ``timeout`` s.
+
+    Raises:
+        ServerSkipped: ``"<what> timed out after <timeout> s"``, or, when ``done(exit
+            status)`` is false (default: a non-zero status), ``"<what> failed (<failed>exit
+            N):"`` and the last 15 lines of its output.
+    """
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **run)
+    except subprocess.TimeoutExpired as e:
+        raise ServerSkipped(f"{what} timed out after {timeout} s") from e
+    if not done(r.returncode):
+        tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
+        raise ServerSkipped(f"{what} failed ({failed}exit {r.returncode}):\n{tail}")
+
+
+def command_output(argv: list[str]) -> str:
+    """``argv``'s standard output, stripped (a version query such as ``node --version``);
+    ``""`` when it cannot be run within 10 s."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
 
 
 def server_file(*parts: str) -> Path:

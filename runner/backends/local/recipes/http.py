@@ -12,10 +12,20 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from runner.backends.base import ServerSkipped
-from runner.backends.local.recipes.base import FTP_USER, Launch, Recipe, render, server_file, target_tls, tls_mode
+from runner.backends.local.recipes.base import (
+    FTP_USER,
+    Launch,
+    Recipe,
+    build_once,
+    command_output,
+    render,
+    run_build,
+    server_file,
+    source_hash,
+    target_tls,
+    tls_mode,
+)
 from runner.backends.local.rundir import RunDir
 from runner.backends.local.venvs import cache_dir
 from runner.backends.system import nofile_target
@@ -44,16 +54,6 @@ def http_target(host: str, run: RunDir, port: int, req: ServerRequest | None = N
     return Target(host, 0, FTP_USER, "", run.home, http_port=port, tls=target_tls(req) if req is not None else None)
 
 
-def source_hash(src: Path, suffixes: frozenset[str]) -> str:
-    """16 hex chars of sha256 over the files of ``src`` with one of ``suffixes``
-    (relative path + bytes): a build cache key."""
-    h = hashlib.sha256()
-    for f in sorted(src.rglob("*")):
-        if f.is_file() and f.suffix in suffixes:
-            h.update(str(f.relative_to(src)).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 class GoHttpRecipe(Recipe):
     """Go ``net/http`` (``servers/go-http``, standard library only), built with Debian's
     ``golang-go`` into ``<cache>/go-http/<source hash>`` (static, ``CGO_ENABLED=0``).
@@ -79,10 +79,7 @@ class GoHttpRecipe(Recipe):
             return "go-http: the Go toolchain (go) is not installed; apt-get install golang-go"
         return None
 
-    def check(self, req: ServerRequest) -> None:
-        reason = self.quick_check()
-        if reason:
-            raise ServerSkipped(reason)
+    def prepare(self, req: ServerRequest) -> None:
         self.build()
 
     def build(self) -> Path:
@@ -91,27 +88,19 @@ class GoHttpRecipe(Recipe):
         output tail on failure or timeout (600 s)."""
         out = cache_dir() / "go-http" / source_hash(self.src, frozenset({".go", ".mod"}))
         binary = out / "go-http"
-        if binary.is_file():
-            return binary
-        out.mkdir(parents=True, exist_ok=True)
-        with FileLock(out.parent / f"{out.name}.lock", timeout=600):
-            if binary.is_file():
-                return binary
+
+        def build() -> None:
             go = self.go()
             if go is None:
                 raise ServerSkipped(self.quick_check() or "go-http: no Go toolchain")
             self.backend.progress(f"building go-http into {out}")
             env = {**os.environ, "CGO_ENABLED": "0", "GOCACHE": str(cache_dir() / "go-build"),
                    "GOFLAGS": "-buildvcs=false", "GOPATH": str(cache_dir() / "gopath"), "GOTOOLCHAIN": "local"}
-            try:
-                r = subprocess.run([go, "build", "-trimpath", "-o", str(out / "go-http.tmp"), "."], cwd=self.src,
-                                   env=env, capture_output=True, text=True, timeout=600)
-            except subprocess.TimeoutExpired as e:
-                raise ServerSkipped("go-http: go build timed out after 600 s") from e
-            if r.returncode != 0:
-                tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
-                raise ServerSkipped(f"go-http: go build failed (exit {r.returncode}):\n{tail}")
+            run_build("go-http: go build", [go, "build", "-trimpath", "-o", str(out / "go-http.tmp"), "."], 600,
+                      cwd=self.src, env=env)
             os.replace(out / "go-http.tmp", binary)
+
+        build_once(out, binary.is_file, 600, build)
         return binary
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
@@ -122,11 +111,7 @@ class GoHttpRecipe(Recipe):
         argv = [str(binary), "-listen", f"{self.host}:{port}", "-home", str(run.home), *opts]
         if tls_mode(req) == "https":  # crypto/tls on the one listener, the campaign's certificate
             argv += ["-tls-cert", str(req.tls.cert), "-tls-key", str(req.tls.key)]
-        try:
-            version = subprocess.run([str(binary), "-version"], capture_output=True, text=True,
-                                     timeout=10).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            version = ""
+        version = command_output([str(binary), "-version"])
         cfg = json.dumps({"options": opts, "env": env, "binary_src": binary.parent.name,
                           "https": tls_mode(req) == "https"}, sort_keys=True)
         return Launch(argv, http_target(self.host, run, port, req), cfg,
@@ -157,11 +142,6 @@ class NginxRecipe(Recipe):
         if not os.access(self.binary, os.X_OK):
             return f"nginx: {self.binary} not found; apt-get install nginx"
         return None
-
-    def check(self, req: ServerRequest) -> None:
-        reason = self.quick_check()
-        if reason:
-            raise ServerSkipped(reason)
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
         max_body, workers, keepalive = http_options(req)
@@ -208,11 +188,6 @@ class NodeHttpRecipe(Recipe):
             return f"node-http: {server_file('node-http', 'server.js')} not found"
         return None
 
-    def check(self, req: ServerRequest) -> None:
-        reason = self.quick_check()
-        if reason:
-            raise ServerSkipped(reason)
-
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
         node = self.node()
         if node is None:
@@ -224,11 +199,7 @@ class NodeHttpRecipe(Recipe):
         argv = [node, str(script), "--host", self.host, "--port", str(port), "--home", str(run.home), *opts]
         if tls_mode(req) == "https":  # the https module (each cluster worker does its own TLS)
             argv += ["--tls-cert", str(req.tls.cert), "--tls-key", str(req.tls.key)]
-        try:
-            version = subprocess.run([node, "--version"], capture_output=True, text=True,
-                                     timeout=10).stdout.strip().lstrip("v")
-        except (OSError, subprocess.TimeoutExpired):
-            version = ""
+        version = command_output([node, "--version"]).lstrip("v")
         cfg = json.dumps({"options": opts, "script_sha256": hashlib.sha256(script.read_bytes()).hexdigest(),
                           "https": tls_mode(req) == "https"}, sort_keys=True)
         return Launch(argv, http_target(self.host, run, port, req), cfg,

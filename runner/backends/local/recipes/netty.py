@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
-from filelock import FileLock
-
-from runner.backends.base import ServerSkipped
-from runner.backends.local.recipes.base import Launch, Recipe, server_file, tls_mode
-from runner.backends.local.recipes.http import http_options, http_target, source_hash
+from runner.backends.local.recipes.base import (
+    Launch,
+    Recipe,
+    build_once,
+    command_output,
+    run_build,
+    server_file,
+    source_hash,
+    tls_mode,
+)
+from runner.backends.local.recipes.http import http_options, http_target
 from runner.backends.local.rundir import RunDir
 from runner.backends.local.venvs import cache_dir
 from runner.spec.request import ServerRequest
@@ -43,10 +48,7 @@ class NettyRecipe(Recipe):
             return f"netty: {what}; apt-get install openjdk-17-jdk-headless libnetty-java"
         return None
 
-    def check(self, req: ServerRequest) -> None:
-        reason = self.quick_check()
-        if reason:
-            raise ServerSkipped(reason)
+    def prepare(self, req: ServerRequest) -> None:
         self.build()
 
     def build(self) -> Path:
@@ -54,22 +56,13 @@ class NettyRecipe(Recipe):
         ServerSkipped with javac's output tail on failure or timeout (300 s)."""
         src = server_file("netty")
         out = cache_dir() / "netty" / source_hash(src, frozenset({".java"}))
-        if (out / "NettyServer.class").is_file():
-            return out
-        out.mkdir(parents=True, exist_ok=True)
-        with FileLock(out.parent / f"{out.name}.lock", timeout=300):
-            if (out / "NettyServer.class").is_file():
-                return out
+
+        def build() -> None:
             self.backend.progress(f"compiling netty server into {out}")
             cp = ":".join(str(p) for p in netty_classpath())
-            try:
-                r = subprocess.run(["javac", "-d", str(out), "-cp", cp, str(src / "NettyServer.java")],
-                                   capture_output=True, text=True, timeout=300)
-            except subprocess.TimeoutExpired as e:
-                raise ServerSkipped("netty: javac timed out after 300 s") from e
-            if r.returncode != 0:
-                tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
-                raise ServerSkipped(f"netty: javac failed (exit {r.returncode}):\n{tail}")
+            run_build("netty: javac", ["javac", "-d", str(out), "-cp", cp, str(src / "NettyServer.java")], 300)
+
+        build_once(out, (out / "NettyServer.class").is_file, 300, build)
         return out
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
@@ -83,11 +76,8 @@ class NettyRecipe(Recipe):
                 *opts]
         if tls_mode(req) == "https":
             argv += ["--tls-cert", str(req.tls.cert), "--tls-key", str(req.tls.key)]
-        try:  # the Debian package's version, e.g. 1:4.1.48-7+deb12u2
-            version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libnetty-java"], capture_output=True,
-                                     text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            version = ""
+        # the Debian package's version, e.g. 1:4.1.48-7+deb12u2
+        version = command_output(["dpkg-query", "-W", "-f", "${Version}", "libnetty-java"])
         cfg = json.dumps({"options": opts, "classes": classes.name, "https": tls_mode(req) == "https"},
                          sort_keys=True)
         return Launch(argv, http_target(self.host, run, port, req), cfg,

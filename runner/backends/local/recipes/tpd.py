@@ -11,10 +11,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from runner.backends.base import ServerSkipped
-from runner.backends.local.recipes.base import FTP_USER, Launch, Recipe, pasv_range, server_file, target_tls, tls_mode
+from runner.backends.local.recipes.base import (
+    FTP_USER,
+    Launch,
+    Recipe,
+    build_once,
+    pasv_range,
+    run_build,
+    server_file,
+    target_tls,
+    tls_mode,
+)
 from runner.backends.local.recipes.http import http_options
 from runner.backends.local.rundir import RunDir
 from runner.backends.local.venvs import cache_dir
@@ -81,10 +89,7 @@ class TpdRecipe(Recipe):
         """Where this source tree's build goes: ``<cache>/tpd/<source hash>``."""
         return cache_dir() / "tpd" / tpd_source_hash(self.src)
 
-    def check(self, req: ServerRequest) -> None:
-        reason = self.quick_check()
-        if reason:
-            raise ServerSkipped(reason)
+    def prepare(self, req: ServerRequest) -> None:
         binary = self.build()
         if tls_mode(req) is not None:
             tpd_tls_info(binary)
@@ -94,23 +99,14 @@ class TpdRecipe(Recipe):
         builds). Raises ServerSkipped with the build log tail on failure or timeout (600 s)."""
         out = self.out_dir()
         binary = out / "tpd"
-        if binary.is_file() and (out / ".built").exists():
-            return binary
-        out.mkdir(parents=True, exist_ok=True)
-        with FileLock(out.parent / f"{out.name}.lock", timeout=600):
-            if binary.is_file() and (out / ".built").exists():
-                return binary
+
+        def build() -> None:
             self.backend.progress(f"building tpd into {out}")
-            try:
-                r = subprocess.run(["make", "-C", str(self.src), f"OUT={out}"],
-                                   capture_output=True, text=True, timeout=600)
-            except subprocess.TimeoutExpired as e:
-                raise ServerSkipped("tpd: build timed out after 600 s") from e
-            if r.returncode != 0 or not binary.is_file():
-                tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
-                raise ServerSkipped(f"tpd: build failed (make -C {self.src} OUT={out}, "
-                                    f"exit {r.returncode}):\n{tail}")
+            run_build("tpd: build", ["make", "-C", str(self.src), f"OUT={out}"], 600,
+                      done=lambda rc: rc == 0 and binary.is_file(), failed=f"make -C {self.src} OUT={out}, ")
             (out / ".built").write_text(str(time.time()))
+
+        build_once(out, lambda: binary.is_file() and (out / ".built").exists(), 600, build)
         return binary
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:

@@ -28,10 +28,7 @@ class VenvRecipe(Recipe):
             return f"{self.name}: launch script {script} missing"
         return None
 
-    def check(self, req: ServerRequest) -> None:
-        reason = self.quick_check()
-        if reason:
-            raise ServerSkipped(reason)
+    def prepare(self, req: ServerRequest) -> None:
         self.venv(req)
 
     def venv(self, req: ServerRequest) -> VenvInfo:
