@@ -1,10 +1,10 @@
 """The driver contract: a *driver* turns (workload, params, target) into a PhaseResult.
 
-A driver is one way of making load: xferlab's own asyncio FTP client
-(:mod:`runner.load.ftp.driver`), and later an HTTP client or real client programs
-(lftp, wget, curl, wrk, h2load). Each lives in one module of this package and is
-listed once in the registry (:mod:`runner.load.registry`). The cell runners (runner.campaign.loop,
-runner.multihost) and ``xferlab loadgen`` only call :meth:`Driver.check` and
+A driver is one way of making load: xferlab's own asyncio FTP and HTTP clients
+(:mod:`runner.load.ftp.driver`, :mod:`runner.load.http.driver`) and real client programs
+(lftp, wget, curl, wrk, h2load: :mod:`runner.load.tools`). Each is listed once in the
+registry (:mod:`runner.load.registry`). The cell runners (runner.cell.local,
+runner.cell.remote) and ``xferlab loadgen`` only call :meth:`Driver.check` and
 :meth:`Driver.run`; they never import a driver's internals.
 
 This module imports nothing heavy (no asyncio client, no subprocess), so the spec can
