@@ -8,6 +8,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.support.ports import free_port
+
 TOKEN = "test-token-123"
 
 MIB = 1 << 20
@@ -183,15 +185,12 @@ def sweep_campaign(engine) -> Callable[..., int]:
 def served(app) -> Iterator[int]:
     """Serve ``app`` with a real uvicorn on 127.0.0.1 in a thread; yields the port. Waits
     at most 20 s for the start and 10 s for the shutdown (asserting both)."""
-    import socket
     import threading
     import time
 
     import uvicorn
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     th = threading.Thread(target=srv.run, daemon=True)
     th.start()

@@ -12,13 +12,13 @@ import ftplib
 import http.client
 import io
 import os
-import random
 import socket
 import time
 
 import psutil
 import pytest
 
+from tests.support.ports import free_range
 from tests.tpd.conftest import BUILD
 from tests.tpd.test_ftp import Raw, connect, retr
 from tests.tpd.test_http import raw_connect, raw_exchange
@@ -96,7 +96,7 @@ def test_location_cannot_inject_headers_or_redirect_off_site(make_server, tls):
 def test_quick_retrs_do_not_exhaust_a_small_passive_range(make_server):
     """200 RETRs through a 20-port range: every passive port is reused while
     its previous data connection is in TIME_WAIT (tpd closes first)."""
-    lo = random.randrange(46000, 47900)
+    lo = free_range(20)[0]
     srv = make_server(extra=["--pasv-ports", f"{lo}-{lo + 19}", "--log-level", "warn"])
     (srv.home / "tiny").write_bytes(b"x" * 100)
     f = connect(srv)

@@ -155,7 +155,7 @@ def test_per_op_sessions_are_counted(target):
 
 def test_no_server_is_a_load_error():
     from runner.load.base import LoadError
-    from tests.tpd.conftest import free_port
+    from tests.support.ports import free_port
 
     t = Target(host="127.0.0.1", port=free_port(), user="u", password="p", root=None)
     with pytest.raises(LoadError, match="cannot log in.*refused"):
