@@ -14,7 +14,6 @@ from runner.net import link as linknet
 from runner.spec.model import parse_spec
 from runner.spec.request import ServerRequest
 from runner.store.models import Cell
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip
 from tests.runner.cell.test_link_cell import MIB, PAYLOAD_MIB_S
 from tests.runner.support import driver_or_skip
 
@@ -22,14 +21,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(3
               pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))]
 
 
-@pytest.fixture(scope="module")
-def dbackend():
-    from runner.backends.docker import DockerBackend
-
-    client = docker_client_or_skip()
-    yield DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL}, build=False,
-                        progress=lambda m: print(f"[docker] {m}"))
-    cleanup_session(client)
+#: The images are used as they are (tests.runner.conftest's dbackend builds none).
+DOCKER_BUILD = False
 
 
 def _mine() -> list[str]:

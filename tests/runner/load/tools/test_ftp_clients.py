@@ -26,11 +26,6 @@ RUNS = [("wget", "retr_concurrent"), ("curl", "retr_concurrent"), ("curl", "stor
         ("lftp", "retr_concurrent"), ("lftp", "stor_concurrent")]
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
 @pytest.fixture(scope="module")
 def pyftpd(tmp_path_factory):
     home = tmp_path_factory.mktemp("clienthome")
