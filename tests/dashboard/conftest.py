@@ -3,6 +3,7 @@ that stores campaigns with given sample values (real rows through the store help
 from __future__ import annotations
 
 import random
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -179,6 +180,26 @@ def sweep_campaign(engine) -> Callable[..., int]:
             return camp.id
 
     return make
+
+
+def run_worker_once(engine, spec, env: dict[str, str]) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """Queue a campaign of ``spec`` (a CampaignSpec; local backend) in ``engine``'s database
+    and run ``xferlab worker --once`` as a subprocess with environment ``env`` (the
+    ``xferlab_env`` fixture's: XFERLAB_DATABASE_URL of that database). Returns (the
+    campaign's id, the finished process with its text stdout and stderr); at most 300 s
+    (subprocess.TimeoutExpired past that)."""
+    import sys
+
+    from sqlalchemy.orm import Session
+
+    from runner.store import campaigns as crud
+
+    with Session(engine) as s:
+        cid = crud.create_campaign(s, spec=spec, backend="local").id
+        s.commit()
+    p = subprocess.run([sys.executable, "-m", "runner.cli", "worker", "--once", "--poll", "0.2"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    return cid, p
 
 
 @contextmanager
