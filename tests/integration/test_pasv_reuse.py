@@ -32,11 +32,11 @@ from collections import Counter
 
 import pytest
 
-from runner.backends.base import ServerSkipped
 from runner.backends.local import LocalBackend
 from runner.load.ftp.replies import reply_error as _reply_error
 from runner.load.ftp.session import FTPError, FTPSession, Reply, classify
 from runner.spec.request import ServerRequest
+from tests.runner.support import start_or_skip
 from tests.support.ports import free_range
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
@@ -92,11 +92,7 @@ def test_5000_short_retrs_in_one_session(name, version, tmp_path):
     retrs, width = SLOW.get(name, (RETRS, PASV_WIDTH))
     lo = free_range(width)[0]
     req = ServerRequest(name, version, variant={"pasv_ports": f"{lo}-{lo + width - 1}"})
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    h = backend.start(req)
+    h = start_or_skip(backend, req)
     try:
         t = h.target
         src = tmp_path / "tiny.bin"

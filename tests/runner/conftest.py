@@ -1,6 +1,7 @@
-"""Fixtures shared by the runner tests that need a Docker engine: the engine's client and
-a docker backend, one of each per module; every container and volume they make carries
-this session's label and is removed when the module ends.
+"""Fixtures shared by the runner tests: the local backend, one per session; and for the
+tests that need a Docker engine, the engine's client and a docker backend, one of each per
+module (every container and volume they make carries this session's label and is removed
+when the module ends).
 
 A module that must not build images (it uses the images as they are and is skipped when
 one is missing) sets ``DOCKER_BUILD = False``: then the base image is not bootstrapped
@@ -13,6 +14,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+
+
+@pytest.fixture(scope="session")
+def backend():
+    """One LocalBackend for the session (venvs, fetched binaries and builds are cached
+    under platformdirs user_cache_dir("xferlab"), so reruns are fast)."""
+    from runner.backends.local import LocalBackend
+
+    return LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
 
 
 def _builds(request: pytest.FixtureRequest) -> bool:
