@@ -3,10 +3,11 @@ range of an FTP server, or for a port where nothing listens (a refused connectio
 
 The ports are drawn at random below the kernel's ephemeral range
 (``net.ipv4.ip_local_port_range``). The kernel picks the local port of every connect()
-and of every bind to port 0 from that range, so no other socket of this host can take a
-port below it between this check and the server's bind: on a host busy with loopback
-load tests the ephemeral ports run out (tens of thousands in TIME_WAIT), and a port
-found free by binding port 0 and closing it again may be handed out again at once.
+and of every bind to port 0 from that range, so none of them can take a port below it
+between this check and the server's bind (only a program binding that very port could).
+A port found free by binding port 0 and closing it again is in that range: on a host
+busy with loopback load tests (tens of thousands of ports in TIME_WAIT) the kernel may
+hand it out again at once.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """runner.cell.outcome: one construction of a cell's outcome for the local and the multi-host
-cell runner; run_campaign picks the runner; the backends' handles answer the
-ServerHandle methods execute.py used to probe with hasattr."""
+cell runner; run_campaign picks the runner; the backends' handles answer every
+ServerHandle method (exit_reason, cgroup_memory)."""
 from __future__ import annotations
 
 from runner.cell.outcome import crashed, measured, memory_figures, skipped
