@@ -3,10 +3,13 @@ that stores campaigns with given sample values (real rows through the store help
 from __future__ import annotations
 
 import random
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
+
+from tests.support.ports import free_port
 
 TOKEN = "test-token-123"
 
@@ -179,19 +182,36 @@ def sweep_campaign(engine) -> Callable[..., int]:
     return make
 
 
+def run_worker_once(engine, spec, env: dict[str, str]) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """Queue a campaign of ``spec`` (a CampaignSpec; local backend) in ``engine``'s database
+    and run ``xferlab worker --once`` as a subprocess with environment ``env`` (the
+    ``xferlab_env`` fixture's: XFERLAB_DATABASE_URL of that database). Returns (the
+    campaign's id, the finished process with its text stdout and stderr); at most 300 s
+    (subprocess.TimeoutExpired past that)."""
+    import sys
+
+    from sqlalchemy.orm import Session
+
+    from runner.store import campaigns as crud
+
+    with Session(engine) as s:
+        cid = crud.create_campaign(s, spec=spec, backend="local").id
+        s.commit()
+    p = subprocess.run([sys.executable, "-m", "runner.cli", "worker", "--once", "--poll", "0.2"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    return cid, p
+
+
 @contextmanager
 def served(app) -> Iterator[int]:
     """Serve ``app`` with a real uvicorn on 127.0.0.1 in a thread; yields the port. Waits
     at most 20 s for the start and 10 s for the shutdown (asserting both)."""
-    import socket
     import threading
     import time
 
     import uvicorn
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     th = threading.Thread(target=srv.run, daemon=True)
     th.start()

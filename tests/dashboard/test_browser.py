@@ -82,6 +82,29 @@ def _shots(page, name: str) -> None:
     page.set_viewport_size(WIDE)
 
 
+def _open(browser, url: str, **kw):
+    """A new page of ``browser`` at ``url`` (1280 px wide, 30 s for each wait); ``kw``: more
+    options of ``new_page``."""
+    page = browser.new_page(viewport=WIDE, **kw)
+    page.set_default_timeout(30_000)
+    page.goto(url)
+    return page
+
+
+def _open_chart(browser, url: str, canvas: str):
+    """:func:`_open` at ``url``, waiting until Chart.js has a chart on canvas ``canvas`` (an id)."""
+    page = _open(browser, url)
+    page.wait_for_function(f"Chart.getChart(document.getElementById('{canvas}')) !== undefined")
+    return page
+
+
+def _drawn(page, canvas: str) -> bool:
+    """Whether canvas ``canvas`` (an id) has been drawn on: some pixel is not transparent."""
+    return page.evaluate(f"(() => {{ const c = document.getElementById('{canvas}');"
+                         " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+                         " for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; })()")
+
+
 def _wait_done(base: str, cid: int, timeout: float = 400) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -104,9 +127,7 @@ def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
 
 
 def test_launch_watch_compare_export(server, worker, browser, xferlab_env, tmp_path):
-    page = browser.new_page(viewport=WIDE, accept_downloads=True)
-    page.set_default_timeout(30_000)
-    page.goto(f"{server}/login?next=/launch")
+    page = _open(browser, f"{server}/login?next=/launch", accept_downloads=True)
     _shots(page, "login")
     page.fill("input[name=token]", TOKEN)
     page.click("button[type=submit]")
@@ -189,9 +210,7 @@ def test_regression_shows(server, worker, browser):
     assert _wait_done(server, c1)["status"] == "done"
     c2 = _post_spec(server, spec({"use_sendfile": False}))
     assert _wait_done(server, c2)["status"] == "done"
-    page = browser.new_page(viewport=WIDE)
-    page.set_default_timeout(30_000)
-    page.goto(f"{server}/regressions")
+    page = _open(browser, f"{server}/regressions")
     row = page.locator("#regressions tr.kind-regression")
     if row.count() < 1:
         detail = urllib.request.urlopen(f"{server}/api/regressions?alpha=1&min_effect=0", timeout=30).read()
@@ -215,10 +234,7 @@ def test_fairness_chart_renders(server, browser, fair_campaign):
     from tests.dashboard.conftest import EVIL
 
     cid = fair_campaign(label=EVIL)
-    page = browser.new_page(viewport=WIDE)
-    page.set_default_timeout(30_000)
-    page.goto(f"{server}/campaigns/{cid}")
-    page.wait_for_function("Chart.getChart(document.getElementById('fairness-chart')) !== undefined")
+    page = _open_chart(browser, f"{server}/campaigns/{cid}", "fairness-chart")
     points = page.evaluate("Chart.getChart(document.getElementById('fairness-chart')).data.datasets"
                            ".map(d => d.data.map(p => [p.x, p.y]))")
     assert points == [[[1, 4.0], [2, 2.0], [3, 1.0], [4, 1.0]], [[1, 2.0], [2, 2.0], [3, 2.0], [4, 2.0]]]
@@ -229,9 +245,7 @@ def test_fairness_chart_renders(server, browser, fair_campaign):
     assert option.startswith(EVIL) and "(Jain 0.86)" in option  # median of 0.727 and 1.0, as text
     assert page.locator("#fairness img").count() == 0 and page.title() != "1"
     # the canvas has been drawn on: some pixel is not transparent
-    drawn = page.evaluate("(() => { const c = document.getElementById('fairness-chart');"
-                          " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-                          " for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; })()")
+    drawn = _drawn(page, "fairness-chart")
     assert drawn
     _shots(page, "campaign-fairness")
 
@@ -243,10 +257,7 @@ def test_saturation_chart_renders(server, browser, sweep_campaign):
     from tests.dashboard.conftest import EVIL
 
     cid = sweep_campaign(label=EVIL)
-    page = browser.new_page(viewport=WIDE)
-    page.set_default_timeout(30_000)
-    page.goto(f"{server}/campaigns/{cid}")
-    page.wait_for_function("Chart.getChart(document.getElementById('saturation-chart')) !== undefined")
+    page = _open_chart(browser, f"{server}/campaigns/{cid}", "saturation-chart")
     chart = page.evaluate("(() => { const c = Chart.getChart(document.getElementById('saturation-chart'));"
                           " return { data: c.data.datasets.map(d => [d.label, d.yAxisID, d.data.map(p => [p.x, p.y])]),"
                           " x: c.options.scales.x.type, ticks: c.scales.x.ticks.map(t => t.value) }; })()")
@@ -260,8 +271,6 @@ def test_saturation_chart_renders(server, browser, sweep_campaign):
     assert "Knee at N = 4" in summary and "every client up to N = 4" in summary
     assert page.locator("#saturation-group option").first.inner_text().startswith(EVIL)
     assert page.locator("#saturation img").count() == 0 and page.title() != "1"
-    drawn = page.evaluate("(() => { const c = document.getElementById('saturation-chart');"
-                          " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-                          " for (let i = 3; i < d.length; i += 4) if (d[i]) return true; return false; })()")
+    drawn = _drawn(page, "saturation-chart")
     assert drawn
     _shots(page, "campaign-saturation")

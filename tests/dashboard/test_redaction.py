@@ -5,8 +5,6 @@
 runs with the real password. Real app, real PostgreSQL, a real FTP server on 127.0.0.1."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +17,7 @@ from runner.report.render import FORMATS
 from runner.spec.model import REDACTED, CampaignSpec, ServerSpec, parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
-from tests.dashboard.conftest import SMALL
+from tests.dashboard.conftest import SMALL, run_worker_once
 
 PASSWORD = "S3cret-Password-1"
 #: Only inside the inventory file (an Ansible become password).
@@ -206,11 +204,7 @@ def test_worker_runs_with_the_password_and_never_shows_it(engine, xferlab_env, e
                                     "external": {**target, "user": "intruder", "password": ECHO_PASSWORD}}],
                        "workloads": [{"name": "login", "params": {"clients": 2, "op_timeout": 20,
                                                                  "phase_timeout": 60}}]})
-    with Session(engine) as s:
-        cid = crud.create_campaign(s, spec=spec, backend="local").id
-        s.commit()
-    p = subprocess.run([sys.executable, "-m", "runner.cli", "worker", "--once", "--poll", "0.2"], env=xferlab_env,
-                       capture_output=True, text=True, timeout=300)
+    cid, p = run_worker_once(engine, spec, xferlab_env)
     assert p.returncode == 0, p.stderr[-2000:]
     with Session(engine) as s:
         cells = {c.server_label: c for c in s.scalars(select(Cell).where(Cell.campaign_id == cid))}

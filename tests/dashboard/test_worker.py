@@ -1,15 +1,12 @@
 """The worker (runner.campaign.worker) claims queued campaigns: `xferlab worker --once` as a real subprocess."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from sqlalchemy.orm import Session
 
 from runner.spec.model import parse_spec
-from runner.store import campaigns as crud
 from runner.store.models import Campaign
+from tests.dashboard.conftest import run_worker_once
 
 pytestmark = pytest.mark.integration
 
@@ -19,11 +16,7 @@ def test_worker_once_runs_queued_campaign(engine, xferlab_env):
                        "servers": [{"name": "pyftpdlib", "version": "2.2.0"}],
                        "workloads": [{"name": "login", "params": {"clients": 5, "op_timeout": 20,
                                                                  "phase_timeout": 60}}]})
-    with Session(engine) as s:
-        cid = crud.create_campaign(s, spec=spec, backend="local").id
-        s.commit()
-    p = subprocess.run([sys.executable, "-m", "runner.cli", "worker", "--once", "--poll", "0.2"], env=xferlab_env,
-                       capture_output=True, text=True, timeout=300)
+    cid, p = run_worker_once(engine, spec, xferlab_env)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "worker" in p.stderr and "started" in p.stderr
     with Session(engine) as s:

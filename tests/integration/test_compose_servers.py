@@ -14,7 +14,6 @@ import io
 import os
 import random
 import secrets
-import socket
 import stat
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from runner.backends.docker import images
 from runner.backends.probe import ProbeError, wait_ready
 from runner.store.models import Campaign
 from tests.docker_support import engine_and_compose, ensure_base
+from tests.support.ports import is_free
 
 # Cold machine: the fixture may bootstrap the base and build the six images (bounded by
 # each build's own timeout); with the images present the module takes well under a minute.
@@ -41,15 +41,6 @@ XFERLAB = [sys.executable, "-m", "runner.cli"]
 #: compose/servers.yml's services in file order: service i (0-based) has control port
 #: FTP_PORT_PREFIX + str(i + 1) and passive range PASV_PORT_PREFIX + f"{i}00" .. f"{i}49".
 SERVICES = list(yaml.safe_load(COMPOSE_FILE.read_text())["services"])
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
 
 
 def _ports(ftp_prefix: int, pasv_prefix: int) -> dict[str, tuple[int, range]]:
@@ -65,7 +56,7 @@ def _pick_prefixes() -> tuple[int, int]:
     for _ in range(40):
         ftp, pasv = rnd.randrange(100, 3200), rnd.randrange(10, 32)
         ports = _ports(ftp, pasv)
-        if all(_free(c) and all(_free(p) for p in r) for c, r in ports.values()):
+        if all(is_free(c) and all(is_free(p) for p in r) for c, r in ports.values()):
             return ftp, pasv
     raise AssertionError("no free set of ports for compose/servers.yml on 127.0.0.1 after 40 tries")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from sqlalchemy.orm import Session
 from runner.backends.docker import images
 from runner.store.models import Campaign, Cell, Sample
 from tests.docker_support import SESSION_LABEL, cleanup_session, engine_and_compose, ensure_base
+from tests.support.ports import free_port, free_ports
 
 # Cold machine: the module fixture bootstraps the base and builds every image (about 11 min
 # measured here; bounded by each build's own timeout), so the bound is wider than the default.
@@ -34,12 +34,6 @@ XFERLAB = [sys.executable, "-m", "runner.cli"]
 SIX = ["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd"]
 SMALL = {"clients": 10, "file_size": "128K", "transfer_size": "4M", "duration": 0.3, "op_timeout": 20,
          "phase_timeout": 60}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +49,7 @@ def stack():
         images.ensure_server_image(name, client=client, progress=print)
     project = f"xfltest{os.getpid()}"
     pw = secrets.token_hex(12)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "POSTGRES_PASSWORD": pw, "XFERLAB_PG_PORT": str(port), "COMPOSE_PROJECT_NAME": project}
     base = [*compose, "-f", str(ROOT / "docker-compose.yml"), "-p", project]
     try:
@@ -186,7 +180,7 @@ def test_whole_stack_dashboard_queues_worker_runs(tmp_path):
         images.ensure_server_image(name, client=client, progress=print)
     project = f"xflstack{os.getpid()}"
     token = secrets.token_hex(12)
-    pg_port, web_port = _free_port(), _free_port()
+    pg_port, web_port = free_ports(2)
     env = {**os.environ, "POSTGRES_PASSWORD": secrets.token_hex(12), "XFERLAB_PG_PORT": str(pg_port),
            "XFERLAB_DASHBOARD_PORT": str(web_port), "XFERLAB_API_TOKEN": token, "COMPOSE_PROJECT_NAME": project,
            "XFERLAB_DOCKER_LABELS": f"xferlab.test={SESSION_LABEL}"}

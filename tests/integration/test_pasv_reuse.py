@@ -27,17 +27,17 @@ Bounded: the transfers and SERVER_BUDGET_S seconds per server, whichever first.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections import Counter
 
 import pytest
 
-from runner.backends.base import ServerSkipped
 from runner.backends.local import LocalBackend
 from runner.load.ftp.replies import reply_error as _reply_error
 from runner.load.ftp.session import FTPError, FTPSession, Reply, classify
 from runner.spec.request import ServerRequest
+from tests.runner.support import start_or_skip
+from tests.support.ports import free_range
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
@@ -89,14 +89,10 @@ async def _many_retrs(host: str, port: int, user: str, password: str,
 @pytest.mark.parametrize("name,version", SERVERS, ids=[s[0] for s in SERVERS])
 def test_5000_short_retrs_in_one_session(name, version, tmp_path):
     backend = LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
-    lo = random.randrange(30000, 38000)
     retrs, width = SLOW.get(name, (RETRS, PASV_WIDTH))
+    lo = free_range(width)[0]
     req = ServerRequest(name, version, variant={"pasv_ports": f"{lo}-{lo + width - 1}"})
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    h = backend.start(req)
+    h = start_or_skip(backend, req)
     try:
         t = h.target
         src = tmp_path / "tiny.bin"

@@ -59,17 +59,31 @@ def driver_or_skip(name: str):
     return d
 
 
+def check_or_skip(backend, req) -> None:  # noqa: ANN001
+    """``backend.check(req)``; the test is skipped with the reason when it raises
+    ServerSkipped (a binary missing, no compiler for tpd, no image)."""
+    from runner.backends.base import ServerSkipped
+
+    try:
+        backend.check(req)
+    except ServerSkipped as exc:
+        pytest.skip(str(exc))
+
+
+def start_or_skip(backend, req, **kw):  # noqa: ANN001
+    """``backend.start(req, **kw)`` (a ServerHandle) after :func:`check_or_skip`: skipped
+    when the server cannot run here; what start() raises (ServerFailed) reaches the test."""
+    check_or_skip(backend, req)
+    return backend.start(req, **kw)
+
+
 def local_server_or_skip(name: str) -> None:
     """Skip the test with the local backend's reason (ServerSkipped: a binary missing, no
     compiler for tpd) when server ``name`` cannot run as a local process here."""
     from runner.backends import get_backend
-    from runner.backends.base import ServerSkipped
     from runner.spec.request import ServerRequest
 
-    try:
-        get_backend("local").check(ServerRequest(name))
-    except ServerSkipped as exc:
-        pytest.skip(str(exc))
+    check_or_skip(get_backend("local"), ServerRequest(name))
 
 
 def assert_gone(pids: list[int], *, within_s: float = 0.0) -> None:

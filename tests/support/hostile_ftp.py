@@ -17,6 +17,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 MODES = ("drip", "flood", "silent", "pass_drip")
 #: A server that logs in (``220``, ``331``, ``230``; ``200`` to TYPE/NOOP, ``221`` to QUIT)
@@ -101,31 +102,10 @@ class HostileFTP:
         while self._wait(0.1):
             pass
 
-    def _pass_drip(self, conn: socket.socket) -> None:
-        conn.sendall(b"220 hello\r\n")
-        conn.settimeout(0.1)
-        buf = b""
-        while not self._over():
-            try:
-                data = conn.recv(4096)
-            except TimeoutError:
-                continue
-            if not data:
-                return
-            buf += data
-            if b"\n" not in buf:
-                continue
-            line, _, buf = buf.partition(b"\n")
-            if line.upper().startswith(b"USER"):
-                conn.sendall(b"331 password please\r\n")
-                continue
-            while self._wait(DRIP_S):
-                conn.sendall(b"230-almost logged in\r\n")
-
-    def _login_only(self, conn: socket.socket) -> None:
-        answers = {b"USER": b"331 password please\r\n", b"PASS": b"230 logged in\r\n", b"TYPE": b"200 ok\r\n",
-                   b"NOOP": b"200 ok\r\n", b"QUIT": b"221 bye\r\n"}
-        conn.sendall(b"220 hello\r\n")
+    def _lines(self, conn: socket.socket, greeting: bytes) -> Iterator[bytes]:
+        """Send ``greeting``, then yield each line the peer sends (without its LF) until the
+        server is over or the peer closes."""
+        conn.sendall(greeting)
         conn.settimeout(0.1)
         buf = b""
         while not self._over():
@@ -138,9 +118,23 @@ class HostileFTP:
             buf += data
             while b"\n" in buf:
                 line, _, buf = buf.partition(b"\n")
-                answer = answers.get(line.split(b" ", 1)[0].strip().upper())
-                if answer is not None:
-                    conn.sendall(answer)
+                yield line
+
+    def _pass_drip(self, conn: socket.socket) -> None:
+        for line in self._lines(conn, b"220 hello\r\n"):
+            if line.upper().startswith(b"USER"):
+                conn.sendall(b"331 password please\r\n")
+                continue
+            while self._wait(DRIP_S):
+                conn.sendall(b"230-almost logged in\r\n")
+
+    def _login_only(self, conn: socket.socket) -> None:
+        answers = {b"USER": b"331 password please\r\n", b"PASS": b"230 logged in\r\n", b"TYPE": b"200 ok\r\n",
+                   b"NOOP": b"200 ok\r\n", b"QUIT": b"221 bye\r\n"}
+        for line in self._lines(conn, b"220 hello\r\n"):
+            answer = answers.get(line.split(b" ", 1)[0].strip().upper())
+            if answer is not None:
+                conn.sendall(answer)
 
     def close(self) -> None:
         """Stop accepting, close every connection, join the threads (bounded)."""

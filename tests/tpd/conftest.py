@@ -8,7 +8,6 @@ TPD_TEST_BINARY=plain is set.
 from __future__ import annotations
 
 import os
-import random
 import resource
 import signal
 import socket
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_ports
 from tests.tpd.tls_support import TlsFiles, make_tls_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,49 +26,6 @@ BUILD = TPD_DIR / "build"
 PASSWORD_HASH_SECRET = "hashpw"
 PASSWORD_HASH = ("$6$tpdtestsalt$fd.cIRmqhFaTewY2ZkMJ0XhYtWcc3GUQr5yg2IoGVXkOzArnd1"
                  "ZKOC0BQfi4TM8mUQp8U5alfqz/x./RK9XAC0")
-
-
-def free_port() -> int:
-    """Return a currently unused TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_ports(n: int) -> list[int]:
-    """Return n distinct TCP ports on 127.0.0.1 that tpd can listen on now.
-
-    They are picked at random below the kernel's ephemeral range
-    (net.ipv4.ip_local_port_range), where no connect() can take them between
-    this check and tpd's bind: on a host busy with loopback load tests the
-    ephemeral ports run out (tens of thousands in TIME_WAIT were seen).  Each
-    is checked by binding it with SO_REUSEADDR, as tpd does, and all are held
-    at once so none repeats.  Raises RuntimeError when 400 tries find fewer.
-    """
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            eph_lo = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        eph_lo = 32768
-    rnd = random.Random()
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(400):
-            if len(socks) == n:
-                break
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", rnd.randrange(10000, max(eph_lo, 10001))))
-                socks.append(s)
-            except OSError:
-                s.close()
-        if len(socks) < n:
-            raise RuntimeError(f"found {len(socks)} of {n} free ports below {eph_lo}")
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def raise_nofile(target: int = 20000) -> int:

@@ -518,7 +518,7 @@ def test_thousand_concurrent_sessions(make_server):
 
 def test_config_file_and_flag_override(tpd_binary, tmp_path):
     import subprocess
-    from tests.tpd.conftest import free_ports
+    from tests.support.ports import free_ports
     home = tmp_path / "h"
     home.mkdir()
     users = tmp_path / "users"

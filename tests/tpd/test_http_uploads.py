@@ -25,6 +25,17 @@ def _req(c: http.client.HTTPConnection, method: str, path: str, body: bytes | No
     return r.status, dict(r.headers), r.read()
 
 
+def _put_chunked(port: int, path: str, chunks: list[bytes]) -> http.client.HTTPResponse:
+    """PUT ``chunks`` to ``path`` on 127.0.0.1:``port`` with chunked transfer encoding, on a
+    connection of its own; returns the response, its body read and the connection closed."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("PUT", path, body=iter(chunks), encode_chunked=True, headers={"Transfer-Encoding": "chunked"})
+    r = c.getresponse()
+    r.read()
+    c.close()
+    return r
+
+
 def test_post_to_folder_picks_unique_names(server):
     (server.home / "uploads").mkdir()
     c = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
@@ -69,13 +80,8 @@ def test_max_body_413(make_server):
     assert status == 413 and headers["Connection"] == "close"
     c.close()
     # chunked: the limit is checked on the decoded body, the partial upload leaves nothing
-    c = http.client.HTTPConnection("127.0.0.1", srv.http_port, timeout=10)
-    c.request("PUT", "/uploads/chunked.bin", body=iter([b"y" * 600, b"y" * 600]), encode_chunked=True,
-              headers={"Transfer-Encoding": "chunked"})
-    r = c.getresponse()
-    r.read()
+    r = _put_chunked(srv.http_port, "/uploads/chunked.bin", [b"y" * 600, b"y" * 600])
     assert r.status == 413
-    c.close()
     assert sorted(f.name for f in (srv.home / "uploads").iterdir()) == ["ok.bin"]
     # 100-continue: refused before the body is sent
     s = socket.create_connection(("127.0.0.1", srv.http_port), timeout=10)
@@ -133,13 +139,8 @@ def test_small_bound_chunked_exact_and_over(make_server):
     first chunk's bytes, already written, are discarded); 0 is not a bound."""
     srv = make_server(extra=["--max-body", "1000"])
     (srv.home / "uploads").mkdir()
-    c = http.client.HTTPConnection("127.0.0.1", srv.http_port, timeout=10)
-    c.request("PUT", "/uploads/exact.bin", body=iter([b"e" * 400, b"e" * 600]), encode_chunked=True,
-              headers={"Transfer-Encoding": "chunked"})
-    r = c.getresponse()
-    r.read()
+    r = _put_chunked(srv.http_port, "/uploads/exact.bin", [b"e" * 400, b"e" * 600])
     assert r.status == 201
-    c.close()
     s = socket.create_connection(("127.0.0.1", srv.http_port), timeout=10)
     s.sendall(b"PUT /uploads/over.bin HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
               b"258\r\n" + b"o" * 600 + b"\r\n191\r\n")        # 600 bytes, then 401 announced

@@ -1,10 +1,7 @@
-"""Regression tests for tpd security defects: header
-injection and open redirect through Location, passive ports exhausted by
-TIME_WAIT, CPU spin on EMFILE, memory amplification from listings, HTTP/1.0
-with a chunked body kept alive, and uploads that destroyed the old file.
-
-Each test fails on the code before the fix (checked by reverting the C
-change) and passes after it.
+"""tpd against hostile or unlucky clients: no header injection or open
+redirect through Location, passive ports reused while in TIME_WAIT, no CPU
+spin on EMFILE, bounded memory for unread listings, HTTP/1.0 with a chunked
+body closed, and a failed upload keeps the old file.
 """
 from __future__ import annotations
 
@@ -12,13 +9,13 @@ import ftplib
 import http.client
 import io
 import os
-import random
 import socket
 import time
 
 import psutil
 import pytest
 
+from tests.support.ports import free_range
 from tests.tpd.conftest import BUILD
 from tests.tpd.test_ftp import Raw, connect, retr
 from tests.tpd.test_http import raw_connect, raw_exchange
@@ -96,7 +93,7 @@ def test_location_cannot_inject_headers_or_redirect_off_site(make_server, tls):
 def test_quick_retrs_do_not_exhaust_a_small_passive_range(make_server):
     """200 RETRs through a 20-port range: every passive port is reused while
     its previous data connection is in TIME_WAIT (tpd closes first)."""
-    lo = random.randrange(46000, 47900)
+    lo = free_range(20)[0]
     srv = make_server(extra=["--pasv-ports", f"{lo}-{lo + 19}", "--log-level", "warn"])
     (srv.home / "tiny").write_bytes(b"x" * 100)
     f = connect(srv)
@@ -143,7 +140,7 @@ def test_emfile_on_passive_accept_does_not_spin(make_server):
     try:
         data.connect(("127.0.0.1", port))
     except ConnectionResetError:
-        pass                      # fixed tpd gives up the listener at once
+        pass                      # tpd gives up the listener at once
     proc = psutil.Process(srv.proc.pid)
     t0 = proc.cpu_times()
     time.sleep(3)
@@ -176,7 +173,7 @@ def test_emfile_on_passive_accept_does_not_spin(make_server):
 # --------------------------------------------------------------------------
 
 MANY = 20_000
-RSS_BOUND = 24 << 20      # growth allowed for 60 unread 5 MB listings (old code: > 140 MiB)
+RSS_BOUND = 24 << 20      # growth allowed for 60 unread 5 MB listings (each held whole: > 140 MiB)
 
 
 @pytest.fixture
@@ -252,7 +249,7 @@ def test_unread_ftp_listings_do_not_grow_rss(many_server):
     for ctl, d in held:
         d.close()
         ctl.close()
-    # old code: each session held the whole ~4 MB LIST text
+    # a session holding its whole ~4 MB LIST text would pass the bound
     assert grown < RSS_BOUND, f"RSS grew {grown / 2**20:.1f} MiB for 30 unread LISTs"
 
 
@@ -312,16 +309,24 @@ def test_failed_http_put_keeps_old_file(make_server, tls):
     assert _no_temp_files(server.home)
 
 
+def _stor_under_way(server, name: str) -> tuple[Raw, socket.socket]:
+    """A logged-in control connection to ``server`` with a passive STOR of ``name`` under
+    way (its 150 asserted) and 20000 bytes sent on its data connection, both left open:
+    (control, data)."""
+    ctl = Raw(server.ftp_port)
+    ctl.login()
+    port = pasv_port(ctl.cmd("PASV"))
+    data = socket.create_connection(("127.0.0.1", port), timeout=10)
+    assert ctl.cmd(f"STOR {name}").startswith("150")
+    data.sendall(b"q" * 20000)
+    return ctl, data
+
+
 def test_failed_ftp_stor_keeps_old_file(server):
     target = server.home / "keep.bin"
     target.write_bytes(b"old ftp content\n")
     for how in ("abor", "quit-control"):
-        ctl = Raw(server.ftp_port)
-        ctl.login()
-        port = pasv_port(ctl.cmd("PASV"))
-        data = socket.create_connection(("127.0.0.1", port), timeout=10)
-        assert ctl.cmd("STOR keep.bin").startswith("150")
-        data.sendall(b"q" * 20000)
+        ctl, data = _stor_under_way(server, "keep.bin")
         time.sleep(0.3)
         assert target.read_bytes() == b"old ftp content\n", how
         if how == "abor":
@@ -362,9 +367,9 @@ def _nested_dirs(root, name: str, depth: int) -> str:
 
 def test_long_location_is_whole_and_pipelining_stays_in_step(server):
     # A 3.9 KB path of raw UTF-8 bytes percent-encodes to an 11.6 KB Location,
-    # more than the 8 KiB the response head used to be cut to (the rest of the
-    # head, and the blank line, were lost: the next pipelined response was then
-    # read as part of this one).
+    # more than 8 KiB: a response head cut there would lose its rest and its
+    # blank line, and the next pipelined response would be read as part of
+    # this one.
     name = "é" * 120                                   # 240 bytes -> 720 encoded
     vpath = _nested_dirs(server.home, name, 16)
     raw_target = vpath.encode()
@@ -396,12 +401,7 @@ def test_unfinished_uploads_are_invisible_and_reserved_names_refused(server):
     # cannot be listed, fetched, renamed or deleted by another client.
     s = socket.create_connection(("127.0.0.1", server.http_port), timeout=10)
     s.sendall(b"PUT /big.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"z" * 5000)
-    ctl = Raw(server.ftp_port)
-    ctl.login()
-    port = pasv_port(ctl.cmd("PASV"))
-    data = socket.create_connection(("127.0.0.1", port), timeout=10)
-    assert ctl.cmd("STOR other.bin").startswith("150")
-    data.sendall(b"q" * 20000)
+    ctl, data = _stor_under_way(server, "other.bin")
     time.sleep(0.5)
     assert os.listdir(server.home) == [], os.listdir(server.home)
     assert b"tpd-up" not in raw_exchange(server, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

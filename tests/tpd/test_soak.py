@@ -79,6 +79,15 @@ async def _http(port, req: bytes) -> bytes:
     return out
 
 
+async def _write_and_close(port, data: bytes, hold_s: float) -> None:
+    """Connect to ``port``, send ``data``, wait ``hold_s`` seconds without reading, close."""
+    _r, w = await asyncio.open_connection("127.0.0.1", port)
+    w.write(data)
+    await w.drain()
+    await asyncio.sleep(hold_s)
+    w.close()
+
+
 def test_soak_mixed_clients(make_server):
     secs = float(os.environ.get("TPD_SOAK_SECONDS", "30"))
     srv = make_server(extra=["--log-level", "warn", "--idle-timeout", "5"],
@@ -127,10 +136,7 @@ def test_soak_mixed_clients(make_server):
                                "drop_stor", "garbage"])
             try:
                 if kind == "half":
-                    r, w = await asyncio.open_connection("127.0.0.1", srv.http_port)
-                    w.write(b"GET /f.bin HTTP/1.1\r\nHo")
-                    await asyncio.sleep(0.2)
-                    w.close()
+                    await _write_and_close(srv.http_port, b"GET /f.bin HTTP/1.1\r\nHo", 0.2)
                 elif kind == "slowloris":
                     r, w = await asyncio.open_connection("127.0.0.1", srv.http_port)
                     for b in b"GET /f.bin HTTP/1.1\r\nX-a: b":
@@ -140,17 +146,10 @@ def test_soak_mixed_clients(make_server):
                             break
                     w.close()
                 elif kind == "unread":
-                    r, w = await asyncio.open_connection("127.0.0.1", srv.http_port)
-                    w.write(b"GET /many/ HTTP/1.1\r\nHost: x\r\n\r\n")
-                    await asyncio.sleep(1.5)
-                    w.close()
+                    await _write_and_close(srv.http_port, b"GET /many/ HTTP/1.1\r\nHost: x\r\n\r\n", 1.5)
                 elif kind == "cut_put":
-                    r, w = await asyncio.open_connection("127.0.0.1", srv.http_port)
-                    w.write(b"PUT /keep.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 99999\r\n\r\n"
-                            + b"z" * 3000)
-                    await w.drain()
-                    await asyncio.sleep(0.1)
-                    w.close()
+                    await _write_and_close(srv.http_port, b"PUT /keep.txt HTTP/1.1\r\nHost: x\r\n"
+                                           b"Content-Length: 99999\r\n\r\n" + b"z" * 3000, 0.1)
                 elif kind in ("abort_stor", "drop_stor"):
                     reader, writer = await _ftp_login(srv.ftp_port)
                     port = await _pasv(reader, writer)

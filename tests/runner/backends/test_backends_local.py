@@ -13,7 +13,7 @@ from runner.backends import BACKENDS, get_backend, local, paths
 from runner.backends.base import ServerFailed, ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
 from runner.spec.request import ServerRequest
-from tests.runner.support import assert_gone
+from tests.runner.support import assert_gone, start_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -47,11 +47,7 @@ INFO_KEYS = {"name", "version", "variant", "binary", "interpreter", "config_hash
 
 
 def _run_server(backend, req, **kw):
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    h = backend.start(req, **kw)
+    h = start_or_skip(backend, req, **kw)
     try:
         assert h.alive()
         ftp_roundtrip(h.target)
@@ -105,11 +101,7 @@ def test_debian_servers(backend, name):
 def test_forking_server_tree_stopped(backend):
     """proftpd forks one process per client: stop() must take the children too."""
     req = ServerRequest("proftpd")
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    h = backend.start(req)
+    h = start_or_skip(backend, req)
     clients = []
     try:
         for _ in range(3):
@@ -240,11 +232,7 @@ def test_storage_tmpfs_puts_the_home_on_a_tmpfs(backend, name):
     if local.filesystem_type(Path("/dev/shm")) != "tmpfs":
         pytest.skip("/dev/shm is not a tmpfs here")
     req = ServerRequest(name, "2.2.0" if name == "pyftpdlib" else None, variant={"storage": "tmpfs"})
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    h = backend.start(req)
+    h = start_or_skip(backend, req)
     try:
         assert local.filesystem_type(h.target.root) == "tmpfs"
         ftp_roundtrip(h.target)

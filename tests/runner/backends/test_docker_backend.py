@@ -14,28 +14,12 @@ import pytest
 
 from runner.backends.base import ServerFailed, ServerSkipped
 from runner.spec.request import ServerRequest
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+from tests.docker_support import SESSION_LABEL
 from tests.support import REPO_ROOT
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(2700)]  # cold image builds
 
 SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd")
-
-
-@pytest.fixture(scope="module")
-def client():
-    c = docker_client_or_skip()
-    ensure_base(c)
-    yield c
-    cleanup_session(c)
-
-
-@pytest.fixture(scope="module")
-def dbackend(client):
-    from runner.backends.docker import DockerBackend
-
-    return DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL},
-                         progress=lambda m: print(f"[docker] {m}"))
 
 
 def _ftp(t) -> ftplib.FTP:

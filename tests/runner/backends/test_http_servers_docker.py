@@ -16,28 +16,11 @@ import pytest
 from runner.catalogue.servers import HTTP_SERVERS
 from runner.net.netns import call_in_netns
 from runner.spec.request import ServerRequest
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 from tests.runner.backends.http_checks import check_413, check_interface
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(1800)]  # cold image builds
 
 DOCKER_SERVERS = sorted(HTTP_SERVERS)
-
-
-@pytest.fixture(scope="module")
-def client():
-    c = docker_client_or_skip()
-    ensure_base(c)
-    yield c
-    cleanup_session(c)
-
-
-@pytest.fixture(scope="module")
-def dbackend(client):
-    from runner.backends.docker import DockerBackend
-
-    return DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL},
-                         progress=lambda m: print(f"[docker] {m}"))
 
 
 def _in_ns(h, fn):

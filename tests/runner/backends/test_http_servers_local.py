@@ -22,18 +22,11 @@ from tests.runner.backends.http_checks import (
     max_body_of,
     raw_two_requests,
 )
+from tests.runner.support import check_or_skip, start_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 NAMES = sorted(HTTP_SERVERS)
-
-
-def _start(backend: LocalBackend, req: ServerRequest):
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    return backend.start(req)
 
 
 def _connect(h):
@@ -42,7 +35,7 @@ def _connect(h):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_http_interface(backend, name):
-    h = _start(backend, ServerRequest(name))
+    h = start_or_skip(backend, ServerRequest(name))
     try:
         assert h.alive()
         info = h.build_info
@@ -58,7 +51,7 @@ def test_http_interface(backend, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_http_413_over_max_body(backend, name):
-    h = _start(backend, ServerRequest(name, variant={"max_body": 4096}))
+    h = start_or_skip(backend, ServerRequest(name, variant={"max_body": 4096}))
     try:
         check_413(h, _connect(h), 4096)
     finally:
@@ -71,10 +64,7 @@ def test_every_http_server_is_launched_with_the_upload_bound(backend, tmp_path, 
     """The local recipe of every HTTP server, tpd included, starts it with the variant's
     ``max_body`` (default 1 GiB): the bound is in its argv (nginx: its config)."""
     req = ServerRequest(name, variant=variant)
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
+    check_or_skip(backend, req)
     recipe = {r.name: r for r in RECIPES}[name](backend)
     run = RunDir(tmp_path, tmp_path / "home", tmp_path / "logs")
     run.home.mkdir()
@@ -87,7 +77,7 @@ def test_every_http_server_is_launched_with_the_upload_bound(backend, tmp_path, 
 def test_tpd_as_the_lab_starts_it_refuses_a_terabyte(backend, method, path):
     """tpd started by the local backend with the default variant answers a declared
     1 TiB body with 413 at once and never invites it with 100 Continue."""
-    h = _start(backend, ServerRequest("tpd"))
+    h = start_or_skip(backend, ServerRequest("tpd"))
     try:
         for expect in (True, False):
             got = declared_body_answer(h.target.host, h.target.http_port, method, path, 1 << 40, expect)
@@ -99,7 +89,7 @@ def test_tpd_as_the_lab_starts_it_refuses_a_terabyte(backend, method, path):
 
 @pytest.mark.parametrize("storage", ["disk", "tmpfs"])
 def test_storage_axis_applies_to_http_servers(backend, storage):
-    h = _start(backend, ServerRequest("go-http", variant={"storage": storage}))
+    h = start_or_skip(backend, ServerRequest("go-http", variant={"storage": storage}))
     try:
         assert h.build_info["storage"] == storage
         assert (h.build_info["storage_fs"] in ("tmpfs", "ramfs")) == (storage == "tmpfs")
@@ -112,7 +102,7 @@ def test_storage_axis_applies_to_http_servers(backend, storage):
 
 
 def test_node_workers_round_robin(backend):
-    h = _start(backend, ServerRequest("node-http", variant={"workers": 3}))
+    h = start_or_skip(backend, ServerRequest("node-http", variant={"workers": 3}))
     try:
         assert len(psutil.Process(h.pid).children()) == 3
         for i in range(6):  # new connection each: the primary hands them out round-robin
@@ -129,7 +119,7 @@ def test_node_workers_round_robin(backend):
 
 
 def test_keepalive_false_closes(backend):
-    h = _start(backend, ServerRequest("go-http", variant={"keepalive": False}))
+    h = start_or_skip(backend, ServerRequest("go-http", variant={"keepalive": False}))
     try:
         c = _connect(h)()
         c.request("PUT", "/uploads/k.bin", body=b"k")

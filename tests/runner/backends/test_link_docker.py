@@ -4,53 +4,23 @@ put into the server container's own namespace (runner.backends.docker.backend
 image is missing), needs root, ip and tc."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from runner.backends.base import ServerSkipped
-from runner.cell.local import run_local_cell
 from runner.net import link as linknet
-from runner.spec.model import parse_spec
-from runner.spec.request import ServerRequest
-from runner.store.models import Cell
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip
-from tests.runner.cell.test_link_cell import MIB, PAYLOAD_MIB_S
-from tests.runner.support import driver_or_skip
+from tests.runner.cell.test_link_cell import MIB, PAYLOAD_MIB_S, run_link_cell
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(300),
               pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))]
 
 
-@pytest.fixture(scope="module")
-def dbackend():
-    from runner.backends.docker import DockerBackend
-
-    client = docker_client_or_skip()
-    yield DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL}, build=False,
-                        progress=lambda m: print(f"[docker] {m}"))
-    cleanup_session(client)
-
-
-def _mine() -> list[str]:
-    return [n for n in linknet.lab_namespaces() if n.startswith(f"xl-{os.getpid()}-")]
+#: The images are used as they are (tests.runner.conftest's dbackend builds none).
+DOCKER_BUILD = False
 
 
 def _cell(dbackend, server: str, driver: str, workload: str, link: str = "100mbit", variant=None, **params):
-    driver_or_skip(driver)
-    try:
-        dbackend.image(ServerRequest(server))
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    spec = parse_spec({"name": "link", "repeats": 1, "warmup": True, "driver": driver, "pinning": {},
-                       "backend": "docker", "link": [link], "servers": [{"name": server, "variant": variant or {}}],
-                       "workloads": [{"name": workload, "params": params}]})
-    srv = spec.servers[0]
-    cell = Cell(id=1, seq=0, server=server, server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
-                workload=workload, params=spec.workloads[0].params.model_dump(mode="json"), params_key="", repeat=0)
-    out = run_local_cell(cell, spec, dbackend)
-    assert _mine() == [], "the cell's link was not deleted"
-    return out
+    """The cell's outcome (test_link_cell.run_link_cell with the docker backend)."""
+    return run_link_cell(dbackend, server, driver, workload, link, spec={"backend": "docker"}, variant=variant,
+                         **params)[1]
 
 
 @pytest.mark.parametrize("server", ["tpd", "vsftpd"])

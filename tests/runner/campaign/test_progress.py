@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from runner.catalogue.servers import UNAVAILABLE_SERVERS
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
+from tests.docker_support import SESSION_LABEL
 
 XFERLAB = [sys.executable, "-m", "runner.cli"]
 SERVERS = ("pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd")
@@ -102,14 +102,6 @@ def test_run_to_a_pipe_prints_a_line_at_least_every_interval(tmp_path: Path, xfe
 
 
 # ---------------------------------------------------------------- image builds (engine)
-
-@pytest.fixture(scope="module")
-def client():
-    c = docker_client_or_skip()
-    ensure_base(c)
-    yield c
-    cleanup_session(c)
-
 
 @pytest.mark.docker
 @pytest.mark.timeout(600)

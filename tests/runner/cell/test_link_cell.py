@@ -8,14 +8,12 @@ import os
 
 import pytest
 
-from runner.backends.base import ServerSkipped
-from runner.backends.local import LocalBackend
 from runner.cell.local import run_local_cell
 from runner.net import link as linknet
 from runner.spec.model import parse_spec
 from runner.spec.request import ServerRequest
 from runner.store.models import Cell
-from tests.runner.support import driver_or_skip
+from tests.runner.support import check_or_skip, driver_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
               pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))]
@@ -26,23 +24,20 @@ MIB = 1 << 20
 PAYLOAD_MIB_S = 100e6 / 8 * 1448 / 1514 / MIB
 
 
-@pytest.fixture(scope="module")
-def backend() -> LocalBackend:
-    return LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
-
-
 def _mine() -> list[str]:
     return [n for n in linknet.lab_namespaces() if n.startswith(f"xl-{os.getpid()}-")]
 
 
-def _cell(backend: LocalBackend, server: str, driver: str, workload: str, link: str, **params):
+def run_link_cell(backend, server: str, driver: str, workload: str, link: str, *, spec: dict | None = None,
+                  variant: dict | None = None, **params):
+    """One cell of ``server`` (with ``variant``) x ``workload`` (``params``) by ``driver`` over
+    ``link``, run by run_local_cell on ``backend``; ``spec``: more campaign spec fields (e.g.
+    ``{"backend": "docker"}``). Skipped when the driver or the server cannot run here.
+    Returns (the ServerSpec, the CellOutcome); asserts the cell's namespaces are gone."""
     driver_or_skip(driver)
-    try:
-        backend.check(ServerRequest(server))
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    spec = parse_spec({"name": "link", "repeats": 1, "warmup": True, "driver": driver, "pinning": {},
-                       "link": [link], "servers": [{"name": server}],
+    check_or_skip(backend, ServerRequest(server))
+    spec = parse_spec({"name": "link", "repeats": 1, "warmup": True, "driver": driver, "pinning": {}, **(spec or {}),
+                       "link": [link], "servers": [{"name": server, **({"variant": variant} if variant else {})}],
                        "workloads": [{"name": workload, "params": params}]})
     srv = spec.servers[0]
     p = spec.workloads[0].params
@@ -59,7 +54,7 @@ def _rows(out):
 
 @pytest.mark.parametrize("server", ["tpd", "pyftpdlib"])
 def test_xferlab_ftp_retr_over_100mbit(backend, server):
-    srv, out = _cell(backend, server, "xferlab-ftp", "retr", "100mbit", transfer_size=8 * MIB, duration=2.0)
+    srv, out = run_link_cell(backend, server, "xferlab-ftp", "retr", "100mbit", transfer_size=8 * MIB, duration=2.0)
     assert srv.display() == f"{server} [link=100mbit]"
     assert out.status == "done", out.error
     rows = _rows(out)
@@ -78,7 +73,7 @@ def test_xferlab_ftp_retr_over_100mbit(backend, server):
 
 
 def test_xferlab_ftp_stor_is_shaped_too(backend):
-    _srv, out = _cell(backend, "tpd", "xferlab-ftp", "stor", "100mbit", transfer_size=8 * MIB, duration=1.5)
+    _srv, out = run_link_cell(backend, "tpd", "xferlab-ftp", "stor", "100mbit", transfer_size=8 * MIB, duration=1.5)
     assert out.status == "done", out.error
     rows = _rows(out)
     assert rows[("throughput", "value")].value <= 1.1 * PAYLOAD_MIB_S
@@ -88,7 +83,7 @@ def test_xferlab_ftp_stor_is_shaped_too(backend):
 def test_wget_clients_share_the_link(backend):
     """Seed 004's shape, small: 8 wget processes download 1 MiB each over 100 Mbit/s:
     8 MiB at 11.4 MiB/s take at least 0.7 s (at most a burst of 64 KiB comes early)."""
-    _srv, out = _cell(backend, "tpd", "wget", "retr_concurrent", "100mbit", clients=8, file_size=MIB)
+    _srv, out = run_link_cell(backend, "tpd", "wget", "retr_concurrent", "100mbit", clients=8, file_size=MIB)
     assert out.status == "done", out.error
     rows = _rows(out)
     assert rows[("bytes", "value")].value == 8 * MIB
@@ -99,7 +94,7 @@ def test_wget_clients_share_the_link(backend):
 
 
 def test_loopback_cell_has_no_link_rows(backend):
-    _srv, out = _cell(backend, "tpd", "xferlab-ftp", "retr", "loopback", transfer_size=4 * MIB, duration=0.3)
+    _srv, out = run_link_cell(backend, "tpd", "xferlab-ftp", "retr", "loopback", transfer_size=4 * MIB, duration=0.3)
     assert out.status == "done", out.error
     assert not [s for s in out.samples if s.metric == "link_qdisc"]
 
@@ -108,7 +103,7 @@ def test_delay_is_skipped_with_the_reason_without_netem(backend):
     why = linknet.link_problem(linknet.LinkSpec(100_000_000, 0.001))
     if why is None:
         pytest.skip("this kernel has netem: a delay can be applied")
-    _srv, out = _cell(backend, "tpd", "xferlab-ftp", "retr", "100mbit/1ms", transfer_size=MIB, duration=0.3)
+    _srv, out = run_link_cell(backend, "tpd", "xferlab-ftp", "retr", "100mbit/1ms", transfer_size=MIB, duration=0.3)
     assert out.status == "skipped"
     assert "netem" in out.error and "tpd [link=100mbit/1ms]" in out.error
 
@@ -117,8 +112,8 @@ def test_http_download_over_the_link(backend):
     """An HTTP cell over the link: tpd's HTTP listener in the server namespace, the
     xferlab-http driver in the client namespace; 4 clients GET 1 MiB for 2 s share
     100 Mbit/s."""
-    _srv, out = _cell(backend, "tpd", "xferlab-http", "http_download", "100mbit", clients=4, file_size=MIB,
-                      duration=2.0)
+    _srv, out = run_link_cell(backend, "tpd", "xferlab-http", "http_download", "100mbit", clients=4, file_size=MIB,
+                              duration=2.0)
     assert out.status == "done", out.error
     rows = _rows(out)
     moved = rows[("link_qdisc", "server_sent_bytes")].value

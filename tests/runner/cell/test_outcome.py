@@ -1,11 +1,12 @@
 """runner.cell.outcome: one construction of a cell's outcome for the local and the multi-host
-cell runner; run_campaign picks the runner; the backends' handles answer the
-ServerHandle methods execute.py used to probe with hasattr."""
+cell runner; run_campaign picks the runner; the backends' handles answer every
+ServerHandle method (exit_reason, cgroup_memory)."""
 from __future__ import annotations
 
 from runner.cell.outcome import crashed, measured, memory_figures, skipped
 from runner.load.result import ClientFigures, PhaseResult
 from runner.load.target import Target
+from tests.support.ports import free_port
 
 
 def _result(errors: dict[str, int], notes: list[str]) -> PhaseResult:
@@ -76,7 +77,6 @@ def test_run_campaign_picks_the_cell_runner(tmp_path, monkeypatch):
 def test_handles_answer_exit_reason_and_cgroup_memory():
     from runner.backends.docker import DockerServerHandle
     from runner.backends.local import ExternalHandle, LocalServerHandle
-    from runner.backends.system import free_port
 
     port = free_port()  # nothing listens there: the external server is "gone"
     h = ExternalHandle(Target("127.0.0.1", port, "u", "p"), None, {})

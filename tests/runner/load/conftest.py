@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runner.load.target import Target
-from tests.support import SUPPORT_DIR
+from tests.support import SUPPORT_DIR, ports
 
 HERE = SUPPORT_DIR
 USER, PASSWORD = "bench", "s3cret"
@@ -83,8 +83,5 @@ def remote_target(pyftpd) -> Target:
 
 @pytest.fixture
 def free_port() -> int:
-    """A 127.0.0.1 port nobody listens on (bound then released)."""
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A 127.0.0.1 port nobody listens on (tests.support.ports.free_port)."""
+    return ports.free_port()

@@ -7,9 +7,9 @@ import time
 import psutil
 import pytest
 
-from runner.backends.base import ServerSkipped
 from runner.metrics.sampler import MemSnapshot, TreeSampler
 from runner.spec.request import ServerRequest
+from tests.runner.support import start_or_skip
 
 MiB = 1 << 20
 
@@ -109,11 +109,7 @@ def test_forking_ftp_server_tree():
     from runner.backends.local import LocalBackend
     b = LocalBackend()
     req = ServerRequest("proftpd")
-    try:
-        b.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    h = b.start(req)
+    h = start_or_skip(b, req)
     clients = []
     try:
         deadline = time.monotonic() + 10  # the readiness probe's session may still be exiting

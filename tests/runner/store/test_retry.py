@@ -2,13 +2,12 @@
 the restart of a real PostgreSQL mid-campaign is tests/integration/test_pg_restart.py."""
 from __future__ import annotations
 
-import socket
-
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from runner.store.retry import StoreUnavailable, is_connection_error, store_retry
+from tests.support.ports import free_port
 
 
 class _Msgs:
@@ -22,9 +21,7 @@ class _Msgs:
 @pytest.fixture
 def dead_session():
     """A Session on a PostgreSQL URL whose port nothing listens on (connection refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again when the block ends: refused from now on
+    port = free_port()  # nothing listens there: refused
     eng = create_engine(f"postgresql+psycopg://x:y@127.0.0.1:{port}/z", connect_args={"connect_timeout": 5})
     with Session(eng) as session:
         yield session

@@ -12,8 +12,6 @@ from runner.catalogue.servers import FTPS_MODES
 from runner.catalogue.workloads import WorkloadParams
 from runner.load.ftp.driver import DRIVER
 from runner.spec.request import ServerRequest
-from runner.tls.certs import campaign_certificates
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -21,18 +19,8 @@ CASES = [(s, m) for s, modes in FTPS_MODES.items() for m in modes]
 SMALL = dict(duration=0.2, transfer_size=1 << 20, op_timeout=20, connect_timeout=20, phase_timeout=60)
 
 
-@pytest.fixture(scope="module")
-def dbackend():
-    from runner.backends.docker import DockerBackend
-
-    c = docker_client_or_skip()
-    yield DockerBackend(client=c, labels={"xferlab.test": SESSION_LABEL}, progress=lambda m: print(f"[docker] {m}"))
-    cleanup_session(c)
-
-
 @pytest.mark.parametrize("server,mode", CASES, ids=[f"{s}-{m}" for s, m in CASES])
-def test_ftps_in_a_container(dbackend, server, mode, tmp_path):
-    certs = campaign_certificates("docker", folder=tmp_path / "c")
+def test_ftps_in_a_container(dbackend, certs, server, mode):
     try:
         h = dbackend.start(ServerRequest(server, variant={"tls": mode}, tls=certs))
     except ServerSkipped as e:

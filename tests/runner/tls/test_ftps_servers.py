@@ -15,17 +15,12 @@ from runner.catalogue.workloads import WorkloadParams
 from runner.load.base import LoadError
 from runner.load.ftp.driver import DRIVER
 from runner.spec.request import ServerRequest
-from runner.tls.certs import campaign_certificates, make_certificates
+from runner.tls.certs import make_certificates
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 CASES = [(s, m) for s, modes in FTPS_MODES.items() for m in modes]
 SMALL = dict(duration=0.2, transfer_size=1 << 20, op_timeout=20, connect_timeout=20, phase_timeout=60)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return campaign_certificates("test", "ecdsa-p256", folder=tmp_path_factory.mktemp("tls") / "c")
 
 
 def _start(server: str, mode: str, files):

@@ -11,29 +11,12 @@ import pytest
 
 from runner.catalogue.servers import DOCKER_HTTPS_SERVERS, HTTPS_SERVERS
 from runner.spec.request import ServerRequest
-from runner.tls.certs import campaign_certificates
-from tests.docker_support import SESSION_LABEL, cleanup_session, docker_client_or_skip, ensure_base
 from tests.runner.tls.https_checks import check_https_target
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 #: (server, extra variant keys): node-http also with cluster workers.
 CASES = [(s, {}) for s in sorted(DOCKER_HTTPS_SERVERS)] + [("node-http", {"workers": 2})]
-
-
-@pytest.fixture(scope="module")
-def dbackend():
-    from runner.backends.docker import DockerBackend
-
-    c = docker_client_or_skip()
-    ensure_base(c)
-    yield DockerBackend(client=c, labels={"xferlab.test": SESSION_LABEL}, progress=lambda m: print(f"[docker] {m}"))
-    cleanup_session(c)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return campaign_certificates("docker-https", folder=tmp_path_factory.mktemp("tls") / "c")
 
 
 @pytest.mark.parametrize(("server", "extra"), CASES, ids=[s + "".join(f"-{k}{v}" for k, v in e.items())

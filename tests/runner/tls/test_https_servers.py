@@ -10,16 +10,10 @@ from runner.backends.base import ServerSkipped
 from runner.backends.local.backend import LocalBackend
 from runner.catalogue.servers import HTTPS_SERVERS
 from runner.spec.request import ServerRequest
-from runner.tls.certs import campaign_certificates
 from tests.runner.tls.https_checks import check_https_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return campaign_certificates("https", folder=tmp_path_factory.mktemp("tls") / "c")
 
 
 #: (server, extra variant keys): every HTTPS server, and node-http with cluster workers (each

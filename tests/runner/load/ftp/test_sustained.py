@@ -38,6 +38,27 @@ def _check_figures(r, clients: int, size: int) -> None:
     assert all(c.ok and c.bytes > 0 and c.seconds > 0 for c in r.clients)
 
 
+def _retr_with_a_stall(server: TpdServer, target: Target, p: WorkloadParams, *, after_s: float, for_s: float):
+    """``retr_sustained`` with ``p`` against ``server``, stopped with SIGSTOP ``after_s``
+    seconds after the phase began (the checkpoint "loaded": sessions logged in) for
+    ``for_s`` seconds. Returns the PhaseResult; the server is always continued."""
+    pid = server.proc.pid
+
+    def stall() -> None:
+        time.sleep(after_s)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(for_s)
+        os.kill(pid, signal.SIGCONT)
+
+    t = threading.Thread(target=stall)
+    try:
+        return run_workload_sync("retr_sustained", target, p, checkpoint=lambda name: t.start())
+    finally:
+        if t.ident is not None:
+            t.join()
+        os.kill(pid, signal.SIGCONT)
+
+
 @pytest.mark.parametrize("workload", ["retr_sustained", "stor_sustained"])
 @pytest.mark.parametrize("session", ["per_op", "reuse"])
 def test_closed_loop_pyftpdlib(target, workload, session):
@@ -109,21 +130,7 @@ def test_open_loop_shows_a_stall_the_service_time_hides(tpd_server, tpd_target):
     (0.5%) slow, so its p99 stays low: the stall is hidden there, the coordinated omission
     the correction undoes."""
     p = _params(session="reuse", clients=2, duration=2.0, rate=200.0, file_size=16 * KIB)
-    pid = tpd_server.proc.pid
-
-    def stall() -> None:
-        time.sleep(0.8)
-        os.kill(pid, signal.SIGSTOP)
-        time.sleep(0.5)
-        os.kill(pid, signal.SIGCONT)
-
-    t = threading.Thread(target=stall)
-    try:  # the clock starts at the checkpoint "loaded": sessions logged in, the phase begins
-        r = run_workload_sync("retr_sustained", tpd_target, p, checkpoint=lambda name: t.start())
-    finally:
-        if t.ident is not None:
-            t.join()
-        os.kill(pid, signal.SIGCONT)
+    r = _retr_with_a_stall(tpd_server, tpd_target, p, after_s=0.8, for_s=0.5)
     assert not r.errors, (r.errors, r.notes)
     assert r.ops == 400
     corrected = hdr.percentiles_ms(r.histograms["latency"])
@@ -155,7 +162,7 @@ def test_per_op_sessions_are_counted(target):
 
 def test_no_server_is_a_load_error():
     from runner.load.base import LoadError
-    from tests.tpd.conftest import free_port
+    from tests.support.ports import free_port
 
     t = Target(host="127.0.0.1", port=free_port(), user="u", password="p", root=None)
     with pytest.raises(LoadError, match="cannot log in.*refused"):
@@ -168,21 +175,7 @@ def test_open_loop_backlog_past_the_drain_bound(tpd_server, tpd_target):
     passed, so the operations due but never started are counted as ``backlog`` errors, the
     completed ones keep their (huge) corrected latency."""
     p = _params(session="reuse", clients=1, duration=1.0, rate=100.0, file_size=16 * KIB)
-    pid = tpd_server.proc.pid
-
-    def stall() -> None:
-        time.sleep(0.1)
-        os.kill(pid, signal.SIGSTOP)
-        time.sleep(2.4)
-        os.kill(pid, signal.SIGCONT)
-
-    t = threading.Thread(target=stall)
-    try:
-        r = run_workload_sync("retr_sustained", tpd_target, p, checkpoint=lambda name: t.start())
-    finally:
-        if t.ident is not None:
-            t.join()
-        os.kill(pid, signal.SIGCONT)
+    r = _retr_with_a_stall(tpd_server, tpd_target, p, after_s=0.1, for_s=2.4)
     assert set(r.errors) == {"backlog"}, (r.errors, r.notes)
     assert r.ops + r.errors["backlog"] == 100
     assert 1 <= r.ops <= 20 and r.errors["backlog"] >= 80

@@ -12,6 +12,7 @@ from runner.load.http.response import ResponseError, ResponseReader
 from runner.load.registry import get_driver
 from runner.load.target import Target
 from tests.support.httpserver import HttpTestServer
+from tests.support.ports import free_port
 
 
 def _target(port: int, root=None) -> Target:
@@ -87,10 +88,7 @@ def test_no_keepalive(tmp_path):
 
 
 def test_refused_port_is_network_failed():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there now
+    port = free_port()  # nothing listens there
     r = get_driver("xferlab-http").run("http_upload", _target(port),
                                        WorkloadParams(clients=2, duration=0.2, body_size=10))
     _identity(r)

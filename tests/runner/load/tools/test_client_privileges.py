@@ -32,11 +32,6 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the drop to the lab us
 IDS_AND_FDS = ["sh", "-c", "id -u; id -g; id -G; ls /proc/self/fd"]
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
 @pytest.fixture
 def lab():
     """The lab user's passwd entry; the test is skipped when it is not there (made by the

@@ -26,11 +26,6 @@ RUNS = [("wget", "retr_concurrent"), ("curl", "retr_concurrent"), ("curl", "stor
         ("lftp", "retr_concurrent"), ("lftp", "stor_concurrent")]
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
 @pytest.fixture(scope="module")
 def pyftpd(tmp_path_factory):
     home = tmp_path_factory.mktemp("clienthome")
@@ -127,21 +122,14 @@ def test_wrong_password_is_client_exit_with_stderr(pyftpd):
 
 
 @pytest.mark.parametrize("name", ["wget", "curl", "lftp"])
-def test_refused_connection_fails_fast(free_port_ftp, tmp_path, name):
+def test_refused_connection_fails_fast(free_port, tmp_path, name):
     """Nothing listens: every client exits non-zero at once (lftp does not retry), and
     the note says why."""
-    r = driver_or_skip(name).run("retr_concurrent", Target("127.0.0.1", free_port_ftp, USER, PASSWORD, root=tmp_path),
+    r = driver_or_skip(name).run("retr_concurrent", Target("127.0.0.1", free_port, USER, PASSWORD, root=tmp_path),
                           WorkloadParams(clients=2, file_size=10))
     assert r.errors == {"client_exit": 2} and r.elapsed_s < 20, r.notes
     note = next(n for n in r.notes if n.startswith("first client_exit")).lower()
     assert "refused" in note or "connect" in note, note
-
-
-@pytest.fixture
-def free_port_ftp() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("name", ["wget", "curl", "lftp"])

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from runner.cell.local import run_local_cell
 from runner.load.target import Target
 from runner.spec.model import parse_spec
 from runner.store.models import Cell
 from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
 from tests.runner.support import FixedBackend, RunningHandle, driver_or_skip, local_server_or_skip
-
-
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def _backend(home: Path, port: int, password: str) -> FixedBackend:

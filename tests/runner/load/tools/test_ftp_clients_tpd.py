@@ -5,27 +5,19 @@ from __future__ import annotations
 import pytest
 
 from runner.backends import paths
-from runner.backends.base import ServerSkipped
-from runner.backends.local import LocalBackend
 from runner.catalogue.workloads import WorkloadParams
 from runner.spec.request import ServerRequest
 from tests.runner.load.tools.test_ftp_clients import MIB, RUNS, check_result
-from tests.runner.support import driver_or_skip
+from tests.runner.support import driver_or_skip, start_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
-def tpd():
+def tpd(backend):
     if not (paths.SERVERS_DIR / "tpd" / "Makefile").is_file():
         pytest.skip("servers/tpd not in this checkout")
-    backend = LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
-    req = ServerRequest("tpd")
-    try:
-        backend.check(req)
-    except ServerSkipped as e:
-        pytest.skip(str(e))
-    handle = backend.start(req)
+    handle = start_or_skip(backend, ServerRequest("tpd"))
     try:
         yield handle
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import select
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -19,6 +18,7 @@ from runner.load.tools.child import require
 from tests.runner.support import driver_or_skip
 from tests.support import REPO_ROOT, SUPPORT_DIR
 from tests.support.httpserver import HttpTestServer
+from tests.support.ports import free_port
 
 SERVER = SUPPORT_DIR / "httpserver.py"
 
@@ -73,7 +73,7 @@ def test_wrk_download_413_refused(tmp_path):
         r = d.run("http_upload", _target(srv.port), WorkloadParams(clients=2, duration=1, body_size=5000))
     _identity(r)
     assert r.successful == 0 and r.non_2xx.get("4xx-5xx", 0) > 0
-    r = d.run("http_upload", _target(_free_port()), WorkloadParams(clients=2, duration=1, body_size=10))
+    r = d.run("http_upload", _target(free_port()), WorkloadParams(clients=2, duration=1, body_size=10))
     _identity(r)
     assert r.successful == 0 and r.network_failed >= 1 and "refused" in r.errors
 
@@ -91,7 +91,7 @@ def test_h2load_post_and_download(tmp_path):
     files = srv.stored()
     assert r.successful <= len(files) <= r.successful + r.unfinished  # started, not done: may have landed
     assert r.bytes == r.successful * 1000 and g.bytes == g.successful * 50_000
-    ref = d.run("http_download", _target(_free_port()), WorkloadParams(clients=3, duration=0.3))
+    ref = d.run("http_download", _target(free_port()), WorkloadParams(clients=3, duration=0.3))
     _identity(ref)
     assert ref.successful == 0 and ref.network_failed == 3
 
@@ -105,14 +105,6 @@ def test_h2load_refuses_put_and_no_keepalive():
         d.run("http_upload", _target(1), WorkloadParams(method="put"))
     with pytest.raises(ValueError, match="not 'retr'"):
         d.run("retr", _target(1), WorkloadParams())
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None,

@@ -22,11 +22,6 @@ from tests.runner.support import assert_gone
 CLIENT_PYTHON = shutil.which("python3", path=os.defpath) or sys.executable
 
 
-@pytest.fixture(autouse=True)
-def _cache_dir(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("XFERLAB_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
 @pytest.fixture
 def spawner():
     try:
