@@ -55,7 +55,7 @@ def test_two_processes_merge_into_one_phase(remote_target, workload):
 
 def test_processes_join_the_server_namespace(ns_server):  # noqa: F811
     from runner.load.target import Target
-    from tests.runner.load.conftest import PASSWORD, USER
+    from tests.support.pyftpd import PASSWORD, USER
 
     _proc, port, path = ns_server
     target = Target("127.0.0.1", port, USER, PASSWORD, netns=path)

@@ -20,7 +20,8 @@ from runner.load.base import LoadError
 from runner.load.ftp.workloads import run_workload_sync
 from runner.load.target import Target
 from runner.net.netns import NetnsError, call_in_netns, can_join_netns
-from tests.runner.load.conftest import HERE, PASSWORD, USER, stop
+from tests.support import SUPPORT_DIR
+from tests.support.pyftpd import PASSWORD, USER, stop
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None,
                                 reason="needs root, unshare and ip (util-linux, iproute2)")
@@ -31,7 +32,7 @@ def ns_server(tmp_path: Path):
     """(process, port, netns path) of pyftpdlib in a new network namespace."""
     proc = subprocess.Popen(
         ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
-         sys.executable, str(HERE / "pyftpd_server.py"), str(tmp_path), USER, PASSWORD, "127.0.0.1"],
+         sys.executable, str(SUPPORT_DIR / "pyftpd_server.py"), str(tmp_path), USER, PASSWORD, "127.0.0.1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     r, _, _ = select.select([proc.stdout], [], [], 15)
     line = proc.stdout.readline() if r else ""

@@ -38,7 +38,7 @@ def store_fixed_campaign(engine) -> int:
     """Store the fixed campaign: 3 servers, the classic suite plus retr_concurrent with
     20 clients (a second parameter set), 3 repeats; a failed and a skipped cell; memory
     (tree and cgroup), latency, fairness, client CPU and error samples. Returns its id."""
-    from runner.spec import parse_spec
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 
@@ -107,7 +107,7 @@ def store_sweep_campaign(engine) -> int:
     """Store a saturation sweep: ``retr_sustained`` at 1, 2, 4, 8 clients on two
     servers, 2 repeats, with the figures of :data:`SWEEP` (the second repeat 1% higher).
     Returns its id."""
-    from runner.spec import parse_spec
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 
@@ -141,8 +141,8 @@ def store_sweep_campaign(engine) -> int:
 
 def exports(engine) -> dict[str, str]:
     """file name -> export text, for the campaign report and a comparison, every format."""
-    from runner.reporting import campaign_report, compare_report
-    from runner.results import load_campaign
+    from runner.report.reader import load_campaign
+    from runner.report.render import campaign_report, compare_report
 
     cid = store_fixed_campaign(engine)
     out: dict[str, str] = {}
@@ -175,9 +175,9 @@ def test_exports_match_golden_files(engine):
 def test_row_of_a_workload_whose_every_cell_failed_has_its_title(engine):
     """The row title comes from the stored cells' parameters (CampaignData.workloads),
     not the catalogue's raw template ``{clients} concurrent clients (STOR {size} file)``."""
+    from runner.report.reader import load_campaign
     from runner.report.tables import campaign_table
-    from runner.results import load_campaign
-    from runner.spec import parse_spec
+    from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell
 

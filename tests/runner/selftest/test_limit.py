@@ -12,7 +12,7 @@ import pytest
 
 from runner.selftest import limit
 from runner.selftest.limit import NetlimitError, build, measure_ftp_retr, measure_pair, run_tool
-from tests.runner.load.conftest import PASSWORD, USER
+from tests.support.pyftpd import PASSWORD, USER
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on PATH")
 SIZE = 4 << 20

@@ -9,8 +9,8 @@ import pytest
 
 from runner.load.ftp.fixtures import server_name, write_fixture
 from runner.load.ftp.session import FTPError, FTPSession, ReplyParser, open_session, parse_epsv, parse_pasv
-from tests.runner.load.conftest import PASSWORD, USER
 from tests.support.fakeftp import FakeFTP
+from tests.support.pyftpd import PASSWORD, USER
 
 pytestmark = pytest.mark.timeout(30)
 

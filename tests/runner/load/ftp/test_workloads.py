@@ -14,8 +14,8 @@ from runner.cell.samples import headline, phase_samples
 from runner.load.ftp.fixtures import server_name
 from runner.load.ftp.workloads import LoadError, run_workload, run_workload_sync
 from runner.load.target import Target
-from tests.runner.load.conftest import PASSWORD, USER
 from tests.support.fakeftp import FakeFTP
+from tests.support.pyftpd import PASSWORD, USER
 
 pytestmark = pytest.mark.timeout(60)
 KIB, MIB = 1 << 10, 1 << 20
@@ -291,7 +291,7 @@ def _has_ipv6_loopback() -> bool:
 @pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback (::1)")
 def test_epsv_over_ipv6(tmp_path):
     """EPSV (RFC 2428) is what works over IPv6: RETR and STOR against pyftpdlib on ::1."""
-    from tests.runner.load.conftest import start_pyftpd, stop
+    from tests.support.pyftpd import start_pyftpd, stop
     proc, port = start_pyftpd(tmp_path, host="::1")
     try:
         t = Target("::1", port, USER, PASSWORD, root=tmp_path)

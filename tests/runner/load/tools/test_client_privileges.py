@@ -23,10 +23,10 @@ from runner.load.target import Target
 from runner.load.tools.child import run_child
 from runner.load.tools.labuser import client_user
 from runner.load.tools.spawn import Job, build_spawner, run_clients
-from tests.runner.load.conftest import PASSWORD, USER
 from tests.runner.load.tools.test_ftp_clients import MIB, check_result, pyftpd  # noqa: F401 - pyftpd: a fixture
 from tests.runner.support import assert_gone, driver_or_skip
 from tests.support.httpserver import HttpTestServer
+from tests.support.pyftpd import PASSWORD, USER
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the drop to the lab user happens only as root")
 IDS_AND_FDS = ["sh", "-c", "id -u; id -g; id -G; ls /proc/self/fd"]

@@ -16,9 +16,9 @@ import pytest
 from runner.catalogue.workloads import WorkloadParams
 from runner.load.registry import DriverUnavailable, get_driver
 from runner.load.target import Target
-from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
 from tests.runner.support import driver_or_skip
 from tests.support import SUPPORT_DIR
+from tests.support.pyftpd import PASSWORD, USER, start_pyftpd, stop
 
 MIB = 1 << 20
 SERVER = SUPPORT_DIR / "pyftpd_server.py"

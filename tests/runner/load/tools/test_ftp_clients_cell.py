@@ -8,8 +8,8 @@ from runner.cell.local import run_local_cell
 from runner.load.target import Target
 from runner.spec.model import parse_spec
 from runner.store.models import Cell
-from tests.runner.load.conftest import PASSWORD, USER, start_pyftpd, stop
 from tests.runner.support import FixedBackend, RunningHandle, driver_or_skip, local_server_or_skip
+from tests.support.pyftpd import PASSWORD, USER, start_pyftpd, stop
 
 
 def _backend(home: Path, port: int, password: str) -> FixedBackend:

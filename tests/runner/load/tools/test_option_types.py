@@ -18,9 +18,9 @@ from runner.load.tools.curl import OPTIONS as CURL
 from runner.load.tools.lftp import SETTINGS
 from runner.load.tools.wget import OPTIONS as WGET
 from runner.spec.model import SpecError, parse_spec
-from tests.runner.load.conftest import stop
 from tests.runner.support import driver_or_skip
 from tests.support import SUPPORT_DIR
+from tests.support.pyftpd import stop
 
 SERVER = SUPPORT_DIR / "pyftpd_server.py"
 

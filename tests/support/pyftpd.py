@@ -1,0 +1,42 @@
+"""A real pyftpdlib server on 127.0.0.1 as a subprocess (``pyftpd_server.py``), for the tests
+that need an FTP server but not one of the servers under test."""
+from __future__ import annotations
+
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support import SUPPORT_DIR
+
+USER, PASSWORD = "bench", "s3cret"
+
+
+def start_pyftpd(home: Path, host: str = "127.0.0.1") -> tuple[subprocess.Popen, int]:
+    """Start pyftpd_server.py; return (process, port). Bounded wait of 15 s."""
+    proc = subprocess.Popen(
+        [sys.executable, str(SUPPORT_DIR / "pyftpd_server.py"), str(home), USER, PASSWORD, host],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 15
+    line = ""
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if r:
+            line = proc.stdout.readline()
+            break
+        if proc.poll() is not None:
+            break
+    if not line.startswith("PORT "):
+        proc.kill()
+        raise RuntimeError(f"pyftpdlib did not start: {line!r} {proc.stderr.read()[:2000]}")
+    return proc, int(line.split()[1])
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
