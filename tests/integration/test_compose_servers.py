@@ -50,12 +50,16 @@ def _ports(ftp_prefix: int, pasv_prefix: int) -> dict[str, tuple[int, range]]:
 
 
 def _pick_prefixes() -> tuple[int, int]:
-    """FTP and passive port prefixes whose ports are all free on 127.0.0.1 (at most 40 tries;
-    control ports 1001-31996, passive ranges 10000-31549: below the ephemeral range)."""
+    """FTP and passive port prefixes whose ports are all free on 127.0.0.1 and do not overlap
+    (at most 40 tries; control ports 1001-31996, passive ranges 10000-31549: below the
+    ephemeral range)."""
     rnd = random.Random()
     for _ in range(40):
         ftp, pasv = rnd.randrange(100, 3200), rnd.randrange(10, 32)
         ports = _ports(ftp, pasv)
+        control = {c for c, _ in ports.values()}
+        if any(c in r for c in control for _, r in ports.values()):
+            continue  # a control port inside a passive range: compose cannot publish both
         if all(is_free(c) and all(is_free(p) for p in r) for c, r in ports.values()):
             return ftp, pasv
     raise AssertionError("no free set of ports for compose/servers.yml on 127.0.0.1 after 40 tries")
