@@ -6,10 +6,12 @@ the knee).
 
 Regenerate only for an intended change of the export bytes:
 ``XFERLAB_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/runner/report/test_export_golden.py``
-and say so in the commit.
+rewrites the files that differ and fails, printing the unified diff of each; review it,
+run the test again (it passes), and say so in the commit.
 """
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
@@ -159,17 +161,33 @@ def exports(engine) -> dict[str, str]:
     return out
 
 
+def _diff(name: str, want: bytes, got: bytes, most: int = 200) -> str:
+    """The unified diff (difflib, 2 lines of context) of golden file ``name`` against the
+    export, at most ``most`` lines."""
+    lines = list(difflib.unified_diff(want.decode(errors="replace").splitlines(),
+                                      got.decode(errors="replace").splitlines(),
+                                      f"golden/{name}", f"export {name}", n=2, lineterm=""))
+    return "\n".join(lines[:most] + ([f"... {len(lines) - most} more lines"] if len(lines) > most else []))
+
+
 def test_exports_match_golden_files(engine):
-    got = exports(engine)
-    if os.environ.get("XFERLAB_REGEN_GOLDEN") == "1":
+    """Every export equals its golden file. With ``XFERLAB_REGEN_GOLDEN=1`` the files that
+    differ are rewritten, and the test still fails, showing what changed."""
+    got = {name: body.encode() for name, body in exports(engine).items()}
+    names = sorted(p.name for p in GOLDEN.iterdir()) if GOLDEN.is_dir() else []
+    diffs = [_diff(name, (GOLDEN / name).read_bytes() if name in names else b"", body)
+             for name, body in got.items() if name not in names or (GOLDEN / name).read_bytes() != body]
+    extra = sorted(set(names) - set(got))
+    if os.environ.get("XFERLAB_REGEN_GOLDEN") == "1" and (diffs or extra):
         GOLDEN.mkdir(exist_ok=True)
         for name, body in got.items():
-            (GOLDEN / name).write_bytes(body.encode())
-        pytest.skip("golden files regenerated")
-    assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(got)
-    for name, body in got.items():
-        want = (GOLDEN / name).read_bytes()
-        assert body.encode() == want, f"{name} differs from its golden file"
+            (GOLDEN / name).write_bytes(body)
+        for name in extra:
+            (GOLDEN / name).unlink()
+        pytest.fail("golden files regenerated; review the change and say so in the commit:\n"
+                    + "\n".join(diffs) + "".join(f"\nremoved golden/{n}" for n in extra), pytrace=False)
+    assert not extra, f"golden files with no export: {extra}"
+    assert not diffs, "exports differ from their golden files:\n" + "\n".join(diffs)
 
 
 def test_row_of_a_workload_whose_every_cell_failed_has_its_title(engine):
