@@ -83,24 +83,25 @@ LEVEL = {0: 1.0, 1: 1.15, 2: 1.30}
 #: server 0's, the one row of the comparison that is not significant.
 NEAR = {(2, "login"): 1.005}
 
+def _pyftpdlib_build(version: str, variant: dict, config_hash: str) -> dict:
+    """The build the local backend records for pyftpdlib ``version`` run from its cached
+    pip venv by the checkout's ``servers/pyftpdlib/serve.py``."""
+    venv = f"/root/.cache/xferlab/venvs/pyftpdlib-{version}"
+    label = f"pyftpdlib {version}" + "".join(f" [{k}={v}]" for k, v in variant.items())
+    return {"name": "pyftpdlib", "version": version, "requested_version": version, "variant": variant,
+            "label": label, "binary": "/work/main/servers/pyftpdlib/serve.py", "interpreter": f"{venv}/bin/python",
+            "obtained": f"pip venv {venv} (cached)", "config_hash": config_hash,
+            "greeting": "220 xferlab pyftpdlib ready", "max_clients": 2000, "rlimit_nofile": [20000, 20000],
+            "storage": "disk", "storage_fs": "ext4", "use_sendfile": variant.get("use_sendfile", True)}
+
+
 #: What the local backend recorded as each server's build (``ServerHandle.build_info``,
 #: taken from a real start of each server on the lab machine with ``LocalBackend``; the
 #: per-start keys ``argv``, ``pid``, ``run_dir``, ``startup_s`` and ``cpu`` left out).
 BUILDS = [
-    {"name": "pyftpdlib", "version": "2.2.0", "requested_version": "2.2.0", "variant": {},
-     "label": "pyftpdlib 2.2.0", "binary": "/work/main/servers/pyftpdlib/serve.py",
-     "interpreter": "/root/.cache/xferlab/venvs/pyftpdlib-2.2.0/bin/python",
-     "obtained": "pip venv /root/.cache/xferlab/venvs/pyftpdlib-2.2.0 (cached)",
-     "config_hash": "e07140a8339ffa20c0e0511238a3b6d609d3aa6932f270bd5009647f0945e6de",
-     "greeting": "220 xferlab pyftpdlib ready", "max_clients": 2000, "rlimit_nofile": [20000, 20000],
-     "storage": "disk", "storage_fs": "ext4", "use_sendfile": True},
-    {"name": "pyftpdlib", "version": "1.5.10", "requested_version": "1.5.10", "variant": {"use_sendfile": False},
-     "label": "pyftpdlib 1.5.10 [use_sendfile=False]", "binary": "/work/main/servers/pyftpdlib/serve.py",
-     "interpreter": "/root/.cache/xferlab/venvs/pyftpdlib-1.5.10/bin/python",
-     "obtained": "pip venv /root/.cache/xferlab/venvs/pyftpdlib-1.5.10 (cached)",
-     "config_hash": "ca529af4210fd8e85caf27c79d1ec47afffe8539e56f196536c80799172eba72",
-     "greeting": "220 xferlab pyftpdlib ready", "max_clients": 2000, "rlimit_nofile": [20000, 20000],
-     "storage": "disk", "storage_fs": "ext4", "use_sendfile": False},
+    _pyftpdlib_build("2.2.0", {}, "e07140a8339ffa20c0e0511238a3b6d609d3aa6932f270bd5009647f0945e6de"),
+    _pyftpdlib_build("1.5.10", {"use_sendfile": False},
+                     "ca529af4210fd8e85caf27c79d1ec47afffe8539e56f196536c80799172eba72"),
     {"name": "vsftpd", "version": "3.0.3-13+b2", "requested_version": None, "variant": {},
      "label": "vsftpd 3.0.3", "binary": "/root/.cache/xferlab/debs/vsftpd/root/usr/sbin/vsftpd",
      "interpreter": None, "obtained": "debian-extract (/root/.cache/xferlab/debs/vsftpd/root)",
