@@ -99,7 +99,8 @@ def points_from_rows(rows) -> dict[SeriesKey, list[Point]]:
 
 
 def all_points(session, *, window=None) -> dict[SeriesKey, list[Point]]:
-    """Every series' points as the old query gave them (samples in run order)."""
+    """Every series' points (primary figures and peak memory) aggregated from ``sample``
+    by one query (samples in run order)."""
     return points_from_rows(session.execute(points_query(window=window)).all())
 
 
@@ -238,9 +239,9 @@ def decide(all_changes, all_tests, alpha):
 
 
 def find_regressions(series: dict[SeriesKey, list[Point]], *, alpha=0.05, min_effect=0.05) -> list[Change]:
-    """The old find_regressions on the given points (every kind but ``same``), in the
-    old order: newest ``after`` campaign first, regressions, improvements, environment
-    changes; ties in series order."""
+    """The notable changes of the given series (every kind but ``same``): newest
+    ``after`` campaign first, then regressions, improvements, environment changes; ties
+    in series order."""
     all_changes, all_tests = [], []
     for key, points in series.items():
         ch, tests = series_verdicts(key, points, min_effect)
