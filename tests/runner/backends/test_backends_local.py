@@ -318,8 +318,27 @@ def test_exit_reason_and_cgroup_memory(backend):
     assert h.exit_reason() == "killed by SIGKILL"
 
 
-def test_servers_fetch_entry_point():
-    """`xferlab servers --fetch NAME` calls local.fetch_debian_server (runner/cli.py)."""
-    from runner.backends.local import debs
+def test_servers_fetch_extracts_the_debian_server(tmp_path):
+    """``xferlab servers --fetch vsftpd`` downloads and extracts Debian's vsftpd into the
+    cache: the extracted binary runs and reports the upstream version of the package
+    version recorded in info.json; an unknown name is refused with the valid ones."""
+    import json
+    import os
+    import subprocess
+    import sys
 
-    assert local.fetch_debian_server is debs.fetch_debian_server
+    env = {**os.environ, "XFERLAB_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-m", "runner.cli", "servers", "--fetch", "vsftpd"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    binary = tmp_path / "cache" / "debs" / "vsftpd" / "root" / "usr" / "sbin" / "vsftpd"
+    assert "extracted to" in run.stdout and os.access(binary, os.X_OK), run.stdout
+    recorded = json.loads((binary.parents[3] / "info.json").read_text())["packages"]["vsftpd"]
+    # vsftpd -v writes its version to file descriptor 0
+    v = subprocess.run(f"{binary} -v 0>&1", shell=True, capture_output=True, text=True, timeout=30)
+    upstream = recorded.split(":")[-1].split("-")[0]
+    assert f"vsftpd: version {upstream}" in v.stdout, (v.stdout, v.stderr, recorded)
+    bad = subprocess.run([sys.executable, "-m", "runner.cli", "servers", "--fetch", "nginx"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "not a Debian-packaged server" in bad.stdout + bad.stderr
+    assert "vsftpd" in bad.stdout + bad.stderr

@@ -1,6 +1,7 @@
 """History points kept at store time (runner.store.points, table ``series_point``) on a
-real PostgreSQL: the same points and the same verdicts as the per-request aggregation
-they replace (tests/runner/history/history_before.py), kept by finish_cell under concurrent
+real PostgreSQL: the same points and the same verdicts as a reference written apart
+from the code (tests/runner/history/history_before.py: one SQL aggregation per request,
+and plain re-computations of the runs, steps and tests), kept by finish_cell under concurrent
 writers, filled by migration 0004, removed with their campaign."""
 from __future__ import annotations
 
@@ -162,6 +163,23 @@ def _points_of(n: int, rnd: random.Random, *, step_at: int | None = None, env_at
         out.append(Point(i + 1, f"c{i + 1}", None, "1", "x", "B" if env_at is not None and i >= env_at else "A",
                          "MiB/s", [1000 * level * rnd.gauss(1, 0.02) for _ in range(5)]))
     return out
+
+
+def test_the_reference_on_hand_worked_series():
+    """The reference itself on series worked out on paper. Flat: no step (one segment costs
+    0 and every other segment only adds beta). Four points at 10 then four at 20: one
+    segment costs S_1 = 8 x 5 = 40 (median 15), objective beta + ln(0.015 + 40/8) = 2.65
+    with beta = 4 ln 8 / 8 = 1.04; two segments cost 0, objective 2 beta + ln(0.015) =
+    -2.12: the step at index 4. Three against three wholly separated samples: exact
+    two-sided p = 2 / C(6, 3) = 0.1."""
+    assert before._steps((10.0,) * 8) == ()
+    assert before._steps((10.0,) * 4 + (20.0,) * 4) == (4,)
+    assert before._steps((10.0,) * 5 + (20.0,) * 5 + (10.0,) * 5) == (5, 10)
+    assert before._mann_whitney_p([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)
+    assert before._worse_by(100.0, 80.0, True) == pytest.approx(0.25)  # throughput down: worse
+    assert before._worse_by(1.0, 1.25, False) == pytest.approx(0.25)  # time up: worse
+    pts = _points_of(6, random.Random(1), env_at=4)
+    assert before._env_runs(pts) == [(0, 4), (4, 6)]
 
 
 def test_verdicts_equal_the_old_code():

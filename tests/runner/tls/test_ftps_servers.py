@@ -54,16 +54,42 @@ def test_login_retr_stor_over_ftps(server, mode, certs):
 
 
 def test_both_event_loops(certs, monkeypatch):
+    """RETR and STOR over FTPS under each XFERLAB_EVENT_LOOP, and the loop the phase's
+    coroutine ran on, seen from inside it (``asyncio.get_running_loop()``), is the one
+    asked for: uvloop's ``Loop``, or asyncio's own selector loop."""
+    import asyncio
+
+    import uvloop
+
     from runner.config import get_settings
 
+    seen: list[type] = []
+
+    class ObservedRunner(asyncio.Runner):
+        def run(self, coro, **kw):
+            async def observed():
+                seen.append(type(asyncio.get_running_loop()))
+                return await coro
+
+            return super().run(observed(), **kw)
+
+    monkeypatch.setattr(asyncio, "Runner", ObservedRunner)
     h = _start("pyftpdlib", "explicit", certs)
     try:
         for loop in ("asyncio", "uvloop"):
             monkeypatch.setenv("XFERLAB_EVENT_LOOP", loop)
             get_settings.cache_clear()
+            assert DRIVER.details() == {"event_loop": loop}
             for wl in ("retr", "stor"):
+                seen.clear()
                 r = DRIVER.run(wl, h.target, WorkloadParams(**SMALL))
                 assert r.ops >= 1 and not r.errors, (loop, wl, r.notes)
+                assert seen, f"{loop} {wl}: no phase ran on an event loop"
+                if loop == "uvloop":
+                    assert all(issubclass(t, uvloop.Loop) for t in seen), (wl, seen)
+                else:
+                    assert all(issubclass(t, asyncio.SelectorEventLoop) and not issubclass(t, uvloop.Loop)
+                               for t in seen), (wl, seen)
     finally:
         h.stop()
         get_settings.cache_clear()
