@@ -62,7 +62,7 @@ def docker_client_or_skip():
         if permission_denied(e):
             pytest.fail(f"the Docker engine's socket {endpoint} refuses this process (uid {os.geteuid()}): "
                         f"permission denied ({type(e).__name__}: {e}). Run the tests as root or as a member "
-                        f"of the socket's group (docker), or point DOCKER_HOST at a socket this user may open.",
+                        f"of the socket's group (docker), or point DOCKER_HOST at a socket this process may open.",
                         pytrace=False)
         pytest.skip(f"no Docker engine answers at {endpoint}: {type(e).__name__}: {e}")
 
