@@ -21,8 +21,17 @@ class ServerSkipped(Exception):
     (e.g. "vsftpd: binary /usr/sbin/vsftpd not found; apt-get install vsftpd")."""
 
 
+class MachineLacks(ServerSkipped):
+    """The server cannot run on this machine for want of something no install step
+    provides: root (vsftpd's system accounts, a shaped link's namespaces) or a kernel
+    feature (netem for a delay or a loss). A ServerSkipped, so every caller that skips
+    a server skips it; tests tell it apart from a tool the install step should have put
+    there (``tests.support.skips``)."""
+
+
 class ServerFailed(Exception):
-    """The server was expected to run but failed to start or answer (message says why)."""
+    """The server was expected to run but failed to build, start or answer (message says
+    why: a failed build carries the builder's last lines)."""
 
 
 def list_stored_files(folder: Path) -> list[tuple[str, int]]:

@@ -223,6 +223,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             backend.check(req)
     except (ServerSkipped, DriverUnavailable) as exc:
         return skipped(str(exc))
+    except ServerFailed as exc:  # e.g. the server's source does not build: a failure, never a skip
+        return failed(str(exc))
     handle = None
     sampler = None
     served = 1  # the cells this server has served, this one included

@@ -14,6 +14,7 @@ from runner.backends.base import ServerFailed, ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
 from runner.spec.request import ServerRequest
 from tests.runner.support import assert_gone, start_or_skip
+from tests.support.skips import machine_lacks
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -230,7 +231,7 @@ def test_storage_tmpfs_puts_the_home_on_a_tmpfs(backend, name):
     """storage: tmpfs: the FTP home is on a tmpfs (a forking server that switches user,
     vsftpd, still reaches it); the default is on disk. Both recorded in build_info."""
     if local.filesystem_type(Path("/dev/shm")) != "tmpfs":
-        pytest.skip("/dev/shm is not a tmpfs here")
+        machine_lacks("a tmpfs on /dev/shm")
     req = ServerRequest(name, "2.2.0" if name == "pyftpdlib" else None, variant={"storage": "tmpfs"})
     h = start_or_skip(backend, req)
     try:

@@ -16,6 +16,7 @@ from runner.load.base import LoadError
 from runner.load.ftp.driver import DRIVER
 from runner.spec.request import ServerRequest
 from runner.tls.certs import make_certificates
+from tests.runner.support import start_or_skip
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -24,10 +25,9 @@ SMALL = dict(duration=0.2, transfer_size=1 << 20, op_timeout=20, connect_timeout
 
 
 def _start(server: str, mode: str, files):
-    try:
-        return LocalBackend(auto_fetch=True).start(ServerRequest(server, variant={"tls": mode}, tls=files))
-    except ServerSkipped as e:
-        pytest.skip(str(e))
+    """The server started over FTPS ``mode``; skipped as tests.runner.support.start_or_skip
+    says (a build that fails is a failure)."""
+    return start_or_skip(LocalBackend(auto_fetch=True), ServerRequest(server, variant={"tls": mode}, tls=files))
 
 
 @pytest.mark.parametrize("server,mode", CASES, ids=[f"{s}-{m}" for s, m in CASES])
