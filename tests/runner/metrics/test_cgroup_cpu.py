@@ -124,7 +124,6 @@ def test_forking_server_cgroup_counts_the_workers_the_tree_loses(tmp_path: Path)
         tree1, cg1 = sampler.cpu_times(), cg.cpu.read()
         cpu = phase_cpu((tree1[0] - tree0[0], tree1[1] - tree0[1]), cg1.since(cg0))
         burnt = WORKERS * BURN_S
-        print(cpu)
         assert all(float(p.read_text()) >= BURN_S for p in out.iterdir())
         assert cpu is not None and cpu.source == "cgroup"
         assert burnt <= cpu.total_s <= burnt + 0.05 * WORKERS + 0.1, cpu

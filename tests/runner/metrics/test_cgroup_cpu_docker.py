@@ -18,31 +18,13 @@ from runner.cell.server_cpu import phase_cpu
 from runner.config import get_settings
 from runner.load.target import Target
 from runner.metrics.sampler import TreeSampler
-from tests.docker_support import SESSION_LABEL
+from tests.docker_support import SESSION_LABEL, container_usage_usec
 
 DOCKER_BUILD = False  # uses an image with python3 that `xferlab images build` made
 IMAGES = ("xferlab/pyftpdlib:default", "xferlab/twisted:default")
 SCRIPT = Path(__file__).resolve().parents[2] / "support" / "forking_server.py"
 WORKERS = 4
 BURN_S = 0.25
-
-
-def container_usage_usec(container_id: str) -> int:
-    """The container cgroup's CPU usage, microseconds, read independently of
-    runner.metrics: the engine's folder named after the container id (cgroupfs
-    ``docker/<id>``, systemd ``docker-<id>.scope``), v2 ``cpu.stat`` ``usage_usec`` or
-    v1 ``cpuacct.usage`` (ns). Raises LookupError when no such folder is visible."""
-    root = get_settings().cgroup_root
-    for base, name in ((root / "unified", "cpu.stat"), (root, "cpu.stat"), (root / "cpuacct", "cpuacct.usage"),
-                       (root / "cpu,cpuacct", "cpuacct.usage")):
-        for d in (base / "docker" / container_id, base / "system.slice" / f"docker-{container_id}.scope"):
-            f = d / name
-            if f.exists():
-                text = f.read_text()
-                if name == "cpuacct.usage":
-                    return int(text) // 1000
-                return next(int(v) for k, _, v in (ln.partition(" ") for ln in text.splitlines()) if k == "usage_usec")
-    raise LookupError(f"no cgroup folder of container {container_id[:12]} under {root}")
 
 
 def _wait_for(check, seconds: float, what: str) -> None:
