@@ -84,8 +84,9 @@ class Settings(BaseSettings):
     Read once, when :mod:`runner.backends.paths` is imported."""
 
     cgroup_root: Path = Path("/sys/fs/cgroup")
-    """``XFERLAB_CGROUP_ROOT``: where the host's cgroup tree is mounted, for the memory of
-    server containers (the compose worker mounts it at ``/host/sys/fs/cgroup``)."""
+    """``XFERLAB_CGROUP_ROOT``: where the host's cgroup tree is mounted, for the memory and
+    CPU of server containers and the cgroup v2 the lab makes for a local server
+    (runner.metrics.server_cgroup); the compose worker mounts it at ``/host/sys/fs/cgroup``."""
 
     tuning_file: Path = Path("/etc/xferlab/tuning.json")
     """``XFERLAB_TUNING_FILE``: the JSON record of what the Ansible ``tuning`` role applied

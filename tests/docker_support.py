@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from runner.config import get_settings
+
 #: Label value of this test session's containers (``xferlab.test=<value>``).
 SESSION_LABEL = f"pytest-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 #: Where the Docker SDK looks when DOCKER_HOST is unset.
@@ -92,3 +94,21 @@ def cleanup_session(client) -> None:
     from runner.backends.docker import cleanup
 
     cleanup(client, label="xferlab.test", value=SESSION_LABEL)
+
+
+def container_usage_usec(container_id: str) -> int:
+    """The container cgroup's CPU usage, microseconds, read independently of
+    runner.metrics: the engine's folder named after the container id (cgroupfs
+    ``docker/<id>``, systemd ``docker-<id>.scope``), v2 ``cpu.stat`` ``usage_usec`` or
+    v1 ``cpuacct.usage`` (ns). Raises LookupError when no such folder is visible."""
+    root = get_settings().cgroup_root
+    for base, name in ((root / "unified", "cpu.stat"), (root, "cpu.stat"), (root / "cpuacct", "cpuacct.usage"),
+                       (root / "cpu,cpuacct", "cpuacct.usage")):
+        for d in (base / "docker" / container_id, base / "system.slice" / f"docker-{container_id}.scope"):
+            f = d / name
+            if f.exists():
+                text = f.read_text()
+                if name == "cpuacct.usage":
+                    return int(text) // 1000
+                return next(int(v) for k, _, v in (ln.partition(" ") for ln in text.splitlines()) if k == "usage_usec")
+    raise LookupError(f"no cgroup folder of container {container_id[:12]} under {root}")

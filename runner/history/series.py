@@ -9,7 +9,7 @@ from typing import Any
 
 from runner.catalogue.workloads import WORKLOADS
 from runner.report.stats import Summary, summarize
-from runner.store.points import CPU_COST, PEAK_MEMORY, PRIMARY
+from runner.store.points import CPU_COST, PEAK_MEMORY, PRIMARY, TREE_SUFFIX
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 0.05
@@ -25,8 +25,12 @@ _COST_FIGURES = {"server_cpu_per_gib": ("server CPU per GiB", "s/GiB"),
                  "server_cpu_per_op": ("server CPU per operation", "us/op")}
 #: Server CPU per unit of work (runner.cell.samples.efficiency_samples; docs/methodology.md,
 #: "Metrics"): sample metric -> (human name, unit); the ``value`` stat, as stored; lower is
-#: better. Transfers have the per-GiB series, logins and QUITs the per-operation one.
-COST_METRICS: dict[str, tuple[str, str]] = {m: _COST_FIGURES[m] for m in CPU_COST}
+#: better. Transfers have the per-GiB series, logins and QUITs the per-operation one; the
+#: ``_tree`` series hold the process-tree figures of cells stored before the cgroup figure.
+COST_METRICS: dict[str, tuple[str, str]] = {
+    **{m: _COST_FIGURES[m] for m in CPU_COST},
+    # campaigns whose server CPU is a process-tree sum (runner.store.points.CPU_COST_TREE)
+    **{m + TREE_SUFFIX: (_COST_FIGURES[m][0] + " (process tree)", _COST_FIGURES[m][1]) for m in CPU_COST}}
 #: Every series metric: ``""`` (the workload's primary figure), memory, then CPU cost.
 SERIES_METRICS = (PRIMARY, *MEMORY_METRICS, *COST_METRICS)
 #: Bytes per MiB: memory series are shown in MiB.

@@ -80,6 +80,10 @@ class CampaignData:
         environments: for a comparison across two campaigns, server label -> the
             environment snapshot of its campaign (the reports list the differences);
             empty otherwise.
+        cpu_sources: (server, workload, params_key) -> where the server CPU figures of
+            its done cells came from, one entry per cell that has them, in cell order:
+            ``cgroup`` (the server's cgroup counters) or ``tree`` (the process-tree sum;
+            docs/methodology.md, "What server CPU counts"). Not part of the JSON document.
     """
 
     campaign_id: int
@@ -91,3 +95,4 @@ class CampaignData:
     workloads: dict[str, WorkloadFacts] = field(default_factory=dict, compare=False)
     setups: dict[str, dict] = field(default_factory=dict, compare=False)
     environments: dict[str, dict] = field(default_factory=dict, compare=False)
+    cpu_sources: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict, compare=False)

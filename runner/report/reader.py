@@ -54,6 +54,8 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     # CPU cost of the work (runner.cell.samples.efficiency_samples): lower is better
     **{(f"{who}_per_{per}", "value"): (unit, False)
        for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},
+    # the process-tree cross-check of a cgroup CPU figure: (tree - cgroup) / cgroup (runner.cell.server_cpu)
+    ("server_cpu", "tree_diff"): ("ratio", False),
 }
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
 MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
@@ -70,7 +72,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     its workloads (row titles, row metric, order: ``CampaignData.workloads``), so the
     report layer needs nothing but this. A cell stored with a ``fairness``/``jain``
     sample but no ``cv`` (before the CV was stored) gets its CV derived from the index,
-    ``sqrt(1/J - 1)`` (runner.metrics.fairness.cv_from_jain). The failure reasons, the environment
+    ``sqrt(1/J - 1)`` (runner.metrics.fairness.cv_from_jain). Each row's server CPU
+    sources (``cell.server_cpu_source``) go to ``CampaignData.cpu_sources``. The failure reasons, the environment
     and the setups are scrubbed of the spec's secrets and of URL passwords
     (runner.spec.redaction.scrub_data), for every reader. Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
@@ -143,9 +146,14 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         if len(drivers) > 1:
             env["drivers"] = drivers
     workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
+    sources: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for c in done.values():
+        if c.server_cpu_source:
+            sources[(c.server_label, c.workload, c.params_key)].append(c.server_cpu_source)
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series,
                         environment=scrub_data(env, secrets), failures=failures, workloads=workloads,
-                        setups=scrub_data(_setups(session, cells), secrets))
+                        setups=scrub_data(_setups(session, cells), secrets),
+                        cpu_sources={k: tuple(v) for k, v in sources.items()})
 
 
 #: Build-info keys shown as a server's setup (runner.report.context.setup_table).

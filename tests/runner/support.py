@@ -33,6 +33,9 @@ class RunningHandle:
     def cgroup_memory(self) -> None:
         return None
 
+    def cgroup_cpu(self) -> None:
+        return None
+
 
 class FixedBackend:
     """A Backend whose check passes and whose start() returns ``handle``."""

@@ -20,7 +20,8 @@ def api_series(session: SessionDep) -> list[dict[str, Any]]:
     ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary figure;
     ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
     ``server_cpu_per_gib`` / ``server_cpu_per_op``: server CPU per unit of work, s/GiB or
-    us/op), ``title``, ``benchmark`` (the title without server and track), ``unit``,
+    us/op; with ``_tree``: the same of cells whose server CPU is a process-tree sum),
+    ``title``, ``benchmark`` (the title without server and track), ``unit``,
     number of ``points``, ``last_campaign``."""
     return list_series(session)
 

@@ -343,3 +343,58 @@ def test_servers_fetch_extracts_the_debian_server(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "not a Debian-packaged server" in bad.stdout + bad.stderr
     assert "vsftpd" in bad.stdout + bad.stderr
+
+
+def test_local_server_runs_in_a_cgroup_of_its_own(backend):
+    """vsftpd under the local backend: the server joined the cgroup v2 the lab made before
+    it forked anything, so its session processes are born in it; three logins and QUITs
+    add to the cgroup's usage (each session costs the server CPU: at least 100 us, at most
+    0.5 s); stop() removes the cgroup."""
+    from runner.metrics.cgroup_cpu import v2_root
+
+    if v2_root() is None:
+        machine_lacks("a cgroup v2 hierarchy under the cgroup root (a v1-only host)")
+    h = start_or_skip(backend, ServerRequest("vsftpd"))
+    try:
+        where = h.build_info["cpu_cgroup"]
+        assert not where.startswith("none"), where
+        cg = Path(where)
+        before = h.cgroup_cpu()
+        assert before is not None
+        clients = []
+        for _ in range(3):
+            f = ftplib.FTP()
+            f.connect(h.target.host, h.target.port, timeout=10)
+            f.login(h.target.user, h.target.password)
+            clients.append(f)
+        members = set((cg / "cgroup.procs").read_text().split())
+        assert {str(p) for p in tree_pids(h.pid)} <= members and len(members) >= 4, members
+        for f in clients:
+            f.quit()
+        after = h.cgroup_cpu()
+        assert after is not None
+        assert 3 * 100 <= after.since(before).usage_usec <= 3 * 500_000
+    finally:
+        h.stop()
+    assert not cg.exists()
+    assert h.cgroup_cpu() is None
+
+
+def test_local_server_without_cgroup_v2_falls_back(backend, tmp_path, monkeypatch):
+    """No cgroup v2 hierarchy under XFERLAB_CGROUP_ROOT (here a v1-only layout): the server
+    starts all the same, without a cgroup, and its build info says why."""
+    from runner.config import get_settings
+
+    (tmp_path / "cpu").mkdir()
+    monkeypatch.setenv("XFERLAB_CGROUP_ROOT", str(tmp_path))
+    get_settings.cache_clear()
+    try:
+        h = start_or_skip(backend, ServerRequest("vsftpd"))
+        try:
+            assert h.build_info["cpu_cgroup"].startswith("none: no cgroup v2 hierarchy"), h.build_info["cpu_cgroup"]
+            assert h.cgroup_cpu() is None
+        finally:
+            h.stop()
+    finally:
+        monkeypatch.delenv("XFERLAB_CGROUP_ROOT")
+        get_settings.cache_clear()

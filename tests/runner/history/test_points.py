@@ -19,7 +19,7 @@ from runner.history.changes import _notable
 from runner.spec.model import parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Cell, Sample, SeriesPoint
-from runner.store.points import CPU_COST, refresh_points, track_expr
+from runner.store.points import CPU_COST, CPU_COST_TREE, TREE_SUFFIX, refresh_points, track_expr
 from tests.runner.history import history_before as before
 
 SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 0.2}
@@ -270,8 +270,10 @@ def _point_rows(engine) -> list[tuple]:
 
 
 def test_migration_backfill_and_rebuild_give_the_stored_points(engine):
-    """Migration 0004 (downgraded, then upgraded over the stored samples) and
-    rebuild_points recompute exactly what finish_cell stored."""
+    """Migration 0004 (downgraded, then upgraded over the stored samples) recomputes
+    exactly what finish_cell stored; migration 0005 then marks the cells with server CPU
+    rows as process-tree cells and moves their CPU cost points to the ``_tree`` series,
+    which is what rebuild_points computes from the marked cells."""
     from alembic import command
     from alembic.config import Config
 
@@ -287,17 +289,27 @@ def test_migration_backfill_and_rebuild_give_the_stored_points(engine):
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "0003")
         assert conn.scalar(text("SELECT to_regclass('series_point')")) is None
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, "0004")
     assert _point_rows(engine) == kept
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")  # 0005: every cell with server CPU rows is a process-tree cell
+    moved = sorted((*r[:5], r[5] + TREE_SUFFIX if r[5] in CPU_COST else r[5], *r[6:]) for r in kept)
+    assert sum(r[5] in CPU_COST_TREE for r in moved) > 5
+    assert sorted(_point_rows(engine)) == moved
     with Session(engine) as s:
+        cells = s.scalars(select(Cell)).all()
+        assert {c.server_cpu_source for c in cells if any(x.metric == "server_cpu" for x in c.samples)} == {"tree"}
+        assert {c.server_cpu_source for c in cells if not c.samples} == {None}
         assert rebuild_points(s) == len(kept)
         s.commit()
-    assert _point_rows(engine) == kept
+    assert sorted(_point_rows(engine)) == moved
 
 
 def test_model_matches_migration(engine):
-    """The SeriesPoint model and migration 0004 describe the same table (Alembic's
-    autogenerate comparison finds nothing to change)."""
+    """The SeriesPoint model and migration 0004, ``cell.server_cpu_source`` and migration
+    0005, describe the same schema (Alembic's autogenerate comparison finds nothing to
+    change)."""
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
@@ -305,7 +317,7 @@ def test_model_matches_migration(engine):
 
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
-    mine = [d for d in diff if "series_point" in repr(d)]
+    mine = [d for d in diff if "series_point" in repr(d) or "server_cpu_source" in repr(d)]
     assert mine == []
 
 
@@ -322,3 +334,23 @@ def test_bad_input_is_refused_and_nothing_changes(engine):
             refresh_points(s, cell=ghost)
         s.rollback()
     assert _point_rows(engine) == kept
+
+
+def test_cgroup_and_tree_cells_feed_separate_cost_series(engine):
+    """A cell whose server CPU came from its cgroup feeds the plain CPU cost series, a
+    process-tree cell the ``_tree`` one: a history never compares the two."""
+    def outcome(c, rnd):
+        return "done", _samples(c, rnd), "envA"
+
+    cid = _campaign(engine, [DEV, {"name": "tpd"}], outcome, workloads=("retr",), repeats=2)
+    with Session(engine) as s:
+        for c in s.scalars(select(Cell).where(Cell.campaign_id == cid)).all():
+            c.server_cpu_source = "tree" if c.server == "tpd" else "cgroup"
+            refresh_points(s, cell=c)
+        s.commit()
+        points = load_points(s)
+    cost = {(k.server, k.metric) for k in points if k.metric in CPU_COST + CPU_COST_TREE}
+    assert cost == {("pyftpdlib", "server_cpu_per_gib"), ("tpd", "server_cpu_per_gib_tree")}
+    tree_key = next(k for k in points if k.metric == "server_cpu_per_gib_tree")
+    assert tree_key.benchmark == "RETR (server -> client), server CPU per GiB (process tree)"
+    assert len(points[tree_key][0].samples) == 2
