@@ -31,7 +31,9 @@ from runner.store.models import Campaign, Cell, Environment, Sample
 #: The primary figure's series metric, and the peak-memory series (bytes stored, MiB shown).
 PRIMARY = ""
 MEMORY_METRICS = ("server_mem_uss", "server_mem_rss_minus_shared")
-COST_UNITS = {"server_cpu_per_gib": "s/GiB", "server_cpu_per_op": "us/op"}
+COST_UNITS = {"server_cpu_per_gib": "s/GiB", "server_cpu_per_op": "us/op",
+              # process-tree figures of campaigns stored before the cgroup figure
+              "server_cpu_per_gib_tree": "s/GiB", "server_cpu_per_op_tree": "us/op"}
 MIB = 1024.0 * 1024.0
 #: Runs of fewer points than this get no step detection (the newest pair only).
 MIN_DETECT_POINTS = 3
