@@ -154,7 +154,7 @@
           borderColor: COLORS[i % COLORS.length], backgroundColor: COLORS[i % COLORS.length], pointRadius: 0, borderWidth: 1.5 })) },
         options: { ...base, parsing: false,
           plugins: { title: { display: true, text: [m.server, "server USS over time, first repeat of each benchmark"] },
-            legend: { position: "right", labels: { boxWidth: 10 } } },
+            legend: { position: window.innerWidth < 700 ? "bottom" : "right", labels: { boxWidth: 10 } } },
           scales: { x: { type: "linear", title: { display: true, text: "s since server start" } },
             y: { beginAtZero: true, title: { display: true, text: "MiB (USS)" } } } },
       });
