@@ -165,7 +165,7 @@
     if (!f.jain.length) return;
     const shown = servers.filter(s => f.jain.some(c => c.bars.some(b => b.server === s)));
     const pick = (c, s) => c.bars.find(b => b.server === s) || null;
-    new Chart(box(el, "Jain's index per benchmark", f.jain.length > 2 ? "wide" : ""), {
+    new Chart(box(el, "Jain's index per benchmark", f.jain.length * shown.length > 6 ? "wide" : ""), {
       type: "bar", plugins: [whiskers],
       data: { labels: f.jain.map(c => c.title), datasets: shown.map(s => ({ label: s,
         data: f.jain.map(c => (pick(c, s) || { median: null }).median),
