@@ -97,6 +97,11 @@ class Settings(BaseSettings):
     must lie in, separated by ``:`` (default: ``~/.config/xferlab/inventories`` and this
     checkout's ``ansible/inventories``); see runner.spec.inventory_policy."""
 
+    chartjs_path: Path = Path("/usr/share/javascript/chart.js/chart.min.js")
+    """``XFERLAB_CHARTJS_PATH``: a Chart.js 3.x UMD build (default: Debian's libjs-chart.js
+    file): inlined into the HTML report (runner.report.render) and served by the dashboard
+    as ``/static/vendor/chart.min.js``."""
+
     event_loop: str = "uvloop"
     """``XFERLAB_EVENT_LOOP``: the load generator's event loop, ``uvloop`` (asyncio's
     when uvloop is not installed) or ``asyncio`` (runner.load.loop)."""

@@ -13,8 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
-from runner.metrics.fairness import cv_from_jain
-from runner.report.data import CampaignData, Series, WorkloadFacts
+from runner.metrics.fairness import cv_from_jain, figures_from_raw, sorted_curve
+from runner.report.data import CampaignData, ClientCurve, MemoryTimeline, Series, WorkloadFacts
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
@@ -153,7 +153,76 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series,
                         environment=scrub_data(env, secrets), failures=failures, workloads=workloads,
                         setups=scrub_data(_setups(session, cells), secrets),
-                        cpu_sources={k: tuple(v) for k, v in sources.items()})
+                        cpu_sources={k: tuple(v) for k, v in sources.items()},
+                        timelines=_timelines(session, done, titles),
+                        client_curves=_client_curves(session, done, titles))
+
+
+#: Most points of one memory timeline and of one per-client curve in CampaignData: enough
+#: for a chart a few hundred pixels wide, small enough for a report of 50 cells.
+MAX_TIMELINE_POINTS = 150
+MAX_CURVE_POINTS = 100
+
+
+def _thin(n: int, limit: int) -> list[int]:
+    """Indices of ``limit`` evenly spaced items of ``n`` (every index when ``n <= limit``),
+    the first and the last kept."""
+    if n <= limit:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
+
+
+def _timelines(session: Session, done: dict[int, Cell], titles: dict) -> list[MemoryTimeline]:
+    """The memory timeline (raw of the peak ``server_mem_uss`` sample: ``[[t_s, uss,
+    rss_minus_shared, nprocs], ...]``) of the first ``done`` cell of each (server, workload,
+    parameters) that stored one, thinned to :data:`MAX_TIMELINE_POINTS`. A malformed list is
+    left out."""
+    if not done:
+        return []
+    rows = session.execute(select(Sample.cell_id, Sample.raw).where(
+        Sample.cell_id.in_(list(done)), Sample.metric == "server_mem_uss", Sample.stat == "peak",
+        Sample.raw.is_not(None))).all()
+    out: dict[tuple[str, str, str], MemoryTimeline] = {}
+    for cell_id, raw in sorted(rows, key=lambda r: done[r[0]].seq):
+        c = done[cell_id]
+        key = (c.server_label, c.workload, c.params_key)
+        if key in out or not isinstance(raw, list):
+            continue
+        try:
+            points = tuple((float(raw[i][0]), float(raw[i][1])) for i in _thin(len(raw), MAX_TIMELINE_POINTS))
+        except (TypeError, ValueError, IndexError):
+            continue
+        if points:
+            out[key] = MemoryTimeline(*key, titles[(c.workload, c.params_key)], c.repeat, points)
+    return list(out.values())
+
+
+def _client_curves(session: Session, done: dict[int, Cell], titles: dict) -> list[ClientCurve]:
+    """The per-client rates (raw of each ``fairness``/``jain`` sample: ``[[bytes or requests,
+    seconds, ok], ...]``) of the ``done`` cells, sorted fastest first and thinned to
+    :data:`MAX_CURVE_POINTS`, in cell order. A malformed list is left out."""
+    if not done:
+        return []
+    rows = session.execute(select(Sample.cell_id, Sample.raw).where(
+        Sample.cell_id.in_(list(done)), Sample.metric == "fairness", Sample.stat == "jain",
+        Sample.raw.is_not(None))).all()
+    out = []
+    for cell_id, raw in sorted(rows, key=lambda r: done[r[0]].seq):
+        c = done[cell_id]
+        http = WORKLOADS[c.workload].protocol == "http"
+        if not isinstance(raw, list):
+            continue
+        try:
+            figs = figures_from_raw(raw, http=http)
+            curve = sorted_curve(raw, http=http)
+        except (TypeError, ValueError):
+            continue
+        if figs is None:
+            continue
+        points = tuple((i + 1, curve[i]) for i in _thin(len(curve), MAX_CURVE_POINTS))
+        out.append(ClientCurve(c.server_label, c.workload, c.params_key, titles[(c.workload, c.params_key)],
+                               c.repeat, figs.rate_unit, figs.jain, figs.clients, points))
+    return out
 
 
 #: Build-info keys shown as a server's setup (runner.report.context.setup_table).

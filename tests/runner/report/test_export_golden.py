@@ -47,6 +47,15 @@ def exports(engine) -> dict[str, str]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def chartjs_stand_in(tmp_path, monkeypatch):
+    """The HTML goldens inline this stand-in for Chart.js (XFERLAB_CHARTJS_PATH): the bytes
+    of Debian's build are the package's, not the export's."""
+    stub = tmp_path / "chart.min.js"
+    stub.write_text("/* Chart.js stand-in of the golden exports */\n")
+    monkeypatch.setenv("XFERLAB_CHARTJS_PATH", str(stub))
+
+
 def _diff(name: str, want: bytes, got: bytes, most: int = 200) -> str:
     """The unified diff (difflib, 2 lines of context) of golden file ``name`` against the
     export, at most ``most`` lines."""
