@@ -146,6 +146,11 @@ const ciWhiskers = {
   },
 };
 
+function splitLabel(label) {
+  const i = label.indexOf(" [");
+  return i < 0 ? label : [label.slice(0, i), label.slice(i + 1)];
+}
+
 function compareCharts() {
   const d = jsonData("compare-data");
   const box = document.getElementById("bar-charts");
@@ -156,19 +161,19 @@ function compareCharts() {
     const top = Math.max(row.a, row.b, ...bounds.map(b => b[1] ?? 0));
     new Chart(canvas, {
       type: "bar",
-      data: { labels: [d.a, d.b], datasets: [{ label: `median (${row.unit})`, data: [row.a, row.b],
+      // a label's variant part on a line of its own: "pyftpdlib 2.2.0", "[use_sendfile=False]"
+      data: { labels: [d.a, d.b].map(splitLabel), datasets: [{ label: `median (${row.unit})`, data: [row.a, row.b],
         backgroundColor: [COLORS[0], row.significant ? COLORS[3] : COLORS[5]] }] },
       plugins: [ciWhiskers],
       options: { maintainAspectRatio: false, animation: false,
         plugins: { title: { display: true, text: [row.title, row.ratio] }, legend: { display: false },
           ciWhiskers: { bounds },
-          subtitle: { display: bounds.some(b => b[0] !== null), text: "bar: median; whisker: its confidence interval", font: { size: 11 } },
           tooltip: { callbacks: { label: ctx => {
             const [lo, hi] = bounds[ctx.dataIndex];
             return `${ctx.parsed.y.toPrecision(4)} ${row.unit}` + (lo !== null ? ` (CI ${lo.toPrecision(4)} – ${hi.toPrecision(4)})` : "");
           } } } },
         scales: { y: { beginAtZero: true, suggestedMax: top * 1.05, title: { display: true, text: row.unit } },
-          x: { ticks: { autoSkip: false, maxRotation: 30 } } } },
+          x: { ticks: { autoSkip: false, maxRotation: 0 } } } },
     });
   });
 }

@@ -14,7 +14,16 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import CLASSIC_SUITE, WORKLOADS
-from runner.history.series import COST_METRICS, MEMORY_METRICS, MIB, PRIMARY, SERIES_METRICS, SeriesKey, track_text
+from runner.history.series import (
+                                   COST_METRICS,
+                                   MEMORY_METRICS,
+                                   MIB,
+                                   PRIMARY,
+                                   SERIES_METRICS,
+                                   SeriesKey,
+                                   benchmark_title,
+                                   track_text,
+)
 from runner.store.models import SeriesPoint
 
 #: The figure filter of the overview: name -> (what it shows, the series metrics it keeps).
@@ -47,7 +56,8 @@ def series_overview(session: Session, *, servers: tuple[str, ...] = (), workload
 
     Returns dicts ordered as runner.history.list_series orders them: ``{server, track,
     workload, params_key, metric}`` (the series key, as ``/api/history`` takes it),
-    ``title``, ``benchmark``, ``track_text`` (:func:`runner.history.series.track_text`),
+    ``title``, ``benchmark``, ``workload_title`` (the benchmark without the figure:
+    :func:`runner.history.series.benchmark_title`), ``track_text`` (:func:`runner.history.series.track_text`),
     ``figure`` (:func:`figure_name`), ``unit``, ``higher_is_better``, ``points`` (how many
     the series has), ``last_campaign``, ``spark`` (the medians of its ``spark`` most recent
     points, oldest first, in ``unit``: MiB for memory), ``last`` (the newest median),
@@ -87,7 +97,8 @@ def series_overview(session: Session, *, servers: tuple[str, ...] = (), workload
         group.sort(key=lambda r: r.rank, reverse=True)  # oldest first
         medians = [float(r.median) / scale for r in group]
         last, previous = medians[-1], medians[-2] if len(medians) > 1 else None
-        out.append({**key.as_dict(), "title": key.title, "benchmark": key.benchmark, "track_text": track_text(track),
+        out.append({**key.as_dict(), "title": key.title, "benchmark": key.benchmark,
+                    "workload_title": benchmark_title(workload, pkey), "track_text": track_text(track),
                     "figure": figure_name(key), "unit": unit, "higher_is_better": higher,
                     "points": int(group[0].n), "last_campaign": int(group[0].last), "spark": medians,
                     "last": last, "previous": previous,

@@ -11,11 +11,13 @@ import random
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
-#: Ten server entries of six FTP servers (labels differ by version or variant options).
+#: Ten server entries of six FTP servers, each its own history track (runner.history): a
+#: label or variant options set the older versions apart, as a lab following two release
+#: lines would (versions alone would be points of one series).
 TEN_SERVERS = [
-    {"name": "pyftpdlib", "version": "1.5.10"}, {"name": "pyftpdlib", "version": "2.2.0"},
+    {"name": "pyftpdlib", "version": "1.5.10", "label": "pyftpdlib-1.5"}, {"name": "pyftpdlib", "version": "2.2.0"},
     {"name": "pyftpdlib", "version": "2.2.0", "variant": {"use_sendfile": False}},
-    {"name": "twisted", "version": "24.11.0"}, {"name": "twisted", "version": "26.10.0"},
+    {"name": "twisted", "version": "24.11.0", "label": "twisted-24"}, {"name": "twisted", "version": "26.10.0"},
     {"name": "tpd"}, {"name": "tpd", "variant": {"use_sendfile": False}},
     {"name": "vsftpd"}, {"name": "proftpd"}, {"name": "pureftpd"},
 ]
@@ -29,9 +31,9 @@ STEP_AT = 40
 
 def figure(server: int, workload: str, campaign: int, repeat: int) -> float:
     """The stored primary figure of server entry ``server`` in campaign number
-    ``campaign`` (0-based) and ``repeat``: a slow wave of +-10% over the campaigns, 1%
-    repeat noise (fixed seed), and server 2's RETR 40% lower from :data:`STEP_AT` on."""
-    noise = random.Random(f"{server}:{workload}:{campaign}:{repeat}").uniform(-0.01, 0.01)
+    ``campaign`` (0-based) and ``repeat``: a slow wave of +-10% over the campaigns, 4%
+    repeat noise (fixed seed: the CI whiskers of the compare page show), and server 2's RETR 40% lower from :data:`STEP_AT` on."""
+    noise = random.Random(f"{server}:{workload}:{campaign}:{repeat}").uniform(-0.04, 0.04)
     v = BASE[workload] * (1 + server / 10) * (1 + 0.1 * math.sin(campaign / 5 + server)) * (1 + noise)
     if server == 2 and workload == "retr" and campaign >= STEP_AT:
         v *= 0.6

@@ -170,7 +170,8 @@ def test_cpu_cost_series_and_cpu_regression(engine, client, store_campaign):
                    {(0, "retr"): retr, (0, "login"): [0.1] * 4}, workloads=("retr",))
     page = client.get("/history?figure=server_cpu&group=workload").text
     assert '<td class="track">use_sendfile=false</td>' in page and '<td class="track">pyftpdlib-dev</td>' in page
-    assert ">RETR (server -&gt; client), server CPU per GiB</a>" in page and "false}" not in page.replace("&#34;", '"')
+    assert ">RETR (server -&gt; client)</a></td><td class=\"small\">server CPU per GiB (s/GiB)</td>" in page
+    assert "false}" not in page.replace("&#34;", '"')
     sp = client.get("/history/series", params=params).text
     assert "server CPU per GiB" in sp and "s/GiB" in sp
     assert "server CPU per GiB" in client.get("/regressions").text

@@ -23,7 +23,8 @@ def api_series(session: SessionDep, server: FilterValues = [], workload: FilterV
     variant JSON), ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary
     figure; ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
     ``server_cpu_per_gib`` / ``server_cpu_per_op``: server CPU per unit of work, s/GiB or
-    us/op), ``title``, ``benchmark`` (the title without server and track), ``track_text``
+    us/op), ``title``, ``benchmark`` (the title without server and track), ``workload_title``
+    (``benchmark`` without the figure), ``track_text``
     (the track as shown: ``default``, ``use_sendfile=false``, a label), ``figure`` (in
     words), ``unit``, ``higher_is_better``, number of ``points``, ``last_campaign``,
     ``spark`` (the medians of the 50 most recent points, oldest first), ``last``,
