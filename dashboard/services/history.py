@@ -72,7 +72,7 @@ def group_series(rows: list[dict[str, Any]], by: str, open_rows: int = OPEN_ROWS
         g = groups.setdefault(sort, {"title": title, "subtitle": subtitle, "rows": []})
         g["rows"].append(row)
     out, shown = [], 0
-    for i, (sort, g) in enumerate(sorted(groups.items(), key=lambda kv: kv[0])):
+    for i, (_, g) in enumerate(sorted(groups.items(), key=lambda kv: kv[0])):
         shown += len(g["rows"])
         out.append({**g, "key": f"g{i}", "open": i == 0 or shown <= open_rows})
     return out

@@ -104,8 +104,8 @@ def series_overview(session: Session, *, servers: tuple[str, ...] = (), workload
                     "last": last, "previous": previous,
                     "change": last / previous - 1 if previous else None})
     morder = {m: i for i, m in enumerate(SERIES_METRICS)}
-    out.sort(key=lambda d: (d["server"], d["track"], order.get(d["workload"], 99), d["workload"], d["params_key"],
-                            morder[d["metric"]]))
+    out.sort(key=lambda d: (str(d["server"]), str(d["track"]), order.get(str(d["workload"]), 99), str(d["workload"]),
+                            str(d["params_key"]), morder[str(d["metric"])]))
     return out
 
 

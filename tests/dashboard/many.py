@@ -32,7 +32,8 @@ STEP_AT = 40
 def figure(server: int, workload: str, campaign: int, repeat: int) -> float:
     """The stored primary figure of server entry ``server`` in campaign number
     ``campaign`` (0-based) and ``repeat``: a slow wave of +-10% over the campaigns, 4%
-    repeat noise (fixed seed: the CI whiskers of the compare page show), and server 2's RETR 40% lower from :data:`STEP_AT` on."""
+    repeat noise (fixed seed: the CI whiskers of the compare page show), and server 2's RETR
+    40% lower from :data:`STEP_AT` on."""
     noise = random.Random(f"{server}:{workload}:{campaign}:{repeat}").uniform(-0.04, 0.04)
     v = BASE[workload] * (1 + server / 10) * (1 + 0.1 * math.sin(campaign / 5 + server)) * (1 + noise)
     if server == 2 and workload == "retr" and campaign >= STEP_AT:

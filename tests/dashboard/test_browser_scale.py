@@ -11,22 +11,14 @@ import json
 import os
 import shutil
 import urllib.request
+from pathlib import Path
 
 import pytest
 
+from tests.dashboard.conftest import BROWSER_TOKEN as TOKEN
+from tests.dashboard.conftest import CHROMIUM
 from tests.dashboard.many import STEP_AT, TEN_SERVERS, WORKLOADS
-from tests.dashboard.test_browser import (  # noqa: F401  (fixtures)
-                                          CHROMIUM,
-                                          TOKEN,
-                                          WIDE,
-                                          Path,
-                                          _open,
-                                          _shots,
-                                          _wait_done,
-                                          browser,
-                                          server,
-                                          worker,
-)
+from tests.dashboard.test_browser import WIDE, _open, _shots, _wait_done
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,
@@ -45,7 +37,8 @@ def _height(page) -> int:
 def _rows(page) -> list[dict]:
     """The visible series rows of the history page: server, workload, metric of each."""
     return page.evaluate("Array.from(document.querySelectorAll('details.series-group[open] tbody tr'))"
-                         ".map(r => ({server: r.dataset.server, workload: r.dataset.workload, metric: r.dataset.metric}))")
+                         ".map(r => ({server: r.dataset.server, workload: r.dataset.workload,"
+                         " metric: r.dataset.metric}))")
 
 
 def _sparks(page) -> list[dict]:
@@ -125,10 +118,12 @@ def test_history_and_compare_at_fifty_campaigns(server, browser, engine):
         const dpr = window.devicePixelRatio, ctx = c.getContext('2d');
         return (ch.$ciWhiskers || []).map(w => {
             // the darkest pixel of the 5 columns around the whisker, half way between its ends
+            // (a transparent pixel counts as white)
             let dark = 255;
+            const yMid = Math.round((w.yLow + w.yHigh) / 2 * dpr);
             for (let dx = -2; dx <= 2; dx++) {
-                const px = ctx.getImageData(Math.round((w.x + dx) * dpr), Math.round((w.yLow + w.yHigh) / 2 * dpr), 1, 1).data;
-                dark = Math.min(dark, Math.max(px[0], px[1], px[2]) * (px[3] ? 1 : 0) + (px[3] ? 0 : 255));
+                const px = ctx.getImageData(Math.round((w.x + dx) * dpr), yMid, 1, 1).data;
+                dark = Math.min(dark, px[3] ? Math.max(px[0], px[1], px[2]) : 255);
             }
             return {low: b[w.index][0], high: b[w.index][1], yLow: w.yLow, yHigh: w.yHigh,
                     wantLow: y.getPixelForValue(b[w.index][0]), wantHigh: y.getPixelForValue(b[w.index][1]),
