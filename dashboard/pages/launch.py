@@ -15,6 +15,7 @@ from dashboard.services.launch import (
                                        LINK_ROWS,
                                        PARAM_FIELDS,
                                        SERVER_ROWS,
+                                       field_message,
                                        field_of,
                                        form_to_spec,
                                        launch_in_thread,
@@ -81,7 +82,7 @@ async def page_launch_post(request: Request, session: SessionDep):
         for path, msg in exc.errors:
             f = field_of(path, rows)
             if f:
-                errors.setdefault(f, msg)
+                errors.setdefault(f, field_message(path, msg))
             else:
                 general.append(f"{path}: {msg}" if path else msg)
     if errors or general or cid is None:

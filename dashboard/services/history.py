@@ -54,7 +54,8 @@ def _group_of(row: dict[str, Any], by: str) -> tuple[tuple[Any, ...], str, str]:
             if row["workload"] in WORKLOADS else row["workload"], row["workload"]
     if by == "figure":
         return (metric, row["figure"]), row["figure"], ""
-    return (work, row["workload"], row["params_key"], metric), f"{row['benchmark']}: {row['figure']}", row["params_key"]
+    title = f"{row['workload_title']}: {row['figure']}"
+    return (work, row["workload"], row["params_key"], metric), title, row["params_key"]
 
 
 def group_series(rows: list[dict[str, Any]], by: str, open_rows: int = OPEN_ROWS) -> list[dict[str, Any]]:

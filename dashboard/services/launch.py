@@ -145,6 +145,16 @@ def field_of(path: str, rows: list[int]) -> str:
     return ""
 
 
+def field_message(path: str, msg: str) -> str:
+    """The message shown beside a form field for the spec error ``(path, msg)``: a sweep
+    item's error names the item (``workloads.0.sweep.2`` -> ``client count 3: ...``), as
+    the form has one field for the whole list; any other message as it is."""
+    parts = path.split(".")
+    if len(parts) == 4 and parts[0] == "workloads" and parts[2] == "sweep" and parts[3].isdigit():
+        return f"client count {int(parts[3]) + 1}: {msg}"
+    return msg
+
+
 def queue(session: Session, spec: CampaignSpec) -> tuple[int, int]:
     """Insert the campaign and its cells as ``queued``; commits; returns ``(campaign id,
     cells_total)``. The backend stays as the spec says (``auto`` is resolved by the worker).

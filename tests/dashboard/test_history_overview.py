@@ -47,12 +47,14 @@ def test_sparkline_geometry():
 
 def test_groups_open_within_the_row_budget():
     rows = [{"server": f"s{i:02d}", "track": "{}", "track_text": "default", "workload": "retr", "params_key": "k",
-             "metric": "", "figure": "throughput (MiB/s)", "benchmark": "RETR"} for i in range(25)]
+             "metric": "", "figure": "throughput (MiB/s)", "benchmark": "RETR", "workload_title": "RETR"}
+            for i in range(25)]
     groups = group_series(rows, "server", open_rows=10)
     assert len(groups) == 25 and [g["open"] for g in groups] == [True] * 10 + [False] * 15
     assert [g["title"] for g in groups[:2]] == ["s00", "s01"]
     one = group_series(rows, "benchmark", open_rows=10)
     assert len(one) == 1 and one[0]["open"] and len(one[0]["rows"]) == 25  # the first group opens whatever its size
+    assert one[0]["title"] == "RETR: throughput (MiB/s)" and one[0]["subtitle"] == "k"
     with pytest.raises(ValueError):
         group_series(rows, "colour")
 
