@@ -75,5 +75,5 @@ def driver_record(name: str) -> dict[str, str]:
     return {"name": driver.name, "version": driver.version(), **(details() if details else {})}
 
 
-__all__ = ["DEFAULT_DRIVER", "DEFAULT_DRIVERS", "DRIVER_MODULES", "Driver", "DriverUnavailable", "LoadError", "driver_names",
-           "default_driver", "driver_record", "driver_refuses", "get_driver"]
+__all__ = ["DEFAULT_DRIVER", "DEFAULT_DRIVERS", "DRIVER_MODULES", "Driver", "DriverUnavailable", "LoadError",
+           "default_driver", "driver_names", "driver_record", "driver_refuses", "get_driver"]

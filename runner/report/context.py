@@ -67,7 +67,8 @@ def cpu_text(env: Mapping[str, Any]) -> str:
     CPUs (2 usable by server and client, not pinned)"``). ``"n/a"`` when none is recorded."""
     cores, usable = env.get("cores"), env.get("cores_usable")
     head = ", ".join(x for x in (env.get("cpu_model"), f"{cores} logical CPUs" if cores else None) if x)
-    pin = env.get("pinning") if isinstance(env.get("pinning"), Mapping) else {}
+    raw = env.get("pinning")
+    pin: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     server, client = pin.get("server"), pin.get("client")
     if server or client:
         srv = _cpus("server", server) if server else "server not pinned"
@@ -81,7 +82,8 @@ def cpu_text(env: Mapping[str, Any]) -> str:
 
 def context_table(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]] | None = None) -> Table | None:
     """The "Conducted on" table of an environment snapshot: machine, CPU (model, logical
-    CPUs, which were usable for the server and which for the client: :func:`cpu_text`), memory, kernel and OS, CPU governor, Python, xferlab, backend, link,
+    CPUs, which were usable for the server and which for the client: :func:`cpu_text`),
+    memory, kernel and OS, CPU governor, Python, xferlab, backend, link,
     pinning, driver and the recorded sysctls; items not recorded are left out. None when
     ``env`` is empty. Records: ``{"item", "value"}`` with the raw value."""
     if not env:

@@ -153,7 +153,8 @@ def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
 
     base = {"servers": [{"name": "pyftpdlib"}], "workloads": [{"name": "login"}, {"preset": "classic"}]}
     spec = parse_spec(base)
-    assert spec.driver is None and {spec.driver_of(w.params, n) for w in spec.workloads for n in w.names()} == {"xferlab-ftp"}
+    assert spec.driver is None
+    assert {spec.driver_of(w.params, n) for w in spec.workloads for n in w.names()} == {"xferlab-ftp"}
     with pytest.raises(SpecError) as e:
         parse_spec({**base, "driver": "ab"})
     assert "driver: unknown driver 'ab'; known: xferlab-ftp, xferlab-http, wrk, h2load, lftp, wget, curl" \
