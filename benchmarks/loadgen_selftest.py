@@ -200,7 +200,8 @@ def limit_ratio_lines(med: dict, ours_label: str) -> list[str]:
         return []
     ours = med[ours_label][0]
     out = [f"ratio ours / reference ({ref}): {ours / med[ref][0]:.2f}",
-           f"limit: the best of {sum(k.startswith('limit: ') for k in med)} variants, {lim} at {med[lim][0]:.0f} MiB/s"]
+           f"limit: the best of {sum(k.startswith('limit: ') for k in med)} variants measured, "
+           f"{lim.removeprefix('limit: ')} at {med[lim][0]:.0f} MiB/s"]
     for name, label, what in (("ours / limit", ours_label, "ours"),
                               ("reference / limit (the server's share of the limit)", ref, "reference")):
         try:

@@ -59,6 +59,34 @@ class WorkloadFacts:
     sustained: bool = False
 
 
+@dataclass(frozen=True)
+class CellTcp:
+    """The kernel TCP counters and listen backlog stored for one cell (runner.metrics.tcpstats,
+    metrics ``tcp`` and ``listen_backlog`` of runner.cell.samples.tcp_samples).
+
+    Attributes:
+        server: server label.
+        workload: workload name.
+        title: row title of the cell's workload and parameters.
+        params_key: canonical parameter string (its cell family).
+        repeat: the cell's repeat index, as stored (0 = first).
+        status: ``done`` or ``failed``.
+        counters: kernel counter name (``ListenOverflows``...) -> count during the phase,
+            the non-zero ones only, counted in the server's network namespace.
+        listen_backlog: the smallest backlog of the server's listening sockets, None
+            when it was not read.
+    """
+
+    server: str
+    workload: str
+    title: str
+    params_key: str
+    repeat: int
+    status: str
+    counters: dict[str, int] = field(default_factory=dict)
+    listen_backlog: int | None = None
+
+
 @dataclass
 class CampaignData:
     """Everything a campaign report needs.
@@ -80,6 +108,8 @@ class CampaignData:
         environments: for a comparison across two campaigns, server label -> the
             environment snapshot of its campaign (the reports list the differences);
             empty otherwise.
+        tcp: the kernel TCP counters and listen backlog of every done or failed cell
+            that stored a non-zero counter or a backlog, in cell order (:class:`CellTcp`).
     """
 
     campaign_id: int
@@ -91,3 +121,4 @@ class CampaignData:
     workloads: dict[str, WorkloadFacts] = field(default_factory=dict, compare=False)
     setups: dict[str, dict] = field(default_factory=dict, compare=False)
     environments: dict[str, dict] = field(default_factory=dict, compare=False)
+    tcp: list[CellTcp] = field(default_factory=list)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.metrics.fairness import cv_from_jain
-from runner.report.data import CampaignData, Series, WorkloadFacts
+from runner.report.data import CampaignData, CellTcp, Series, WorkloadFacts
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
@@ -145,7 +145,34 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series,
                         environment=scrub_data(env, secrets), failures=failures, workloads=workloads,
-                        setups=scrub_data(_setups(session, cells), secrets))
+                        setups=scrub_data(_setups(session, cells), secrets), tcp=_tcp(session, cells, titles))
+
+
+def _tcp(session: Session, cells, titles: dict[tuple[str, str], str]) -> list[CellTcp]:
+    """The stored kernel TCP counters (metric ``tcp``) and listen backlog (metric
+    ``listen_backlog``) of the done and failed ``cells``: one :class:`CellTcp` per cell
+    with a non-zero counter or a backlog, in the order of ``cells``."""
+    measured = {c.id: c for c in cells if c.status in ("done", "failed")}
+    if not measured:
+        return []
+    per: dict[int, tuple[dict[str, int], list[int]]] = defaultdict(lambda: ({}, []))
+    rows = session.execute(select(Sample.cell_id, Sample.metric, Sample.stat, Sample.value)
+                           .where(Sample.cell_id.in_(list(measured)), Sample.metric.in_(("tcp", "listen_backlog")))
+                           .order_by(Sample.id)).all()
+    for cell_id, metric, stat, value in rows:
+        counters, backlog = per[cell_id]
+        if metric == "tcp" and value:
+            counters[stat] = int(value)
+        elif metric == "listen_backlog":
+            backlog.append(int(value))
+    out = []
+    for c in cells:
+        if c.id not in per or not (per[c.id][0] or per[c.id][1]):
+            continue
+        counters, backlog = per[c.id]
+        out.append(CellTcp(c.server_label, c.workload, titles[(c.workload, c.params_key)], c.params_key, c.repeat,
+                           c.status, counters, min(backlog) if backlog else None))
+    return out
 
 
 #: Build-info keys shown as a server's setup (runner.report.context.setup_table).
