@@ -285,8 +285,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             if splits(cell.workload, params.clients, processes):
                 progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
                 # no "loaded" checkpoint: the peak comes from the sampler's timeline
-                result, process_rows = run_client_processes(cell.workload, handle.target, params, processes,
-                                                            cpus=spec.pinning.client, driver=spec.driver_of(params, cell.workload))
+                result, process_rows = run_client_processes(
+                    cell.workload, handle.target, params, processes, cpus=spec.pinning.client,
+                    driver=spec.driver_of(params, cell.workload))
             else:
                 result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
                 process_rows = []
