@@ -11,40 +11,7 @@ import json
 import subprocess
 import sys
 
-from sqlalchemy.orm import Session
-
-SERVER = "vsftpd-small-backlog"
-ZERO = {"ListenOverflows": 0, "ListenDrops": 0, "TCPSynRetrans": 0, "RetransSegs": 0}
-COUNTERS = [{**ZERO, "ListenOverflows": 148, "ListenDrops": 148, "TCPSynRetrans": 296},  # repeat 0: failed
-            {**ZERO, "TCPSynRetrans": 3},                                               # repeat 1: done
-            dict(ZERO)]                                                                  # repeat 2: nothing
-
-
-def _store(engine) -> int:
-    from runner.cell.samples import tcp_samples
-    from runner.spec.model import parse_spec
-    from runner.store import campaigns as crud
-    from runner.store.models import Cell, Sample
-
-    spec = parse_spec({"name": "tcp counters cli", "repeats": 3, "backend": "local",
-                       "servers": [{"name": "vsftpd", "label": SERVER}],
-                       "workloads": [{"name": "login", "params": {"clients": 300}}]})
-    with Session(engine, expire_on_commit=False) as s:
-        camp = crud.create_campaign(s, spec=spec, backend="local")
-        s.commit()
-        for c in s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq):
-            c.status, c.started_at = "running", crud.now()
-            delta = COUNTERS[c.repeat]
-            samples = [Sample(metric="elapsed", stat="value", value=3.5, unit="s"),
-                       Sample(metric="late_sessions", stat="value", value=154.0 if c.repeat == 0 else 0.0,
-                              unit="count")]
-            samples += tcp_samples(delta, [("0.0.0.0:21", 32)], "net:[4026532000]")
-            if c.repeat == 0:
-                crud.finish_cell(s, cell=c, status="failed", samples=samples,
-                                 error="154 of 300 sessions waited > 3 s")
-            else:
-                crud.finish_cell(s, cell=c, status="done", samples=samples)
-        return camp.id
+from tests.support.tcp_campaign import SERVER, store_tcp_campaign
 
 
 def _cli(args: list[str], env: dict) -> str:
@@ -55,7 +22,7 @@ def _cli(args: list[str], env: dict) -> str:
 
 
 def test_show_and_every_export_carry_the_tcp_counters(engine, xferlab_env):
-    cid = _store(engine)
+    cid = store_tcp_campaign(engine)
     out = _cli(["show", str(cid)], xferlab_env)
     assert "Kernel TCP counters" in out
     assert "148 listen overflows, 148 listen drops, 296 SYN/SYN-ACK" in out   # the terminal table wraps the rest
