@@ -7,14 +7,17 @@ holding a fixture of ``--size`` MiB), then in one run measures single-stream RET
     ``duration``), plus variants of our session (BufferedProtocol vs
     ``loop.sock_recv_into``, buffer sizes);
 (b) the reference receiver: the C receiver of ``runner.selftest.limit`` (netlimit ``ftp``:
-    PASV + RETR, drained with ``recv`` into 4 MiB or ``splice`` to /dev/null) on the
-    same server and file; the faster of the two is the reference;
+    PASV + RETR) in each of its variants (``runner.selftest.limit.VARIANTS``: recv or
+    splice, buffer and pipe sizes, with and without SO_RCVLOWAT, every technique of our
+    client) on the same server and file; the fastest variant is the reference;
 (c) the loopback limit, one definition for the lab (docs/methodology.md, "The loopback
     limit"): netlimit ``pair``, a C ``sendfile`` sender pinned like the server -> the
-    same C receivers pinned like the client; the faster receiver is the limit;
+    same C receiver variants pinned like the client; the fastest variant is the limit;
 (d) plain Python readers (ftplib control + raw ``socket.recv_into``, 64 KiB and 1 MiB);
 (e) the ratios ours / reference (is our client the bottleneck against this server?),
-    ours / limit, and reference / limit (how much of the limit the server reaches);
+    ours / limit, and reference / limit (how much of the limit the server reaches); a
+    ratio to the limit above 1.0 is refused ("the limit is wrong"): nothing beats the best
+    receiver on the path;
 (f) client CPU seconds per GiB (``os.times()`` of this process, or the C receiver's own
     rusage), and the client's busy share of wall time (CPU s/GiB x GiB/s): below 100%
     the client had headroom, i.e. it was not the bottleneck;
@@ -158,29 +161,55 @@ def ours_workload(port: int, home: Path, size: int, duration: float) -> tuple[fl
     return r.throughput_mib_s, cpu / (r.bytes / GIB)
 
 
-def c_receiver(port: int, name: str, size: int, receiver: str, cpu: int | None,
+def c_receiver(port: int, name: str, size: int, variant, cpu: int | None,
                duration: float) -> tuple[float, float]:
-    """The reference: netlimit's C receiver as an FTP client (``receiver`` "recv" or
-    "splice"), pinned to ``cpu``. Returns (MiB/s, receiver CPU s per GiB)."""
+    """The reference: netlimit's C receiver as an FTP client in ``variant``
+    (runner.selftest.limit.Variant), pinned to ``cpu``. Returns (MiB/s, receiver CPU s per GiB)."""
     from runner.selftest.limit import measure_ftp_retr
-    r = measure_ftp_retr(port, USER, PASSWORD, name, duration, size=size, receiver=receiver,  # type: ignore[arg-type]
-                         cpu=cpu)
+    r = measure_ftp_retr(port, USER, PASSWORD, name, duration, size=size, receiver=variant.receiver,
+                         bufsize=variant.bufsize, rcvlowat=variant.rcvlowat, cpu=cpu)
     return r.mib_s, r.receiver_cpu_s / (r.bytes / GIB)
 
 
-def c_limit(path: Path, receiver: str, cpus: tuple[int | None, int | None],
+def c_limit(path: Path, variant, cpus: tuple[int | None, int | None],
             duration: float) -> tuple[float, float]:
-    """The loopback limit: netlimit's C sendfile sender (pinned to ``cpus[0]``) -> C
-    receiver (``cpus[1]``). Returns (MiB/s, receiver CPU s per GiB)."""
+    """One variant of the loopback limit: netlimit's C sendfile sender (pinned to
+    ``cpus[0]``) -> C receiver in ``variant`` (``cpus[1]``). Returns (MiB/s, receiver CPU s per GiB)."""
     from runner.selftest.limit import measure_pair
-    r = measure_pair(path, duration, receiver=receiver, sender_cpu=cpus[0], receiver_cpu=cpus[1])  # type: ignore[arg-type]
+    r = measure_pair(path, duration, receiver=variant.receiver, bufsize=variant.bufsize, rcvlowat=variant.rcvlowat,
+                     sender_cpu=cpus[0], receiver_cpu=cpus[1])
     return r.mib_s, r.receiver_cpu_s / (r.bytes / GIB)
 
 
 def _best(med: dict, prefix: str) -> str | None:
-    """Label of the fastest median among the rows starting with ``prefix``."""
-    rows = [k for k in med if k.startswith(prefix)]
-    return max(rows, key=lambda k: med[k][0]) if rows else None
+    """Label of the fastest median among the rows starting with ``prefix``
+    (runner.selftest.limit.best)."""
+    from runner.selftest.limit import best
+    rows = {k: v[0] for k, v in med.items() if k.startswith(prefix)}
+    return best(rows)[0] if rows else None
+
+
+def limit_ratio_lines(med: dict, ours_label: str) -> list[str]:
+    """The ratio lines of the C rows of ``med`` (label -> (median MiB/s, ...)): ours /
+    reference, ours / limit, reference / limit, where reference and limit are the best
+    of their variants. A ratio to the limit above 1.0 is refused with the reason
+    (runner.selftest.limit.share_of_limit). Empty without C rows."""
+    from runner.selftest.limit import LimitTooLowError, share_of_limit
+    ref, lim = _best(med, "reference: "), _best(med, "limit: ")
+    if not (ref and lim):
+        return []
+    ours = med[ours_label][0]
+    out = [f"ratio ours / reference ({ref}): {ours / med[ref][0]:.2f}",
+           f"limit: the best of {sum(k.startswith('limit: ') for k in med)} variants measured, "
+           f"{lim.removeprefix('limit: ')} at {med[lim][0]:.0f} MiB/s"]
+    for name, label, what in (("ours / limit", ours_label, "ours"),
+                              ("reference / limit (the server's share of the limit)", ref, "reference")):
+        try:
+            share = share_of_limit(med[label][0], med[lim][0], what=what, limit_label="limit")
+            out.append(f"ratio {name}: {share:.2f}")
+        except LimitTooLowError as e:
+            out.append(f"ratio {name}: refused: {e}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from runner.catalogue.workloads import WorkloadParams
     from runner.load.ftp.fixtures import server_name, write_fixture
-    from runner.selftest.limit import RECEIVERS, NetlimitError, build
+    from runner.selftest.limit import VARIANTS, NetlimitError, build
 
     home = Path(tempfile.mkdtemp(prefix="xferlab-selftest-"))
     old_aff = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
@@ -227,11 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
         try:
             build()
-            for rcv in RECEIVERS:
-                variants.append((f"reference: C receiver {rcv}", lambda r=rcv: c_receiver(
-                    port, name, size, r, pin[1], a.duration)))
-                variants.append((f"limit: C sendfile -> C {rcv}", lambda r=rcv: c_limit(
-                    home / name, r, pin, a.duration)))
+            for v in VARIANTS:
+                variants.append((f"reference: C receiver {v.label}", lambda v=v: c_receiver(
+                    port, name, size, v, pin[1], a.duration)))
+                variants.append((f"limit: C sendfile -> C {v.label}", lambda v=v: c_limit(
+                    home / name, v, pin, a.duration)))
         except NetlimitError as e:
             print(f"C receiver and limit skipped: {e}", flush=True)
         variants += [
@@ -267,12 +296,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{k:<{w}}  {mbs:>12.0f}  {lo:>6.0f}..{hi:<6.0f}  {cpu:>9.3f}"
                   f"  {cpu * mbs / 1024:>10.0%}")
         ours = med["ours: run_workload retr (default)"][0]
-        ref, lim = _best(med, "reference: "), _best(med, "limit: ")
         print()
-        if ref and lim:
-            print(f"ratio ours / reference ({ref}): {ours / med[ref][0]:.2f}")
-            print(f"ratio ours / limit ({lim}): {ours / med[lim][0]:.2f}")
-            print(f"ratio reference / limit (the server's share of the limit): {med[ref][0] / med[lim][0]:.2f}")
+        for line in limit_ratio_lines(med, "ours: run_workload retr (default)"):
+            print(line)
         for py in ("plain Python recv_into 64 KiB", "plain Python recv_into 1 MiB"):
             print(f"ratio ours / {py}: {ours / med[py][0]:.2f}")
         print("(noisy: shared 2-core machine; medians of interleaved rounds)")

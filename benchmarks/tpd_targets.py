@@ -5,9 +5,11 @@ Targets (servers/tpd issue):
   1. single-stream RETR of a 1 GiB file on loopback >= 90% of the loopback
      limit measured in the same run (docs/methodology.md, "The loopback
      limit"): limit = C sendfile sender -> C receiver (runner/selftest/netlimit.c,
-     receivers recv(2) into 4 MiB and splice(2) to /dev/null; the faster
-     one's median is the limit), tpd = tpd -> the same C receiver (FTP PASV +
-     RETR), so tpd/limit <= 1 up to noise.  Samples of --duration s each,
+     every variant of runner.selftest.limit.VARIANTS: recv(2) or splice(2),
+     buffer and pipe sizes, with and without SO_RCVLOWAT; the best variant's
+     median is the limit), tpd = tpd -> the same C receiver (FTP PASV +
+     RETR), so tpd/limit <= 1; a ratio above 1.0 is refused (the limit is
+     wrong) and fails the target.  Samples of --duration s each,
      limit and tpd interleaved per round (order alternating).  Also printed,
      as information: tpd -> a Python recv_into receiver, and iperf3 -Z as a
      cross-check when installed;
@@ -309,72 +311,89 @@ def retr_targets(srv: Tpd, big: Path, size: int, rounds: int, duration: float) -
     """Target 1: the loopback limit and tpd, both into the same C receiver (netlimit),
     interleaved; prints the figures, returns whether tpd/limit >= 0.90.
 
-    Per round and receiver (recv, splice): one limit sample (C sendfile sender -> C
-    receiver) and one tpd sample (tpd -> the same C receiver), order alternating between
-    rounds, each ``duration`` s of whole downloads; then one download into the Python
-    receiver (information). The limit is the receiver with the higher median limit.
-    Also printed: each sender's CPU seconds per GiB sent (netlimit's rusage of its sender;
-    psutil's user+system of tpd around the sample) and its busy share of wall time, and
-    the quartiles of the per-round ratios, which say whether a ratio above 1 is noise."""
-    from runner.selftest.limit import RECEIVERS, NetlimitError, build, measure_ftp_retr, measure_pair
+    Per round and receiver variant (runner.selftest.limit.VARIANTS: recv or splice,
+    buffer and pipe sizes, with and without SO_RCVLOWAT): one limit sample (C sendfile
+    sender -> C receiver) and one tpd sample (tpd -> the same C receiver), order
+    alternating between rounds, each ``duration`` s of whole downloads; then one
+    download into the Python receiver (information). The limit is the variant with the
+    highest median (runner.selftest.limit.best), tpd is judged into that variant; a
+    tpd/limit above 1.0 is refused (the limit is wrong: runner.selftest.limit.share_of_limit)
+    and fails the target. Also printed: each sender's CPU seconds per GiB sent
+    (netlimit's rusage of its sender; psutil's user+system of tpd around the sample) and
+    its busy share of wall time, and the quartiles of the per-round ratios."""
+    from runner.selftest.limit import (
+        VARIANTS,
+        LimitTooLowError,
+        NetlimitError,
+        best,
+        build,
+        measure_ftp_retr,
+        measure_pair,
+        share_of_limit,
+    )
     try:
         build()
     except NetlimitError as e:
         print(f"retr: FAIL, the limit cannot be measured: {e}")
         return False
     scpu, ccpu = _cpu(SERVER_CPU), _cpu(CLIENT_CPU)
-    lim: dict[str, list[float]] = {r: [] for r in RECEIVERS}
-    got: dict[str, list[float]] = {r: [] for r in RECEIVERS}
-    cost: dict[tuple[str, str], list[tuple[float, float]]] = {}   # (sender, receiver) CPU s per GiB
+    by_label = {v.label: v for v in VARIANTS}
+    lim: dict[str, list[float]] = {k: [] for k in by_label}
+    got: dict[str, list[float]] = {k: [] for k in by_label}
+    cost: dict[tuple[str, str], list[tuple[float, float]]] = {}   # (sender, variant) CPU s per GiB
     pyrecv = []
 
-    def one_limit(r: str) -> None:
-        res = measure_pair(big, duration, receiver=r, sender_cpu=scpu, receiver_cpu=ccpu)  # type: ignore[arg-type]
-        lim[r].append(res.gbps)
-        cost.setdefault(("limit", r), []).append(((res.sender_cpu_s or 0.0) / (res.bytes / 2**30),
+    def one_limit(k: str) -> None:
+        v = by_label[k]
+        res = measure_pair(big, duration, receiver=v.receiver, bufsize=v.bufsize, rcvlowat=v.rcvlowat,
+                           sender_cpu=scpu, receiver_cpu=ccpu)
+        lim[k].append(res.gbps)
+        cost.setdefault(("limit", k), []).append(((res.sender_cpu_s or 0.0) / (res.bytes / 2**30),
                                                   res.receiver_cpu_s / (res.bytes / 2**30)))
 
-    def one_tpd(r: str) -> None:
+    def one_tpd(k: str) -> None:
+        v = by_label[k]
         c0 = _cpu_s(srv.proc.pid)
-        res = measure_ftp_retr(srv.port, "alice", "secret", big.name, duration, size=size, receiver=r,  # type: ignore[arg-type]
-                               cpu=ccpu)
-        got[r].append(res.gbps)
-        cost.setdefault(("tpd", r), []).append(((_cpu_s(srv.proc.pid) - c0) / (res.bytes / 2**30),
+        res = measure_ftp_retr(srv.port, "alice", "secret", big.name, duration, size=size, receiver=v.receiver,
+                               bufsize=v.bufsize, rcvlowat=v.rcvlowat, cpu=ccpu)
+        got[k].append(res.gbps)
+        cost.setdefault(("tpd", k), []).append(((_cpu_s(srv.proc.pid) - c0) / (res.bytes / 2**30),
                                                 res.receiver_cpu_s / (res.bytes / 2**30)))
 
     for i in range(rounds):
-        for rcv in RECEIVERS:
-            pair = [lambda r=rcv: one_limit(r), lambda r=rcv: one_tpd(r)]
+        for k in by_label:
+            pair = [lambda k=k: one_limit(k), lambda k=k: one_tpd(k)]
             for fn in (pair if i % 2 == 0 else pair[::-1]):
                 fn()
         pyrecv.append(run_role(["retr", str(srv.port), big.name])["gbps"])
-    best = max(RECEIVERS, key=lambda r: median(lim[r]))
-    limit, tpd = median(lim[best]), median(got[best])
-    ratio = tpd / limit
-    rounds_ratio = [t / l for t, l in zip(got[best], lim[best])]
-    q1, q2, q3 = statistics.quantiles(rounds_ratio, n=4) if len(rounds_ratio) > 1 else rounds_ratio * 3
+    top, limit = best({k: median(x) for k, x in lim.items()})
+    tpd = median(got[top])
     pin_txt = f"sender CPU {scpu}, receiver CPU {ccpu}"
     row = lambda name, value, text: print(f"retr.{name:<25}{value:>9}   {text}")  # noqa: E731
-    row("limit_gbps", f"{limit:.2f}", f"(C sendfile sender -> C {best} receiver, {pin_txt}, {_span(lim[best])})")
-    row("tpd_gbps", f"{tpd:.2f}", f"(tpd -> the same C {best} receiver, {_span(got[best])})")
+    row("limit_gbps", f"{limit:.2f}", f"(C sendfile sender -> C receiver {top}, the best of {len(lim)} variants, "
+        f"{pin_txt}, {_span(lim[top])})")
+    row("tpd_gbps", f"{tpd:.2f}", f"(tpd -> the same C receiver {top}, {_span(got[top])})")
+    try:
+        ratio = share_of_limit(tpd, limit, what="tpd", limit_label="limit")
+    except LimitTooLowError as e:
+        row("ratio", "refused", f"{e}  FAIL")
+        return False
+    rounds_ratio = [t / l for t, l in zip(got[top], lim[top])]
+    q1, q2, q3 = statistics.quantiles(rounds_ratio, n=4) if len(rounds_ratio) > 1 else rounds_ratio * 3
     row("ratio", f"{ratio:.3f}", f"tpd/limit; per-round ratios: median {q2:.3f}, quartiles {q1:.3f}..{q3:.3f}  "
         f"target >= 0.90  {'PASS' if ratio >= 0.9 else 'FAIL'}")
     for who, gbps in (("limit", limit), ("tpd", tpd)):
-        snd = median(c[0] for c in cost[who, best])
-        rcv = median(c[1] for c in cost[who, best])
+        snd = median(c[0] for c in cost[who, top])
+        rcv = median(c[1] for c in cost[who, top])
         gib_s = gbps / 8 / 1.073741824
         row(f"{who}_sender_cpu_s_gib", f"{snd:.3f}", f"(CPU s per GiB; busy {snd * gib_s:.0%} of wall time at the "
             f"median rate; receiver {rcv:.3f} s/GiB, busy {rcv * gib_s:.0%})")
-    for r in RECEIVERS:
-        if r != best:
-            row(f"{r}_receiver", "", f"limit {median(lim[r]):.2f}, tpd {median(got[r]):.2f}, ratio "
-                f"{median(got[r]) / median(lim[r]):.3f}   (the slower receiver; info)")
+    for k in by_label:
+        if k != top:
+            row("other_receiver", "", f"{k}: limit {median(lim[k]):.2f}, tpd {median(got[k]):.2f}, ratio "
+                f"{median(got[k]) / median(lim[k]):.3f}   (a slower variant; info)")
     row("tpd_python_recv_gbps", f"{median(pyrecv):.2f}", f"(tpd -> Python recv_into 4 MiB, one whole download per "
         f"round, {_span(pyrecv)}; info)")
-    if ratio > 1.0:
-        verdict = ("1 lies within the per-round quartiles: noise (see the busy shares)" if q1 <= 1.0
-                   else "beyond the per-round quartiles: find the cause (docs/methodology.md)")
-        print(f"# note: tpd/limit > 1; {verdict}")
     if shutil.which("iperf3"):
         iperf3_crosscheck(size, scpu, ccpu)
     return ratio >= 0.9

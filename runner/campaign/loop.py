@@ -342,7 +342,8 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
         env = crud.get_or_create_environment(session, data=outcome.environment,
                                              env_class=environment_class(outcome.environment))
     elif outcome.status != "skipped":
-        driver = spec.driver_of(WorkloadParams.model_validate(cell.params))  # a workload may name its own
+        # a workload may name its own driver; with none, its protocol's default
+        driver = spec.driver_of(WorkloadParams.model_validate(cell.params), cell.workload)
         key = (cell.campaign_id, backend.name, driver)
         if key not in env_cache:
             env_cache[key] = _environment(spec, backend, driver)

@@ -212,7 +212,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     srv = ServerSpec.model_validate(cell.server_spec)
     req = srv.request(spec.max_clients)
     params = WorkloadParams.model_validate(cell.params)
-    driver = get_driver(spec.driver_of(params))
+    driver = get_driver(spec.driver_of(params, cell.workload))
     why = pair_skip_reason(srv.name, cell.workload, params) or \
         tls_pair_skip_reason(srv.name, req.variant, cell.workload, driver)
     if why is not None:  # e.g. an FTP workload on an HTTP-only server, nginx and POST, FTPS on Twisted
@@ -290,8 +290,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             if splits(cell.workload, params.clients, processes):
                 progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
                 # no "loaded" checkpoint: the peak comes from the sampler's timeline
-                result, process_rows = run_client_processes(cell.workload, handle.target, params, processes,
-                                                            cpus=spec.pinning.client, driver=spec.driver_of(params))
+                result, process_rows = run_client_processes(
+                    cell.workload, handle.target, params, processes, cpus=spec.pinning.client,
+                    driver=spec.driver_of(params, cell.workload))
             else:
                 result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
                 process_rows = []

@@ -179,12 +179,12 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
             wp = warmup_params(params)
             one = Inventory(inv.server, inv.clients[:1])
             run_loadgens(one, cell.workload, target, wp, start_delay=0.0, cpu=spec.pinning.client,
-                         driver=spec.driver_of(params))
+                         driver=spec.driver_of(params, cell.workload))
         cpu0 = server.ask("cpu")
         if reporter is not None:
             reporter.message(f"{cell.workload}: load from {', '.join(h.name for h in inv.clients)}")
         docs, results = run_loadgens(inv, cell.workload, target, params, start_delay=hosts.start_delay,
-                                     cpu=spec.pinning.client, driver=spec.driver_of(params))
+                                     cpu=spec.pinning.client, driver=spec.driver_of(params, cell.workload))
         cpu1 = server.ask("cpu")
         end_mem = server.ask("checkpoint end")
         alive = server.ask("alive").get("alive", True)
@@ -199,7 +199,7 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
             server_cpu = (max(0.0, cpu1["user"] - cpu0["user"]), max(0.0, cpu1["system"] - cpu0["system"]))
         env = dict(ready.get("environment") or {})
         env["backend"] = f"{env.get('backend', hosts.server_backend)}+multihost"
-        env["driver"] = driver_record(spec.driver_of(params))
+        env["driver"] = driver_record(spec.driver_of(params, cell.workload))
         env["hosts"] = {"server": inv.server.name,
                         "clients": {d.get("host"): d.get("environment") for d in docs}}
         return measured(result, build_info=build, memory=memory, server_cpu=server_cpu,

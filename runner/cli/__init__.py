@@ -84,8 +84,8 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--login-mode", choices=("concurrent", "sequential", "window"))
     r.add_argument("--passive", choices=("pasv", "epsv"))
     r.add_argument("--backend", choices=("auto", "local", "docker"))
-    r.add_argument("--driver", help="what makes the load (runner/load/): xferlab-ftp (default), xferlab-http, wrk, "
-                                    "h2load, lftp, wget, curl")
+    r.add_argument("--driver", help="what makes the load (runner/load/): xferlab-ftp, xferlab-http, wrk, h2load, "
+                                    "lftp, wget, curl; default: xferlab-ftp for FTP workloads, xferlab-http for HTTP")
     r.add_argument("--storage", help="storage axis: disk, tmpfs or disk,tmpfs (each server once per kind)")
     r.add_argument("--link", action="append", help="link axis (runner/net/conditions.py): loopback, 100mbit, "
                                                    "100mbit/1ms/0.1%%; repeat the flag or give a comma list "

@@ -14,8 +14,11 @@ from runner.load.base import Driver, DriverUnavailable, LoadError
 if TYPE_CHECKING:
     from runner.catalogue.workloads import WorkloadParams
 
-#: The driver used when a spec names none: xferlab's own asyncio FTP client.
+#: The driver of an FTP workload when a spec names none: xferlab's own asyncio FTP client.
 DEFAULT_DRIVER = "xferlab-ftp"
+#: The driver used when a spec names none, per protocol of the workload
+#: (runner.catalogue.workloads.WorkloadInfo.protocol): xferlab's own clients.
+DEFAULT_DRIVERS: dict[str, str] = {"ftp": DEFAULT_DRIVER, "http": "xferlab-http"}
 #: driver name -> module defining ``DRIVER``.
 DRIVER_MODULES: dict[str, str] = {
     "xferlab-ftp": "runner.load.ftp.driver",
@@ -31,6 +34,15 @@ DRIVER_MODULES: dict[str, str] = {
 def driver_names() -> tuple[str, ...]:
     """Names of every registered driver, default first."""
     return tuple(DRIVER_MODULES)
+
+
+def default_driver(workload: str) -> str:
+    """The driver of ``workload`` (a name of runner.catalogue.workloads.WORKLOADS) when
+    neither the spec nor the workload names one: :data:`DEFAULT_DRIVERS` of the
+    workload's protocol. Raises KeyError for an unknown workload."""
+    from runner.catalogue.workloads import WORKLOADS
+
+    return DEFAULT_DRIVERS[WORKLOADS[workload].protocol]
 
 
 def get_driver(name: str) -> Driver:
@@ -63,5 +75,5 @@ def driver_record(name: str) -> dict[str, str]:
     return {"name": driver.name, "version": driver.version(), **(details() if details else {})}
 
 
-__all__ = ["DEFAULT_DRIVER", "DRIVER_MODULES", "Driver", "DriverUnavailable", "LoadError", "driver_names",
-           "driver_record", "driver_refuses", "get_driver"]
+__all__ = ["DEFAULT_DRIVER", "DEFAULT_DRIVERS", "DRIVER_MODULES", "Driver", "DriverUnavailable", "LoadError",
+           "default_driver", "driver_names", "driver_record", "driver_refuses", "get_driver"]

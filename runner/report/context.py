@@ -52,18 +52,44 @@ def _link(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]]) -> st
     return "loopback (127.0.0.1), one machine" + also
 
 
+def _cpus(role: str, cpus: Any) -> str:
+    """``"server CPU 0"``, ``"client CPUs 1, 2"``."""
+    return f"{role} CPU{'s' if len(cpus) > 1 else ''} {', '.join(str(c) for c in cpus)}"
+
+
+def cpu_text(env: Mapping[str, Any]) -> str:
+    """The "CPU" item of "Conducted on": model, logical CPUs, and what was usable for
+    what. With a pinning (``env["pinning"]``: ``{"server": [0], "client": [1]}``) it
+    names the server's and the client's CPUs (``"2 logical CPUs: server CPU 0, client
+    CPU 1"``); a side not pinned is said so, the client's with the CPUs it could use
+    (``cores_usable``: the affinity of the process that ran the load). Without a
+    pinning, ``cores_usable`` is given only when it is below ``cores`` (``"4 logical
+    CPUs (2 usable by server and client, not pinned)"``). ``"n/a"`` when none is recorded."""
+    cores, usable = env.get("cores"), env.get("cores_usable")
+    head = ", ".join(x for x in (env.get("cpu_model"), f"{cores} logical CPUs" if cores else None) if x)
+    raw = env.get("pinning")
+    pin: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    server, client = pin.get("server"), pin.get("client")
+    if server or client:
+        srv = _cpus("server", server) if server else "server not pinned"
+        cli = _cpus("client", client) if client else "client not pinned" + (
+            f" ({usable} CPU{'s' if usable != 1 else ''} usable)" if usable else "")
+        return f"{head}: {srv}, {cli}" if head else f"{srv}, {cli}"
+    if usable and cores and usable != cores:
+        return f"{head} ({usable} usable by server and client, not pinned)"
+    return head or fmt.NA
+
+
 def context_table(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]] | None = None) -> Table | None:
     """The "Conducted on" table of an environment snapshot: machine, CPU (model, logical
-    CPUs, usable), memory, kernel and OS, CPU governor, Python, xferlab, backend, link,
+    CPUs, which were usable for the server and which for the client: :func:`cpu_text`),
+    memory, kernel and OS, CPU governor, Python, xferlab, backend, link,
     pinning, driver and the recorded sysctls; items not recorded are left out. None when
     ``env`` is empty. Records: ``{"item", "value"}`` with the raw value."""
     if not env:
         return None
     setups = setups or {}
-    cores = env.get("cores")
-    usable = env.get("cores_usable")
-    cpu = ", ".join(x for x in (env.get("cpu_model"), f"{cores} logical CPUs" if cores else None) if x) + \
-        (f" ({usable} usable)" if usable and usable != cores else "")
+    cpu = cpu_text(env)
     kernel = " ".join(str(x) for x in (env.get("os"), env.get("kernel")) if x) + \
         (f" ({env['machine']})" if env.get("machine") else "")
     python = " ".join(str(x) for x in (env.get("python_implementation"), env.get("python")) if x)
@@ -74,7 +100,7 @@ def context_table(env: Mapping[str, Any], setups: Mapping[str, Mapping[str, Any]
                            for d in drivers)
     items: list[tuple[str, str, Any]] = [
         ("machine", _text(env.get("hostname")), env.get("hostname")),
-        ("CPU", cpu or fmt.NA, env.get("cpu_model")),
+        ("CPU", cpu, env.get("cpu_model")),
         ("memory", fmt.bytes2human(env["mem_total"]) if env.get("mem_total") else fmt.NA, env.get("mem_total")),
         ("kernel", kernel or fmt.NA, env.get("kernel")),
         ("CPU governor", _text(sorted(set(env.get("cpu_governor") or []))), env.get("cpu_governor")),

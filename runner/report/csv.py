@@ -12,7 +12,11 @@
   series leave trailing fields empty). A campaign with a sweep of a sustained workload
   (runner.report.saturation) also gets, per curve, the derived rows of metric
   ``saturation_knee`` and ``saturation_all_at_rate`` (unit ``clients``; the N in
-  ``median``, empty when there is none).
+  ``median``, empty when there is none). A campaign whose cells stored kernel TCP counters
+  (runner.report.data.CellTcp) gets one row per cell and non-zero counter, metric ``tcp``,
+  the kernel's counter name in ``checkpoint``, the count in ``median`` and ``sample_1``,
+  and per cell one row of metric ``listen_backlog`` when it was read; the header then
+  ends with ``repeat`` (0 = first) and ``status`` (done, failed), filled in those rows.
 
 Formula injection (OWASP, "CSV Injection"): a *text* cell starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a line break is prefixed with a single quote, so a
@@ -83,6 +87,19 @@ def render_data(data: CampaignData) -> str:
             rows.append({"campaign": data.name, "server": c.server, "workload": c.workload,
                          "params_key": c.params_key, "title": c.title, "metric": metric, "unit": "clients",
                          "checkpoint": None, "higher_is_better": True, "median": n})
+    if data.tcp:
+        header += ["repeat", "status"]
+        if width == 0:
+            header.insert(header.index("repeat"), "sample_1")
+    for t in data.tcp:
+        cell = {"campaign": data.name, "server": t.server, "workload": t.workload, "params_key": t.params_key,
+                "title": t.title, "unit": "count", "higher_is_better": False, "n": 1,
+                "repeat": t.repeat, "status": t.status}
+        for name, count in t.counters.items():
+            rows.append({**cell, "metric": "tcp", "checkpoint": name, "median": count, "sample_1": count})
+        if t.listen_backlog is not None:
+            rows.append({**cell, "metric": "listen_backlog", "checkpoint": None, "median": t.listen_backlog,
+                         "sample_1": t.listen_backlog})
     return _write(header, rows)
 
 

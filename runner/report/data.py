@@ -60,6 +60,35 @@ class WorkloadFacts:
 
 
 @dataclass(frozen=True)
+class CellTcp:
+    """The kernel TCP counters and listen backlog stored for one cell (runner.metrics.tcpstats,
+    metrics ``tcp`` and ``listen_backlog`` of runner.cell.samples.tcp_samples).
+
+    Attributes:
+        server: server label.
+        workload: workload name.
+        title: row title of the cell's workload and parameters.
+        params_key: canonical parameter string (its cell family).
+        repeat: the cell's repeat index, as stored (0 = first).
+        status: ``done`` or ``failed``.
+        counters: kernel counter name (``ListenOverflows``...) -> count during the phase,
+            the non-zero ones only, counted in the server's network namespace.
+        listen_backlog: the smallest backlog of the server's listening sockets, None
+            when it was not read.
+    """
+
+    server: str
+    workload: str
+    title: str
+    params_key: str
+    repeat: int
+    status: str
+    counters: dict[str, int] = field(default_factory=dict)
+    listen_backlog: int | None = None
+
+
+
+@dataclass(frozen=True)
 class MemoryTimeline:
     """The server's memory over one cell, as the sampler saw it (the HTML report's "memory
     over time" chart).
@@ -142,6 +171,8 @@ class CampaignData:
         client_curves: the per-client rates of every ``done`` N-client cell
             (:class:`ClientCurve`), in cell order; not part of the JSON document and not
             compared by ``==``.
+        tcp: the kernel TCP counters and listen backlog of every done or failed cell
+            that stored a non-zero counter or a backlog, in cell order (:class:`CellTcp`).
     """
 
     campaign_id: int
@@ -156,3 +187,4 @@ class CampaignData:
     cpu_sources: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict, compare=False)
     timelines: list[MemoryTimeline] = field(default_factory=list, compare=False)
     client_curves: list[ClientCurve] = field(default_factory=list, compare=False)
+    tcp: list[CellTcp] = field(default_factory=list)

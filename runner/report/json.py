@@ -13,9 +13,14 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
                  "params_key": "...", "checkpoint": null,
                  "samples": [1652.72, ...],                 # every raw sample
                  "summary": {"n": 5, "median": ..., ...}}],# derived; ignored on load
-     "saturation": [{"server": ..., "workload": ..., "knee": 16, "points": [...], ...}]}
+     "saturation": [{"server": ..., "workload": ..., "knee": 16, "points": [...], ...}],
                                           # only with a sweep of a sustained workload
                                           # (runner.report.saturation); derived, ignored on load
+     "tcp": [{"server": "a", "workload": "login", "title": ..., "params_key": ..., "repeat": 0,
+              "status": "failed", "counters": {"ListenOverflows": 148, ...},
+              "listen_backlog": 32}]}     # only when a cell stored kernel TCP counters or a
+                                          # backlog (runner.report.data.CellTcp): non-zero
+                                          # counters only; loaded back
 
 Table document (``render(Table or [Table, ...])``; not loadable, derived data)::
 
@@ -31,7 +36,7 @@ import dataclasses
 import json as _json
 from collections.abc import Sequence
 
-from runner.report.data import CampaignData, Series
+from runner.report.data import CampaignData, CellTcp, Series
 from runner.report.saturation import curves
 from runner.report.stats import summarize
 from runner.report.tables import Table, as_tables
@@ -64,6 +69,7 @@ def to_dict(data: CampaignData) -> dict:
         },
         "series": [_series(s) for s in data.series],
         **({"saturation": sat} if (sat := [c.as_dict() for c in curves(data)]) else {}),
+        **({"tcp": [dataclasses.asdict(c) for c in data.tcp]} if data.tcp else {}),
     }
 
 
@@ -121,10 +127,15 @@ def from_dict(doc: dict) -> CampaignData:
     failures = [(_need(f, "server", "failure"), _need(f, "workload", "failure"),
                  int(_need(f, "repeat", "failure")), _need(f, "error", "failure"))
                 for f in c.get("failures", [])]
+    tcp = [CellTcp(server=_need(t, "server", "tcp"), workload=_need(t, "workload", "tcp"),
+                   title=t.get("title", ""), params_key=t.get("params_key", ""), repeat=int(_need(t, "repeat", "tcp")),
+                   status=t.get("status", ""), counters={str(k): int(v) for k, v in (t.get("counters") or {}).items()},
+                   listen_backlog=None if t.get("listen_backlog") is None else int(t["listen_backlog"]))
+           for t in doc.get("tcp") or []]
     return CampaignData(campaign_id=_need(c, "id", "campaign"), name=_need(c, "name", "campaign"),
                         servers=list(_need(c, "servers", "campaign")), series=series,
                         environment=dict(c.get("environment") or {}), failures=failures,
-                        setups=dict(c.get("setups") or {}))
+                        setups=dict(c.get("setups") or {}), tcp=tcp)
 
 
 def load_json(text: str | bytes) -> CampaignData:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.metrics.fairness import cv_from_jain, figures_from_raw, sorted_curve
-from runner.report.data import CampaignData, ClientCurve, MemoryTimeline, Series, WorkloadFacts
+from runner.report.data import CampaignData, CellTcp, ClientCurve, MemoryTimeline, Series, WorkloadFacts
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
@@ -155,7 +155,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
                         setups=scrub_data(_setups(session, cells), secrets),
                         cpu_sources={k: tuple(v) for k, v in sources.items()},
                         timelines=_timelines(session, done, titles),
-                        client_curves=_client_curves(session, done, titles))
+                        client_curves=_client_curves(session, done, titles),
+                        tcp=_tcp(session, cells, titles))
 
 
 #: Most points of one memory timeline and of one per-client curve in CampaignData: enough
@@ -222,6 +223,33 @@ def _client_curves(session: Session, done: dict[int, Cell], titles: dict) -> lis
         points = tuple((i + 1, curve[i]) for i in _thin(len(curve), MAX_CURVE_POINTS))
         out.append(ClientCurve(c.server_label, c.workload, c.params_key, titles[(c.workload, c.params_key)],
                                c.repeat, figs.rate_unit, figs.jain, figs.clients, points))
+    return out
+
+
+def _tcp(session: Session, cells, titles: dict[tuple[str, str], str]) -> list[CellTcp]:
+    """The stored kernel TCP counters (metric ``tcp``) and listen backlog (metric
+    ``listen_backlog``) of the done and failed ``cells``: one :class:`CellTcp` per cell
+    with a non-zero counter or a backlog, in the order of ``cells``."""
+    measured = {c.id: c for c in cells if c.status in ("done", "failed")}
+    if not measured:
+        return []
+    per: dict[int, tuple[dict[str, int], list[int]]] = defaultdict(lambda: ({}, []))
+    rows = session.execute(select(Sample.cell_id, Sample.metric, Sample.stat, Sample.value)
+                           .where(Sample.cell_id.in_(list(measured)), Sample.metric.in_(("tcp", "listen_backlog")))
+                           .order_by(Sample.id)).all()
+    for cell_id, metric, stat, value in rows:
+        counters, backlog = per[cell_id]
+        if metric == "tcp" and value:
+            counters[stat] = int(value)
+        elif metric == "listen_backlog":
+            backlog.append(int(value))
+    out = []
+    for c in cells:
+        if c.id not in per or not (per[c.id][0] or per[c.id][1]):
+            continue
+        counters, backlog = per[c.id]
+        out.append(CellTcp(c.server_label, c.workload, titles[(c.workload, c.params_key)], c.params_key, c.repeat,
+                           c.status, counters, min(backlog) if backlog else None))
     return out
 
 

@@ -8,7 +8,11 @@ as the server being judged:
 - sender: a C process serving the file with blocking ``sendfile(2)`` (zero-copy, tpd's
   RETR syscall), pinned to the server's CPU;
 - receiver: a C process draining to EOF with ``recv(2)`` into one buffer (``"recv"``) or
-  ``splice(2)`` to /dev/null (``"splice"``), pinned to the client's CPU;
+  ``splice(2)`` to /dev/null (``"splice"``), pinned to the client's CPU, in every
+  variant of :data:`VARIANTS`: with and without ``SO_RCVLOWAT`` (then it waits in
+  ``poll(2)`` and reads until EAGAIN, as the lab's RETR client does), buffer and pipe
+  sizes of the lab's client and larger. The limit is the best variant's median, measured
+  in the same run (:func:`best`): a limit is the best any receiver reaches on the path;
 - socket buffers: kernel autotuning (no ``SO_SNDBUF``/``SO_RCVBUF``), as tpd and the
   load generator leave them.
 
@@ -16,6 +20,8 @@ A server is judged by the same C receiver as an FTP client (:func:`measure_ftp_r
 PASV + RETR per download), so ``server / limit`` compares senders only and is <= 1 up
 to noise. Throughput = payload bytes / summed per-download time (from just before the
 request to EOF on the data socket), whole downloads repeated for ``duration`` seconds.
+A figure above the limit means the limit is not the best receiver on the path:
+:func:`share_of_limit` refuses to give that ratio (:class:`LimitTooLowError`).
 
 The binary is compiled on first use with the system C compiler (``cc``, else ``gcc``,
 ``clang``) into ``<cache_dir>/netlimit/netlimit-<hash>`` (``Settings.cache_dir``), keyed
@@ -41,8 +47,78 @@ DEFAULT_BUFSIZE = 4 << 20
 MAX_DURATION = 600.0
 
 
+
+@dataclass(frozen=True)
+class Variant:
+    """One configuration of the C receiver.
+
+    ``receiver``: ``"recv"`` or ``"splice"``; ``bufsize``: the recv buffer or the asked
+    pipe size, bytes (a pipe is capped by ``/proc/sys/fs/pipe-max-size``); ``rcvlowat``:
+    ``SO_RCVLOWAT`` in bytes, 0 = none (blocking reads) — with it the receiver waits in
+    ``poll(2)`` and reads until EAGAIN, at most 8 reads per wake-up (netlimit.c)."""
+
+    receiver: Receiver
+    bufsize: int
+    rcvlowat: int = 0
+
+    @property
+    def label(self) -> str:
+        """E.g. ``"splice 1 MiB RCVLOWAT 512 KiB"`` or ``"recv 4 MiB"``."""
+        lw = f" RCVLOWAT {_size(self.rcvlowat)}" if self.rcvlowat else ""
+        return f"{self.receiver} {_size(self.bufsize)}{lw}"
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n >> 10} KiB"
+
+
+#: The C receiver's variants measured for the limit and as the reference client: the
+#: plain blocking receivers (4 MiB buffer; 4 MiB pipe asked), and every technique of the
+#: lab's RETR client (runner/load/ftp/retr.py): splice through a 1 MiB pipe with
+#: SO_RCVLOWAT at half of it (its default), recv into 256 KiB with SO_RCVLOWAT 128 KiB
+#: (its "reader" mode), and the same at 4 MiB / 2 MiB.
+VARIANTS: tuple[Variant, ...] = (
+    Variant("recv", DEFAULT_BUFSIZE),
+    Variant("splice", DEFAULT_BUFSIZE),
+    Variant("splice", 1 << 20, 512 << 10),
+    Variant("recv", 256 << 10, 128 << 10),
+    Variant("recv", DEFAULT_BUFSIZE, DEFAULT_BUFSIZE // 2),
+)
+
+
 class NetlimitError(RuntimeError):
     """netlimit could not be built or a measurement failed (the message says which)."""
+
+
+class LimitTooLowError(ValueError):
+    """A throughput above the measured limit: the limit is wrong (not the best receiver
+    on the path), so no share of it is given. The message names both figures."""
+
+
+def best(medians: dict[str, float]) -> tuple[str, float]:
+    """The limit among measured variants: ``(label, value)`` of the highest median of
+    ``medians`` (label -> median, any unit). Raises ValueError when it is empty."""
+    if not medians:
+        raise ValueError("no variant of the limit was measured")
+    label = max(medians, key=lambda k: medians[k])
+    return label, medians[label]
+
+
+def share_of_limit(value: float, limit: float, *, what: str = "ours", limit_label: str = "limit") -> float:
+    """``value / limit``, the share of the limit a figure reaches (same unit for both).
+
+    Raises ValueError when ``limit`` is not positive, and LimitTooLowError when the ratio
+    is above 1.0: a limit is the best any receiver reaches on the path, so a figure above
+    it says the limit was measured wrong (a receiver technique missing), not that
+    ``what`` beat the path."""
+    if not limit > 0:
+        raise ValueError(f"the limit must be positive, got {limit!r}")
+    ratio = value / limit
+    if ratio > 1.0:
+        raise LimitTooLowError(
+            f"{what} {value:,.0f} > {limit_label} {limit:,.0f} (ratio {ratio:.2f}): the limit is wrong, "
+            "it is not the best receiver on this path; no ratio given")
+    return ratio
 
 
 @dataclass(frozen=True)
@@ -55,7 +131,8 @@ class LimitResult:
     summed time; ``gbps`` = bytes*8/seconds/1e9, ``mib_s`` = bytes/seconds/2**20;
     ``min_gbps``/``max_gbps``: the slowest/fastest download; ``receiver_cpu_s``/
     ``sender_cpu_s``: user+system CPU of each process (sender: pair only, else None);
-    ``sender_cpu``/``receiver_cpu``: the CPU each was pinned to (None: not pinned).
+    ``sender_cpu``/``receiver_cpu``: the CPU each was pinned to (None: not pinned);
+    ``rcvlowat``: SO_RCVLOWAT of the data socket in bytes (0: none, blocking reads).
     """
 
     mode: str
@@ -72,6 +149,7 @@ class LimitResult:
     sender_cpu_s: float | None
     sender_cpu: int | None
     receiver_cpu: int | None
+    rcvlowat: int = 0
 
 
 def build(source: Path = SOURCE, build_dir: Path | None = None, compiler: str | None = None) -> Path:
@@ -101,14 +179,17 @@ def run_tool(args: list[str], binary: Path | None = None, timeout: float = 160.0
         raise NetlimitError(f"netlimit printed no result: {r.stdout[-500:]!r}") from e
 
 
-def _common(duration: float, receiver: str, bufsize: int) -> list[str]:
+def _common(duration: float, receiver: str, bufsize: int, rcvlowat: int = 0) -> list[str]:
     if not 0 < duration <= MAX_DURATION:
         raise ValueError(f"duration must be in (0, {MAX_DURATION:g}] seconds, got {duration!r}")
     if receiver not in RECEIVERS:
         raise ValueError(f"receiver must be one of {RECEIVERS}, got {receiver!r}")
     if not 4096 <= bufsize <= 1 << 28:
         raise ValueError(f"bufsize must be in [4096, 2**28] bytes, got {bufsize!r}")
-    return ["--duration", repr(float(duration)), "--recv", receiver, "--bufsize", str(bufsize)]
+    if not 0 <= rcvlowat <= 1 << 28:
+        raise ValueError(f"rcvlowat must be in [0, 2**28] bytes, got {rcvlowat!r}")
+    return ["--duration", repr(float(duration)), "--recv", receiver, "--bufsize", str(bufsize),
+            "--rcvlowat", str(rcvlowat)]
 
 
 def _cpu(flag: str, param: str, cpu: int | None) -> list[str]:
@@ -121,28 +202,31 @@ def _cpu(flag: str, param: str, cpu: int | None) -> list[str]:
 
 def measure_pair(file: Path, duration: float = 1.0, *, receiver: Receiver = "recv",
                  sender_cpu: int | None = None, receiver_cpu: int | None = None,
-                 bufsize: int = DEFAULT_BUFSIZE, binary: Path | None = None) -> LimitResult:
-    """The loopback limit: C ``sendfile`` sender -> C receiver, downloading ``file`` whole
-    for ``duration`` seconds (at least once), each side pinned as given.
+                 bufsize: int = DEFAULT_BUFSIZE, rcvlowat: int = 0, binary: Path | None = None) -> LimitResult:
+    """One variant of the loopback limit: C ``sendfile`` sender -> C receiver (``receiver``,
+    ``bufsize``, ``rcvlowat``: :class:`Variant`), downloading ``file`` whole for
+    ``duration`` seconds (at least once), each side pinned as given.
 
     Raises ValueError on a bad argument (missing/empty file, duration outside (0, 600] s,
-    unknown receiver, bufsize outside [4 KiB, 256 MiB], negative CPU), NetlimitError when
+    unknown receiver, bufsize outside [4 KiB, 256 MiB], rcvlowat outside [0, 256 MiB],
+    negative CPU), NetlimitError when
     the tool cannot be built or the run fails."""
     file = Path(file)
     if not file.is_file() or file.stat().st_size == 0:
         raise ValueError(f"file must be a non-empty regular file: {file}")
-    args = ["pair", "--file", str(file), *_common(duration, receiver, bufsize),
+    args = ["pair", "--file", str(file), *_common(duration, receiver, bufsize, rcvlowat),
             *_cpu("--sender-cpu", "sender_cpu", sender_cpu), *_cpu("--receiver-cpu", "receiver_cpu", receiver_cpu)]
     return run_tool(args, binary, duration + 150.0)
 
 
 def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: float = 1.0, *,
                      size: int | None = None, host: str = "127.0.0.1", receiver: Receiver = "recv",
-                     cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE,
+                     cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE, rcvlowat: int = 0,
                      binary: Path | None = None) -> LimitResult:
-    """A server's RETR throughput into the C receiver: log in once, then PASV + ``RETR
-    name`` + drain, repeated for ``duration`` seconds (at least once); the receiver pinned
-    to ``cpu``. ``size`` (bytes), when given, is checked for every download.
+    """A server's RETR throughput into the C receiver (``receiver``, ``bufsize``,
+    ``rcvlowat``: :class:`Variant`): log in once, then PASV + ``RETR name`` + drain,
+    repeated for ``duration`` seconds (at least once); the receiver pinned to ``cpu``.
+    ``size`` (bytes), when given, is checked for every download.
 
     Raises ValueError on a bad argument (host not in 127.0.0.0/8, port outside 1..65535,
     CR/LF in user/password/name, and as :func:`measure_pair`), NetlimitError when the
@@ -158,7 +242,7 @@ def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: f
     if any(c in s for s in (user, password, name) for c in "\r\n"):
         raise ValueError("user, password and name must not contain CR or LF")
     args = ["ftp", "--host", host, "--port", str(port), "--user", user, "--password", password,
-            "--name", name, *_common(duration, receiver, bufsize), *_cpu("--cpu", "cpu", cpu)]
+            "--name", name, *_common(duration, receiver, bufsize, rcvlowat), *_cpu("--cpu", "cpu", cpu)]
     if size is not None:
         args += ["--size", str(size)]
     return run_tool(args, binary, duration + 150.0)

@@ -2,10 +2,10 @@
  * as an FTP RETR client (docs/methodology.md, "The loopback limit").
  *
  *   netlimit pair --file PATH [--duration S] [--sender-cpu N] [--receiver-cpu N]
- *                 [--recv recv|splice] [--bufsize BYTES]
+ *                 [--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES]
  *   netlimit ftp  --port P --user U --password W --name NAME [--host 127.x.y.z]
  *                 [--size BYTES] [--duration S] [--cpu N] [--recv recv|splice]
- *                 [--bufsize BYTES]
+ *                 [--bufsize BYTES] [--rcvlowat BYTES]
  *
  * pair: a forked sender (pinned to --sender-cpu) listens on 127.0.0.1:0; for each
  * connection it reads one request byte, then sends the whole file with blocking
@@ -22,6 +22,14 @@
  * real client does); "splice" = splice(2) socket -> pipe -> /dev/null (no copy;
  * the pipe is resized to BYTES, at most /proc/sys/fs/pipe-max-size; "chunk_bytes"
  * in the output is the size in force).
+ * Waiting: with --rcvlowat 0 (the default) each read blocks (a blocking recv or
+ * splice returns as soon as any byte is queued). With --rcvlowat N > 0 the data
+ * socket gets SO_RCVLOWAT N and O_NONBLOCK, the receiver waits in poll(2) (which
+ * reports the socket readable only once N bytes are queued, or at EOF: socket(7))
+ * and then reads until EAGAIN, at most 8 reads per wake-up: the event-loop
+ * pattern of the lab's RETR client (runner/load/ftp/retr.py), which wakes once per
+ * N bytes instead of once per segment. A blocking splice(2) ignores SO_RCVLOWAT
+ * (tcp_splice_read waits for any data), hence poll.
  * Socket buffers are left to kernel autotuning (no SO_SNDBUF/SO_RCVBUF), as tpd
  * and the load generator do. Clock per download: CLOCK_MONOTONIC from just before
  * the request (pair: the byte; ftp: "RETR") is sent to EOF on the data socket.
@@ -37,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -56,6 +65,7 @@
 #define IO_TIMEOUT_S 30
 #define TRANSFER_MAX_S 120.0
 #define MAX_TRANSFERS 1000000L
+#define READS_PER_WAKEUP 8
 
 enum { R_RECV, R_SPLICE };
 
@@ -63,13 +73,14 @@ struct opts {
     const char *mode, *file, *host, *user, *password, *name;
     double duration;
     int port, sender_cpu, receiver_cpu, recv_mode;
-    long long size, bufsize;
+    long long size, bufsize, rcvlowat;
 };
 
 struct drain {
     int mode, pipefd[2], devnull;
     char *buf;
     size_t chunk;           /* recv buffer bytes, or the pipe's size */
+    int rcvlowat;           /* SO_RCVLOWAT bytes; 0 = blocking reads, kernel default */
 };
 
 struct tally {
@@ -155,9 +166,10 @@ static void send_all(int fd, const char *p, size_t n)
     }
 }
 
-static void drain_init(struct drain *d, int mode, long long bufsize)
+static void drain_init(struct drain *d, int mode, long long bufsize, long long rcvlowat)
 {
     d->mode = mode;
+    d->rcvlowat = (int)rcvlowat;
     d->chunk = (size_t)bufsize;
     d->buf = NULL;
     d->devnull = -1;
@@ -190,32 +202,64 @@ static void drain_init(struct drain *d, int mode, long long bufsize)
         die(1, "/dev/null: %s", strerror(errno));
 }
 
+/* Prepare a connected data socket for the drain: SO_RCVLOWAT and O_NONBLOCK when
+ * the receiver waits in poll(2). */
+static void drain_socket(const struct drain *d, int fd)
+{
+    if (d->rcvlowat <= 0)
+        return;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &d->rcvlowat, sizeof(d->rcvlowat)) < 0)
+        die(1, "SO_RCVLOWAT %d: %s", d->rcvlowat, strerror(errno));
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        die(1, "O_NONBLOCK: %s", strerror(errno));
+}
+
+/* One read from the data socket: bytes taken, 0 at EOF, -1 with errno. */
+static ssize_t take(struct drain *d, int fd)
+{
+    if (d->mode == R_RECV)
+        return recv(fd, d->buf, d->chunk, 0);
+    unsigned flags = SPLICE_F_MOVE | (d->rcvlowat > 0 ? SPLICE_F_NONBLOCK : 0);
+    ssize_t n = splice(fd, NULL, d->pipefd[1], NULL, d->chunk, flags);
+    for (ssize_t left = n; left > 0;) {
+        ssize_t m = splice(d->pipefd[0], NULL, d->devnull, NULL, (size_t)left, SPLICE_F_MOVE);
+        if (m <= 0)
+            die(1, "splice to /dev/null: %s", m < 0 ? strerror(errno) : "no progress");
+        left -= m;
+    }
+    return n;
+}
+
 /* Drain fd to EOF; return the byte count. Dies on an error or after TRANSFER_MAX_S. */
 static long long drain(struct drain *d, int fd, double t0)
 {
     long long total = 0;
     for (;;) {
-        ssize_t n;
-        if (d->mode == R_RECV) {
-            n = recv(fd, d->buf, d->chunk, 0);
-        } else {
-            n = splice(fd, NULL, d->pipefd[1], NULL, d->chunk, SPLICE_F_MOVE);
-            for (ssize_t left = n; left > 0;) {
-                ssize_t m = splice(d->pipefd[0], NULL, d->devnull, NULL, (size_t)left, SPLICE_F_MOVE);
-                if (m <= 0)
-                    die(1, "splice to /dev/null: %s", m < 0 ? strerror(errno) : "no progress");
-                left -= m;
-            }
-        }
-        if (n == 0)
-            return total;
-        if (n < 0) {
-            if (errno == EINTR)
+        if (d->rcvlowat > 0) {
+            struct pollfd p = { .fd = fd, .events = POLLIN };
+            int k = poll(&p, 1, IO_TIMEOUT_S * 1000);
+            if (k < 0 && errno == EINTR)
                 continue;
-            die(1, "%s on the data socket after %lld bytes: %s",
-                d->mode == R_RECV ? "recv" : "splice", total, strerror(errno));
+            if (k < 0)
+                die(1, "poll on the data socket: %s", strerror(errno));
+            if (k == 0)
+                die(1, "no data for %d s on the data socket after %lld bytes", IO_TIMEOUT_S, total);
         }
-        total += n;
+        for (int i = 0; i < (d->rcvlowat > 0 ? READS_PER_WAKEUP : 1); i++) {
+            ssize_t n = take(d, fd);
+            if (n == 0)
+                return total;
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (d->rcvlowat > 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                    break;
+                die(1, "%s on the data socket after %lld bytes: %s",
+                    d->mode == R_RECV ? "recv" : "splice", total, strerror(errno));
+            }
+            total += n;
+        }
         if (now() - t0 > TRANSFER_MAX_S)
             die(1, "one download took more than %.0f s", TRANSFER_MAX_S);
     }
@@ -241,9 +285,9 @@ static void print_json(const struct opts *o, const struct tally *t, const struct
     printf("{\"mode\": \"%s\", \"receiver\": \"%s\", \"chunk_bytes\": %zu, "
            "\"transfers\": %ld, \"bytes\": %lld, \"seconds\": %.6f, \"gbps\": %.4f, "
            "\"mib_s\": %.2f, \"min_gbps\": %.4f, \"max_gbps\": %.4f, "
-           "\"receiver_cpu_s\": %.4f, ",
+           "\"receiver_cpu_s\": %.4f, \"rcvlowat\": %d, ",
            o->mode, d->mode == R_RECV ? "recv" : "splice", d->chunk, t->transfers, t->bytes,
-           t->seconds, g, mib, t->min_gbps, t->max_gbps, recv_cpu);
+           t->seconds, g, mib, t->min_gbps, t->max_gbps, recv_cpu, d->rcvlowat);
     if (send_cpu >= 0)
         printf("\"sender_cpu_s\": %.4f, ", send_cpu);
     else
@@ -314,11 +358,12 @@ static void run_pair(struct opts *o)
     close(fd);
     pin(o->receiver_cpu, "receiver");
     struct drain d;
-    drain_init(&d, o->recv_mode, o->bufsize);
+    drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat);
     struct tally t = { 0 };
     double deadline = now() + o->duration;
     while (t.transfers < MAX_TRANSFERS) {
         int s = connect_to(sa.sin_addr, ntohs(sa.sin_port));
+        drain_socket(&d, s);
         double t0 = now();
         send_all(s, "G", 1);
         long long n = drain(&d, s, t0);
@@ -395,7 +440,7 @@ static void run_ftp(struct opts *o)
         die(2, "--host %s: not a 127.0.0.0/8 address (loopback only)", o->host);
     pin(o->receiver_cpu, "receiver");
     struct drain d;
-    drain_init(&d, o->recv_mode, o->bufsize);
+    drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat);
     char line[512];
     int ctl = connect_to(addr, o->port);
     if (ftp_reply(ctl, line, sizeof(line)) != 220)
@@ -421,6 +466,7 @@ static void run_ftp(struct opts *o)
             || h[4] > 255 || h[5] > 255)
             die(1, "PASV: cannot parse %s", line);
         int s = connect_to(addr, (int)(h[4] * 256 + h[5]));
+        drain_socket(&d, s);
         double t0 = now();
         ftp_cmd(ctl, "RETR", o->name, 1, line, sizeof(line));
         long long n = drain(&d, s, t0);
@@ -445,9 +491,9 @@ static void run_ftp(struct opts *o)
 static void usage(void)
 {
     die(2, "usage: netlimit pair --file PATH [--duration S] [--sender-cpu N] [--receiver-cpu N] "
-           "[--recv recv|splice] [--bufsize BYTES] | netlimit ftp --port P --user U --password W "
+           "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES] | netlimit ftp --port P --user U --password W "
            "--name NAME [--host 127.0.0.1] [--size BYTES] [--duration S] [--cpu N] "
-           "[--recv recv|splice] [--bufsize BYTES]");
+           "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES]");
 }
 
 int main(int argc, char **argv)
@@ -484,6 +530,8 @@ int main(int argc, char **argv)
                 die(2, "--recv: expected recv or splice, got '%s'", v);
         } else if (!strcmp(k, "--bufsize"))
             o.bufsize = parse_int(k, v, 4096, 1LL << 28);
+        else if (!strcmp(k, "--rcvlowat"))
+            o.rcvlowat = parse_int(k, v, 0, 1LL << 28);
         else if (!strcmp(k, "--host") && !pair)
             o.host = v;
         else if (!strcmp(k, "--port") && !pair)

@@ -15,7 +15,7 @@ anything runs; a bad spec is rejected with the path of the bad field and why::
       - name: retr
         params: {duration: 10}
     pinning: {server: [0], client: [1]}
-    driver: xferlab-ftp          # what makes the load (runner.load.registry); this is the default
+    driver: xferlab-ftp          # what makes the load (runner.load.registry); default: per protocol
 
 Repeats: ``repeats: N``, or ``repeats: auto`` (3 to 10, stopping when the figure is
 steady: runner.campaign.repeats). Bounds: a spec expands to ``repeats x workloads x servers`` cells
@@ -41,7 +41,7 @@ from runner.catalogue.pairing import no_valid_pair
 from runner.catalogue.servers import ONE_VERSION_SERVERS, ServerName
 from runner.catalogue.variants import check_variant
 from runner.catalogue.workloads import WorkloadParams, params_key
-from runner.load.registry import DEFAULT_DRIVER, driver_names, driver_refuses, get_driver
+from runner.load.registry import default_driver, driver_names, driver_refuses, get_driver
 from runner.spec.axes import check_link_list, expand_axes
 from runner.spec.external import ExternalTarget
 from runner.spec.placement import HostsSpec, Pinning
@@ -178,8 +178,9 @@ class CampaignSpec(BaseModel):
         "auto", description="load-generator processes on this machine for the N-client workloads, each pinned to "
                             "a client CPU, merged as client hosts are (runner.multihost.processes); auto: one per "
                             "pinned client CPU, 1 when the client is not pinned")
-    driver: str = Field(DEFAULT_DRIVER, description="what makes the load (runner.load.registry), for every cell of "
-                                                    "the campaign; default xferlab's own asyncio FTP client")
+    driver: str | None = Field(None, description="what makes the load (runner.load.registry), for every cell of "
+                                                 "the campaign; default (None): xferlab's own client of each "
+                                                 "workload's protocol, xferlab-ftp for FTP, xferlab-http for HTTP")
     storage: list[Literal["disk", "tmpfs"]] = Field(
         default_factory=_default_storage, min_length=1,
         description="storage axis (seed 002: SSD vs tmpfs): each server without its own variant storage "
@@ -248,33 +249,39 @@ class CampaignSpec(BaseModel):
 
     @field_validator("driver")
     @classmethod
-    def _known_driver(cls, v: str) -> str:
-        if v not in driver_names():
+    def _known_driver(cls, v: str | None) -> str | None:
+        if v is not None and v not in driver_names():
             raise ValueError(f"unknown driver {v!r}; known: {', '.join(driver_names())}")
         return v
 
     @model_validator(mode="after")
     def _driver_runs_workloads(self) -> CampaignSpec:
         for i, w in enumerate(self.workloads):
-            name = self.driver_of(w.params)
-            if name not in driver_names():
-                raise ValueError(f"workloads.{i}.params.driver: unknown driver {name!r}; known: "
-                                 f"{', '.join(driver_names())}")
-            driver = get_driver(name)
-            bad = [n for n in w.names() if n not in driver.workloads]
-            if bad:
-                others = [d for d in driver_names() if all(n in get_driver(d).workloads for n in bad)]
-                raise ValueError(f"workloads.{i}: driver {name!r} cannot run {', '.join(bad)} "
-                                 f"(it runs: {', '.join(driver.workloads)}); drivers that can: "
-                                 f"{', '.join(others) or 'none'}")
-            for why in filter(None, (driver_refuses(driver, n, w.params) for n in w.names())):
-                raise ValueError(f"workloads.{i}: driver {name!r}: {why}")
+            by_driver: dict[str, list[str]] = {}
+            for n in w.names():
+                by_driver.setdefault(self.driver_of(w.params, n), []).append(n)
+            for name, names in by_driver.items():
+                if name not in driver_names():
+                    raise ValueError(f"workloads.{i}.params.driver: unknown driver {name!r}; known: "
+                                     f"{', '.join(driver_names())}")
+                driver = get_driver(name)
+                bad = [n for n in names if n not in driver.workloads]
+                if bad:
+                    others = [d for d in driver_names() if all(n in get_driver(d).workloads for n in bad)]
+                    raise ValueError(f"workloads.{i}: driver {name!r} cannot run {', '.join(bad)} "
+                                     f"(it runs: {', '.join(driver.workloads)}); drivers that can: "
+                                     f"{', '.join(others) or 'none'}")
+                for why in filter(None, (driver_refuses(driver, n, w.params) for n in names)):
+                    raise ValueError(f"workloads.{i}: driver {name!r}: {why}")
         return self
 
-    def driver_of(self, params: WorkloadParams) -> str:
-        """Name of the driver that makes the load of a cell with ``params``: the workload's
-        own ``driver`` parameter when set, else the campaign's ``driver``."""
-        return params.driver or self.driver
+    def driver_of(self, params: WorkloadParams, workload: str) -> str:
+        """Name of the driver that makes the load of a cell of ``workload`` with ``params``:
+        the workload's own ``driver`` parameter when set, else the campaign's ``driver``,
+        else xferlab's own client of the workload's protocol
+        (runner.load.registry.default_driver: ``xferlab-ftp`` or ``xferlab-http``).
+        Raises KeyError for a workload not in the catalogue."""
+        return params.driver or self.driver or default_driver(workload)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> CampaignSpec:

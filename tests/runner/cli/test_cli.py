@@ -63,7 +63,9 @@ def test_run_driver_option():
                                    "retr_concurrent", "--clients", "512", "--file-size", "1M"]))
     assert spec.driver == "wget" and [w.name for w in spec.workloads] == ["retr_concurrent"]
     assert spec.workloads[0].params.clients == 512 and spec.workloads[0].params.file_size == 1 << 20
-    assert _build_spec(parse_args(["run", "--preset", "classic"])).driver == "xferlab-ftp"
+    classic = _build_spec(parse_args(["run", "--preset", "classic"]))
+    assert classic.driver is None  # each workload's protocol default: xferlab-ftp for the classic FTP rows
+    assert {classic.driver_of(w.params, n) for w in classic.workloads for n in w.names()} == {"xferlab-ftp"}
     with pytest.raises(SpecError, match="driver 'wget' cannot run stor_concurrent"):
         _build_spec(parse_args(["run", "--preset", "classic", "--driver", "wget", "--workloads", "stor_concurrent"]))
 

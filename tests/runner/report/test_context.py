@@ -30,6 +30,28 @@ def test_context_of_this_machine_names_what_the_seeds_name():
     assert [r.cells[0].text for r in small.rows] == ["kernel", "backend", "link"]
 
 
+def test_cpu_says_what_was_usable_for_what():
+    from runner.report.context import cpu_text
+
+    two = {"cpu_model": "AMD EPYC", "cores": 2, "cores_usable": 1}
+    # the 2-core machine: the server had one CPU, the load generator the other
+    assert cpu_text({**two, "pinning": {"server": [0], "client": [1]}}) == \
+        "AMD EPYC, 2 logical CPUs: server CPU 0, client CPU 1"
+    assert cpu_text({"cores": 8, "cores_usable": 6, "pinning": {"server": [0, 1], "client": [2, 3, 4, 5, 6, 7]}}) == \
+        "8 logical CPUs: server CPUs 0, 1, client CPUs 2, 3, 4, 5, 6, 7"
+    assert cpu_text({**two, "pinning": {"server": [0], "client": None}}) == \
+        "AMD EPYC, 2 logical CPUs: server CPU 0, client not pinned (1 CPU usable)"
+    assert cpu_text({**two, "pinning": {"server": None, "client": [1]}}) == \
+        "AMD EPYC, 2 logical CPUs: server not pinned, client CPU 1"
+    # not pinned: all usable says nothing more; fewer usable says by whom
+    assert cpu_text({"cores": 2, "cores_usable": 2, "pinning": {"server": None, "client": None}}) == "2 logical CPUs"
+    assert cpu_text({"cores": 4, "cores_usable": 2}) == "4 logical CPUs (2 usable by server and client, not pinned)"
+    assert cpu_text({}) == "n/a"
+    rows = {r.cells[0].text: r.cells[1].text
+            for r in context_table({**two, "pinning": {"server": [0], "client": [1]}}).rows}
+    assert rows["CPU"] == "AMD EPYC, 2 logical CPUs: server CPU 0, client CPU 1" and "usable)" not in rows["CPU"]
+
+
 def test_setup_table_and_rst_export_parse_cleanly():
     s = setup_table(["tpd", "vsftpd 3.0.3", "pureftpd"], SETUPS)
     assert [r.cells[0].text for r in s.rows] == ["tpd", "vsftpd 3.0.3"]     # no setup, no row

@@ -1,7 +1,8 @@
 """runner.selftest.limit and netlimit.c: the tool builds with the system compiler, measures a
 nonzero loopback figure in a short bounded run (pair and FTP against the session's
-pyftpdlib), and fails clearly on a missing compiler or bad arguments. Figures are only
-checked for plausibility (bytes = whole downloads), never against a speed."""
+pyftpdlib) in every receiver variant, the limit is the best of them, a ratio above the
+limit is refused, and the tool fails clearly on a missing compiler or bad arguments.
+Figures are only checked for plausibility (bytes = whole downloads), never against a speed."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,17 @@ from pathlib import Path
 import pytest
 
 from runner.selftest import limit
-from runner.selftest.limit import NetlimitError, build, measure_ftp_retr, measure_pair, run_tool
+from runner.selftest.limit import (
+    VARIANTS,
+    LimitTooLowError,
+    NetlimitError,
+    best,
+    build,
+    measure_ftp_retr,
+    measure_pair,
+    run_tool,
+    share_of_limit,
+)
 from tests.support.pyftpd import PASSWORD, USER
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on PATH")
@@ -50,6 +61,81 @@ def test_pair_measures_whole_downloads(binary, payload, receiver):
     # the 4 MiB recv buffer as asked; splice's pipe is at most the kernel's pipe-max-size
     max_pipe = int(Path("/proc/sys/fs/pipe-max-size").read_text())
     assert r.chunk_bytes == (limit.DEFAULT_BUFSIZE if receiver == "recv" else min(limit.DEFAULT_BUFSIZE, max_pipe))
+
+
+def test_every_variant_is_measured_and_the_limit_is_the_best(binary, payload):
+    """The lab client's techniques are in the C receiver: recv and splice, with SO_RCVLOWAT
+    (then a poll(2) wait) and without, at the lab client's buffer and pipe sizes; each
+    variant downloads whole files and reports what was in force; the limit is the
+    highest median of the variants measured in the same run."""
+    scpu, rcpu = _cpus()
+    max_pipe = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    assert {v.receiver for v in VARIANTS} == {"recv", "splice"}
+    assert {v.rcvlowat > 0 for v in VARIANTS} == {True, False}
+    # the lab's RETR client (runner/load/ftp/retr.py): splice through a >= 1 MiB pipe, SO_RCVLOWAT half of it
+    from runner.load.ftp.retr import SPLICE_PIPE
+    assert limit.Variant("splice", SPLICE_PIPE, SPLICE_PIPE // 2) in VARIANTS
+    assert len({v.label for v in VARIANTS}) == len(VARIANTS)
+    medians: dict[str, list[float]] = {v.label: [] for v in VARIANTS}
+    for _ in range(2):
+        for v in VARIANTS:
+            r = measure_pair(payload, 0.2, receiver=v.receiver, bufsize=v.bufsize, rcvlowat=v.rcvlowat,
+                             sender_cpu=scpu, receiver_cpu=rcpu, binary=binary)
+            assert r.receiver == v.receiver and r.rcvlowat == v.rcvlowat
+            assert r.transfers >= 1 and r.bytes == r.transfers * SIZE and r.mib_s > 0
+            assert r.chunk_bytes == (v.bufsize if v.receiver == "recv" else min(v.bufsize, max_pipe))
+            medians[v.label].append(r.mib_s)
+    med = {k: sorted(x)[len(x) // 2] for k, x in medians.items()}
+    label, top = best(med)
+    assert top == max(med.values()) and med[label] == top
+    assert all(share_of_limit(m, top) <= 1.0 for m in med.values())
+    with pytest.raises(ValueError, match="no variant"):
+        best({})
+
+
+def test_a_ratio_above_the_limit_is_refused():
+    assert share_of_limit(900.0, 1000.0) == pytest.approx(0.9)
+    assert share_of_limit(1000.0, 1000.0) == 1.0
+    with pytest.raises(LimitTooLowError, match=r"ours 4,062 > limit 1,767 \(ratio 2.30\): the limit is wrong"):
+        share_of_limit(4062.0, 1767.0)
+    with pytest.raises(ValueError, match="must be positive"):
+        share_of_limit(1.0, 0.0)
+
+
+def test_selftest_refuses_a_ratio_to_a_limit_forced_low(binary, pyftpd):
+    """benchmarks/loadgen_selftest.py's ratio lines: the reference is measured (the C
+    receiver against pyftpdlib), the limit is forced low (a hundredth of a measured
+    pair): no ratio to the limit is printed, the line says the limit is wrong; with the
+    limit as measured, the reference's share of it is printed."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "loadgen_selftest", Path(__file__).resolve().parents[3] / "benchmarks" / "loadgen_selftest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    host, port, home = pyftpd
+    (home / "netlimit-ratio.bin").write_bytes(os.urandom(SIZE))
+    v = VARIANTS[0]
+    ref = measure_ftp_retr(port, USER, PASSWORD, "netlimit-ratio.bin", 0.2, size=SIZE, host=host,
+                           receiver=v.receiver, bufsize=v.bufsize, binary=binary)
+    lim = measure_pair(home / "netlimit-ratio.bin", 0.2, receiver=v.receiver, bufsize=v.bufsize, binary=binary)
+    med = {"ours: run_workload retr (default)": (ref.mib_s, 0.0), f"reference: C receiver {v.label}": (ref.mib_s, 0.0),
+           f"limit: C sendfile -> C {v.label}": (lim.mib_s / 100, 0.0)}
+    lines = mod.limit_ratio_lines(med, "ours: run_workload retr (default)")
+    refused = [x for x in lines if x.startswith(("ratio ours / limit", "ratio reference / limit"))]
+    assert len(refused) == 2 and all("refused: " in x and "the limit is wrong" in x for x in refused), lines
+    assert not any(x.startswith("ratio ours / limit: ") and "refused" not in x for x in lines)
+    high = dict(med, **{f"limit: C sendfile -> C {v.label}": (max(lim.mib_s, ref.mib_s) * 1.0, 0.0)})
+    ok = mod.limit_ratio_lines(high, "ours: run_workload retr (default)")
+    assert any(x.startswith("ratio ours / limit: 0.") or x == "ratio ours / limit: 1.00" for x in ok), ok
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.label)
+def test_ftp_receiver_variants_against_pyftpdlib(binary, pyftpd, variant):
+    host, port, home = pyftpd
+    (home / "netlimit.bin").write_bytes(os.urandom(SIZE))
+    r = measure_ftp_retr(port, USER, PASSWORD, "netlimit.bin", 0.2, size=SIZE, host=host, receiver=variant.receiver,
+                         bufsize=variant.bufsize, rcvlowat=variant.rcvlowat, binary=binary)
+    assert r.mode == "ftp" and r.transfers >= 1 and r.bytes == r.transfers * SIZE and r.rcvlowat == variant.rcvlowat
 
 
 @pytest.mark.parametrize("receiver", limit.RECEIVERS)
@@ -109,6 +195,7 @@ def test_compile_error_shows_the_compiler_output(tmp_path):
     ({"duration": 601}, "duration must be in"),
     ({"receiver": "mmap"}, "receiver must be one of"),
     ({"bufsize": 100}, "bufsize must be in"),
+    ({"rcvlowat": -1}, "rcvlowat must be in"),
     ({"sender_cpu": -1}, "sender_cpu must be a CPU"),
 ])
 def test_pair_bad_arguments(binary, payload, kwargs, message):
@@ -142,6 +229,7 @@ def test_ftp_rejects_crlf(binary):
     (["pair", "--file", "/etc/hostname", "--duration", "-1"], "--duration: expected seconds"),
     (["pair", "--file", "/etc/hostname", "--bufsize", "12x"], "--bufsize: expected an integer"),
     (["pair", "--file", "/etc/hostname", "--recv", "mmap"], "--recv: expected recv or splice"),
+    (["pair", "--file", "/etc/hostname", "--rcvlowat", "-5"], "--rcvlowat: expected an integer"),
     (["pair", "--file", "/nonexistent/x"], "--file /nonexistent/x"),
     (["ftp", "--port", "21"], "ftp needs --port, --user"),
     (["ftp", "--file", "x"], "unknown option '--file' for mode ftp"),

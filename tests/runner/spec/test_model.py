@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from runner.load.registry import get_driver
 from runner.spec.model import SpecError, expand, load_spec, parse_spec
 
 
@@ -151,7 +152,9 @@ def test_driver_default_unknown_and_unsupported_workload(monkeypatch):
     from runner.load import registry as drivers
 
     base = {"servers": [{"name": "pyftpdlib"}], "workloads": [{"name": "login"}, {"preset": "classic"}]}
-    assert parse_spec(base).driver == "xferlab-ftp"
+    spec = parse_spec(base)
+    assert spec.driver is None
+    assert {spec.driver_of(w.params, n) for w in spec.workloads for n in w.names()} == {"xferlab-ftp"}
     with pytest.raises(SpecError) as e:
         parse_spec({**base, "driver": "ab"})
     assert "driver: unknown driver 'ab'; known: xferlab-ftp, xferlab-http, wrk, h2load, lftp, wget, curl" \
@@ -172,8 +175,8 @@ def test_http_workloads_pair_only_with_http_drivers():
                      "workloads": [{"name": "http_upload", "params": {"clients": 500, "duration": 10,
                                                                        "body_size": "8K", "method": "post"}}]})
     assert ok.workloads[0].params.body_size == 8192
-    with pytest.raises(SpecError) as e:  # the default driver speaks FTP only
-        parse_spec({"servers": srv, "workloads": [{"name": "http_upload"}]})
+    with pytest.raises(SpecError) as e:  # a named FTP driver cannot run an HTTP workload
+        parse_spec({"servers": srv, "driver": "xferlab-ftp", "workloads": [{"name": "http_upload"}]})
     assert "driver 'xferlab-ftp' cannot run http_upload" in str(e.value)
     assert "drivers that can: xferlab-http, wrk, h2load" in str(e.value)
     with pytest.raises(SpecError) as e:
@@ -189,6 +192,26 @@ def test_http_workloads_pair_only_with_http_drivers():
         assert words in str(e.value)
 
 
+def test_default_driver_follows_the_workload_protocol():
+    # no driver named: each workload gets xferlab's own client of its protocol, in one campaign
+    spec = parse_spec({"servers": [{"name": "tpd"}], "workloads": [
+        {"name": "http_upload"}, {"name": "retr"}, {"name": "http_download"}, {"name": "login"}]})
+    assert spec.driver is None
+    assert [spec.driver_of(w.params, w.name) for w in spec.workloads] == [
+        "xferlab-http", "xferlab-ftp", "xferlab-http", "xferlab-ftp"]
+    assert {c.workload: spec.driver_of(c.params, c.workload) for c in expand(spec)} == {
+        "http_upload": "xferlab-http", "retr": "xferlab-ftp", "http_download": "xferlab-http", "login": "xferlab-ftp"}
+    # a preset mixing both protocols expands per workload: each name gets its own default
+    from runner.catalogue.workloads import WORKLOADS
+    from runner.load.registry import DEFAULT_DRIVERS, default_driver
+    assert {default_driver(n) for n in WORKLOADS} == set(DEFAULT_DRIVERS.values())
+    assert all(n in get_driver(default_driver(n)).workloads for n in WORKLOADS)
+    # a campaign driver still wins over the default, and a workload's own over both
+    wrk = parse_spec({"servers": [{"name": "tpd"}], "driver": "wrk", "workloads": [
+        {"name": "http_download"}, {"name": "http_download", "params": {"driver": "xferlab-http"}}]})
+    assert [wrk.driver_of(w.params, w.name) for w in wrk.workloads] == ["wrk", "xferlab-http"]
+
+
 def test_workload_driver_overrides_the_campaign_driver():
     # seed 004: wget beside xferlab's own client in one campaign, told apart by key and title
     from runner.catalogue.workloads import WORKLOADS, params_key
@@ -198,7 +221,7 @@ def test_workload_driver_overrides_the_campaign_driver():
         {"name": "retr_concurrent", "params": {"clients": 8, "file_size": "1M", "driver": "wget"}},
         {"name": "retr_concurrent", "params": {"clients": 8, "file_size": "1M"}}]})
     own, wget = spec.workloads[1].params, spec.workloads[0].params
-    assert (spec.driver_of(wget), spec.driver_of(own)) == ("wget", "xferlab-ftp")
+    assert (spec.driver_of(wget, "retr_concurrent"), spec.driver_of(own, "retr_concurrent")) == ("wget", "xferlab-ftp")
     assert params_key("retr_concurrent", wget) == params_key("retr_concurrent", own).replace(
         ",file_size=", ",driver=wget,file_size=")
     assert WORKLOADS["retr_concurrent"].title_for(wget) == "8 concurrent clients (RETR 1M file) [wget]"
@@ -225,6 +248,6 @@ def test_seed_presets_003_and_004():
     assert [w.params.client_options["xfer:buffer-size"] for w in s3.workloads] == ["0x10000", "0x20000", "0x100000"]
     assert all(w.params.transfer_size == 1 << 30 for w in s3.workloads)
     s4 = parse_spec(preset_data("seed004"), "preset seed004")
-    assert [s4.driver_of(w.params) for w in s4.workloads] == ["wget", "xferlab-ftp"]
+    assert [s4.driver_of(w.params, w.name) for w in s4.workloads] == ["wget", "xferlab-ftp"]
     assert all((w.params.clients, w.params.file_size) == (512, 1 << 20) for w in s4.workloads)
     assert {"tpd", "vsftpd"} <= {s.name for s in s4.servers}

@@ -185,7 +185,7 @@ def _run_spec_for_real(data: dict, home: Path, user: str, password: str) -> None
         req.external.update(port=port, root=str(home))  # the fixture written there: lftp runs the script
         target = external_target(req)
         w = spec.workloads[0]
-        get_driver(spec.driver_of(w.params)).run(w.names()[0], target, w.params)
+        get_driver(spec.driver_of(w.params, w.names()[0])).run(w.names()[0], target, w.params)
     finally:
         stop(proc)
 
