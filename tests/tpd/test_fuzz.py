@@ -25,6 +25,8 @@ import pytest
 from tests.tpd.conftest import BUILD, TPD_DIR
 from tests.tpd.tls_support import client_hello
 
+pytestmark = pytest.mark.slow
+
 SEEDS = {
     "fuzz_ftp": [b"USER alice\r\n", b"PORT 127,0,0,1,4,1\r\n", b"EPRT |2|::1|5000|\r\n",
                  b"CWD ../../a/./b//c\r\n", b"\xff\xf4\xff\xf2ABOR\r\n", b"RETR x\n"],

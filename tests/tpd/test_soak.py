@@ -19,7 +19,11 @@ import os
 import random
 import time
 
+import pytest
+
 from tests.tpd.test_security import _no_temp_files
+
+pytestmark = pytest.mark.slow
 
 SOAK_RSS_BOUND = 48 << 20
 
