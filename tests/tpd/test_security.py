@@ -204,7 +204,7 @@ def test_unread_http_listings_do_not_grow_rss(many_server):
     r.read()
     assert r.status == 200
     c.close()
-    time.sleep(0.3)
+    srv.wait_no_clients()                         # the warm-up connection is gone
     before = srv.rss_bytes()
     socks = []
     for _ in range(60):
@@ -232,7 +232,7 @@ def test_unread_ftp_listings_do_not_grow_rss(many_server):
     f.retrlines("LIST many", lines.append)
     assert len(lines) == MANY
     f.quit()
-    time.sleep(0.3)
+    srv.wait_no_clients()                         # the warm-up session is gone
     before = srv.rss_bytes()
     held = []
     for _ in range(30):
@@ -334,7 +334,7 @@ def test_failed_ftp_stor_keeps_old_file(server):
             ctl.close()
         else:
             ctl.close()                                # session dies mid-upload
-            time.sleep(0.5)
+            server.wait_no_clients()                   # the server dropped the session (and its data connection)
         data.close()
         deadline = time.monotonic() + 10
         while not _no_temp_files(server.home) and time.monotonic() < deadline:
