@@ -29,6 +29,18 @@ import pytest
 
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
+#: Markers that imply ``slow``: a test with real servers and campaigns (integration), a Docker
+#: engine (docker) or a real Chromium (browser) takes seconds to minutes.
+SLOW_KINDS = ("integration", "docker", "browser")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test carrying one of SLOW_KINDS (tests slow for another reason
+    carry ``slow`` themselves), so that ``-m 'not slow'`` leaves the quick tests. CI runs all."""
+    for item in items:
+        if any(item.get_closest_marker(k) for k in SLOW_KINDS) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
 
 def _skip_message(longrepr: object) -> str:
     """The message of a skip report's ``longrepr`` (``(path, lineno, "Skipped: reason")``)."""

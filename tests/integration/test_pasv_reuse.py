@@ -5,22 +5,25 @@ A server that closes the data connection first (all of them do after RETR) leave
 the connection's server side in TIME_WAIT for 60 s.  If the server binds its next
 passive listener without SO_REUSEADDR, a port with a TIME_WAIT connection cannot be
 bound again, so short transfers use up a passive range at the rate they run and
-users get ``425``.  Each server gets a 2,000-port passive range (the width tpd gets
-by default) and one session runs 5,000 short RETRs (a 16-byte file) through the
-lab's load-generator client (runner.load.ftp.session.FTPSession): more transfers than
-ports, so every port is reused while its previous connection is in TIME_WAIT.
+users get ``425``.  Each server gets a 100-port passive range and one session runs 500
+short RETRs (a 16-byte file) through the lab's load-generator client
+(runner.load.ftp.session.FTPSession): more transfers than ports, five per port, and the
+test asserts that the whole session ends within one TIME_WAIT period (500 RETRs take
+about 1 to 21 s here), so every reuse of a port happens while its previous connection is
+in TIME_WAIT. A server that hands out its range in turn reuses each port four times that
+way; one that picks at random repeats a port within about a dozen transfers (birthday
+bound over 100 ports).
 
 The lab counts 425 replies under their own error kind (``reply_425``); the test
 asserts there are none, and prints the counts per server.
 
-Twisted is the exception: each of its RETRs takes about 42 ms here, all of it between
-the end of the data and the ``226`` reply. Twisted's control connection runs without
+Twisted's RETRs are the slowest: each takes about 42 ms here, all of it between the end
+of the data and the ``226`` reply. Twisted's control connection runs without
 TCP_NODELAY, so Nagle's algorithm holds the small ``226`` segment until the client
 ACKs the ``150`` before it, and the client delays that ACK (Linux's delayed ACK,
 about 40 ms). Measured: 226 after 42.05 ms median; with TCP_QUICKACK set on the
-client's control socket, 0.06 ms. 5,000 RETRs would take about 4 minutes, so Twisted
-runs 1,000 RETRs through a 200-port range: still five transfers per port within one
-TIME_WAIT period, the same trap.
+client's control socket, 0.06 ms. Its 500 RETRs take about 21 s, still inside one
+TIME_WAIT period.
 
 Bounded: the transfers and SERVER_BUDGET_S seconds per server, whichever first.
 """
@@ -41,10 +44,11 @@ from tests.support.ports import free_range
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
-RETRS = 5_000
-PASV_WIDTH = 2_000
-#: (RETRs, passive ports) where the default would take minutes (see the module docstring)
-SLOW = {"twisted": (1_000, 200)}
+RETRS = 500
+#: passive ports per server: RETRS / PASV_WIDTH = 5 transfers per port within one TIME_WAIT period
+PASV_WIDTH = 100
+#: Linux's TIME_WAIT length (TCP_TIMEWAIT_LEN, include/net/tcp.h), seconds
+TIME_WAIT_S = 60.0
 SERVER_BUDGET_S = 120.0
 TINY = b"xferlab pasv 425"
 
@@ -87,9 +91,9 @@ async def _many_retrs(host: str, port: int, user: str, password: str,
 
 
 @pytest.mark.parametrize("name,version", SERVERS, ids=[s[0] for s in SERVERS])
-def test_5000_short_retrs_in_one_session(name, version, tmp_path):
+def test_500_short_retrs_over_100_ports_in_one_session(name, version, tmp_path):
     backend = LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
-    retrs, width = SLOW.get(name, (RETRS, PASV_WIDTH))
+    retrs, width = RETRS, PASV_WIDTH
     lo = free_range(width)[0]
     req = ServerRequest(name, version, variant={"pasv_ports": f"{lo}-{lo + width - 1}"})
     h = start_or_skip(backend, req)
@@ -105,3 +109,5 @@ def test_5000_short_retrs_in_one_session(name, version, tmp_path):
     assert counts["reply_425"] == 0, (
         f"{name} ran out of passive ports: {dict(counts)} (425 after "
         f"{counts['ok']} transfers through {width} ports)")
+    assert secs < TIME_WAIT_S, (f"{name}: {retrs} RETRs took {secs:.1f} s, longer than one TIME_WAIT "
+                                f"period: a port's earlier connection may have left TIME_WAIT before its reuse")

@@ -135,6 +135,7 @@ class TpdServer:
             try:
                 with socket.create_connection(("127.0.0.1", self.ftp_port), timeout=1) as s:
                     s.recv(100)
+                self.wait_no_clients()       # the probe's close has landed: tests start from no client
                 return
             except OSError:
                 time.sleep(0.05)
@@ -154,6 +155,27 @@ class TpdServer:
 
     def fd_count(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def socket_count(self) -> int:
+        """Sockets the server process holds (its listeners and its connections)."""
+        n = 0
+        for fd in os.listdir(f"/proc/{self.proc.pid}/fd"):
+            try:
+                n += os.readlink(f"/proc/{self.proc.pid}/fd/{fd}").startswith("socket:")
+            except OSError:
+                pass                     # closed while listed
+        return n
+
+    def wait_no_clients(self, timeout: float = 10.0) -> None:
+        """Wait until the server holds no socket but its listeners (FTP, and HTTP, FTPS and
+        HTTPS when started with them): every client's close has been seen and answered by
+        the server's own close. Polls every 10 ms for at most ``timeout`` seconds; raises
+        AssertionError with the count of sockets still open after that."""
+        listeners = sum(p is not None for p in (self.ftp_port, self.http_port, self.ftps_port, self.https_port))
+        deadline = time.monotonic() + timeout
+        while (n := self.socket_count()) > listeners and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert n <= listeners, f"tpd still holds {n - listeners} client sockets after {timeout} s"
 
     def stop(self) -> int:
         """SIGTERM the server; return its exit status."""

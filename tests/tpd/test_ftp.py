@@ -370,8 +370,7 @@ def test_slow_and_stalled_clients_do_not_block_others(server):
 
 @pytest.mark.parametrize("tls", [False, True], ids=TLS_IDS)
 def test_max_conns(make_server, tls):
-    srv = make_server(extra=["--max-conns", "3"], tls=tls)
-    time.sleep(0.3)                     # let the readiness probe's close land
+    srv = make_server(extra=["--max-conns", "3"], tls=tls)   # the readiness probe's close has landed
     if tls:
         # TLS sessions count; over the limit the implicit-FTPS listener
         # closes at once (no plaintext reply can precede the handshake)
@@ -386,7 +385,7 @@ def test_max_conns(make_server, tls):
     s.close()
     for c in conns:
         c.close()
-    time.sleep(0.3)
+    srv.wait_no_clients()                 # the three sessions are gone: room for one again
     Raw(srv.ftp_port).close()
     if tls:
         ftps_connect(srv, implicit=True).quit()
@@ -395,25 +394,29 @@ def test_max_conns(make_server, tls):
 @pytest.mark.parametrize("tls", [False, True], ids=TLS_IDS)
 def test_idle_timeout(make_server, tls):
     srv = make_server(extra=["--idle-timeout", "1"], tls=tls)
+    # the 421 is awaited (at most 5 s), not slept for: it comes once the session has been
+    # idle for the timeout, so never sooner than 1 s after the client's last exchange
     if tls:
         # a logged-in FTPS session gets its 421 over TLS, then the close
         f = connect(srv, tls=True)
-        time.sleep(2.5)
+        t0 = time.monotonic()
+        f.sock.settimeout(5)
         with pytest.raises(ftplib.error_temp, match="421"):
             f.voidresp()
+        assert time.monotonic() - t0 >= 0.8  # 0.2 s: this process scheduled late after the last reply
         f.close()
         return
     r = Raw(srv.ftp_port)
-    time.sleep(2.5)
+    t0 = time.monotonic()
     r.s.settimeout(5)
     data = r.s.recv(100)
     assert data.startswith(b"421")
+    assert time.monotonic() - t0 >= 0.8  # 0.2 s: this process scheduled late after the last reply
 
 
 def test_no_descriptor_leak(server):
     (server.home / "f.bin").write_bytes(b"q" * 200000)
-    time.sleep(0.3)                      # let the readiness probe close
-    base = server.fd_count()
+    base = server.fd_count()             # the fixture waited for the readiness probe's close
     for i in range(20):
         f = connect(server)
         retr(f, "f.bin")
@@ -426,7 +429,6 @@ def test_no_descriptor_leak(server):
     deadline = time.monotonic() + 10
     while server.fd_count() > base and time.monotonic() < deadline:
         time.sleep(0.1)
-    # <= : the start-up readiness probe may still have been open at `base`
     assert server.fd_count() <= base
 
 

@@ -5,10 +5,18 @@ TLS target drives tpd's OpenSSL state machine through memory BIOs (a
 handshake fed the input, a real handshake followed by the input as
 records) and the AUTH/PBSZ/PROT states.  Skipped when clang is not installed; a failing
 build with clang present (e.g. libclang-rt-14-dev missing) is a test failure.
-TPD_FUZZ_SECONDS (default 25) sets the time per target."""
+
+Each run starts from the seeds below plus the stored corpus of servers/tpd/fuzz/corpus/TARGET/:
+the inputs earlier long runs found that reach new code (libFuzzer's ``-merge=1`` keeps only
+those). libFuzzer first executes every corpus input under ASan and UBSan, so the coverage
+those runs reached is checked again in seconds, then fuzzes onwards from there.
+TPD_FUZZ_SECONDS (default 5) sets the fuzzing time per target after that replay; with
+TPD_FUZZ_MERGE=1 the inputs a run finds that add coverage are merged into the stored corpus
+(``make fuzz``: 600 s per target)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -16,6 +24,8 @@ import pytest
 
 from tests.tpd.conftest import BUILD, TPD_DIR
 from tests.tpd.tls_support import client_hello
+
+pytestmark = pytest.mark.slow
 
 SEEDS = {
     "fuzz_ftp": [b"USER alice\r\n", b"PORT 127,0,0,1,4,1\r\n", b"EPRT |2|::1|5000|\r\n",
@@ -39,6 +49,10 @@ SEEDS = {
 }
 
 
+#: the stored corpus, one folder per target (files named by libFuzzer: the SHA-1 of the input)
+CORPUS = TPD_DIR / "fuzz" / "corpus"
+
+
 @pytest.fixture(scope="module")
 def fuzzers():
     if not shutil.which("clang"):
@@ -56,7 +70,12 @@ def test_fuzz_target(fuzzers, target, tmp_path):
     corpus.mkdir()
     for i, seed in enumerate(SEEDS[target]):
         (corpus / f"seed{i}").write_bytes(seed)
-    secs = int(os.environ.get("TPD_FUZZ_SECONDS", "25"))
+    merge = os.environ.get("TPD_FUZZ_MERGE") == "1"
+    stored = sorted((CORPUS / target).iterdir()) if (CORPUS / target).is_dir() else []
+    assert stored or merge, f"no stored corpus in {CORPUS / target} (make fuzz makes one)"
+    for f in stored:
+        shutil.copyfile(f, corpus / f.name)
+    secs = int(os.environ.get("TPD_FUZZ_SECONDS", "5"))
     p = subprocess.run([str(fuzzers / target), f"-max_total_time={secs}", "-max_len=4096",
                         "-timeout=5", "-rss_limit_mb=1024",
                         f"-artifact_prefix={tmp_path}/", str(corpus)],
@@ -64,3 +83,12 @@ def test_fuzz_target(fuzzers, target, tmp_path):
     tail = p.stderr.decode(errors="replace")[-3000:]
     assert p.returncode == 0, tail
     assert "Done" in tail
+    # every stored input was read and executed before the fuzzing began
+    m = re.search(r"INFO: seed corpus: files: (\d+)", p.stderr.decode(errors="replace"))
+    assert m and int(m.group(1)) == len(stored) + len(SEEDS[target]), tail
+    if merge:
+        (CORPUS / target).mkdir(parents=True, exist_ok=True)
+        m = subprocess.run([str(fuzzers / target), "-merge=1", "-max_len=4096", "-timeout=5",
+                            "-rss_limit_mb=1024", str(CORPUS / target), str(corpus)],
+                           capture_output=True, timeout=600)
+        assert m.returncode == 0, m.stderr.decode(errors="replace")[-3000:]

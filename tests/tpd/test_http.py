@@ -225,8 +225,7 @@ def test_slow_header_client_does_not_block(server):
 
 def test_http_no_fd_leak(server):
     (server.home / "f").write_bytes(b"f" * 100_000)
-    time.sleep(0.3)                      # let the readiness probe close
-    base = server.fd_count()
+    base = server.fd_count()             # the fixture waited for the readiness probe's close
     for _ in range(30):
         s = socket.create_connection(("127.0.0.1", server.http_port))
         s.sendall(b"GET /f HTTP/1.1\r\n\r\n")
@@ -238,5 +237,4 @@ def test_http_no_fd_leak(server):
     deadline = time.monotonic() + 10
     while server.fd_count() > base and time.monotonic() < deadline:
         time.sleep(0.1)
-    # <= : the start-up readiness probe may still have been open at `base`
     assert server.fd_count() <= base
