@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import urllib.request
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from tests.dashboard.conftest import BROWSER_TOKEN as TOKEN
 from tests.dashboard.conftest import CHROMIUM
 from tests.dashboard.many import STEP_AT, TEN_SERVERS, WORKLOADS
-from tests.dashboard.test_browser import WIDE, _open, _shots, _wait_done
+from tests.dashboard.test_browser import WIDE, _open, _shots
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,
@@ -28,6 +29,19 @@ CAMPAIGNS = 50
 #: Tallest the history page may be at 1280 px: the filter form and at most 40 open series
 #: rows (dashboard.services.history.OPEN_ROWS) of about 35 px, the folded groups' summaries.
 MAX_HISTORY_PX = 3000
+
+
+def _wait_done(base: str, cid: int, timeout: float = 400) -> dict:
+    """The campaign's JSON once its status is neither queued nor running (polled every
+    second, at most ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    d: dict = {}
+    while time.monotonic() < deadline:
+        d = json.loads(urllib.request.urlopen(f"{base}/api/campaigns/{cid}", timeout=10).read())
+        if d["status"] not in ("queued", "running"):
+            return d
+        time.sleep(1)
+    raise AssertionError(f"campaign {cid} not finished after {timeout}s: {d}")
 
 
 def _height(page) -> int:
