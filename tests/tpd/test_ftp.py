@@ -4,6 +4,7 @@ from __future__ import annotations
 import ftplib
 import io
 import os
+import signal
 import socket
 import ssl
 import threading
@@ -546,3 +547,36 @@ def test_config_file_and_flag_override(tpd_binary, tmp_path):
     bad = subprocess.run([str(tpd_binary), "--users", str(users), "--max-conns", "zero"],
                          capture_output=True, timeout=20)
     assert bad.returncode == 2
+
+
+@pytest.mark.parametrize("order", ["data_first", "control_first"])
+def test_upload_of_a_session_gone_before_226_is_not_committed(server, order):
+    """A client that dies closes both connections; stream mode has no end-of-file mark but
+    the data connection's EOF (RFC 959, 3.4.1), and a busy server may see that EOF before
+    the control connection's, in either order, in one epoll batch. The server is stopped
+    (SIGSTOP) while the client hangs up both, so both FINs wait for one wake-up: the upload
+    is not committed either way and the old file stays. A session that waits for its 226
+    commits (the same STOR with the control connection open)."""
+    keep = server.home / "keep.txt"
+    keep.write_bytes(b"keep me\n")
+    r = Raw(server.ftp_port)
+    r.login()
+    rep = r.cmd("PASV")
+    assert rep.startswith("227"), rep
+    nums = rep[rep.index("(") + 1:rep.index(")")].split(",")
+    d = socket.create_connection(("127.0.0.1", int(nums[4]) * 256 + int(nums[5])), timeout=10)
+    assert r.cmd("STOR keep.txt").startswith("150")
+    d.sendall(b"q" * 4000)
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        for s in ((d, r.s) if order == "data_first" else (r.s, d)):
+            s.close()
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+    server.wait_no_clients()
+    assert keep.read_bytes() == b"keep me\n"
+    assert not [p.name for p in server.home.iterdir() if p.name != "keep.txt"]  # no temporary left
+    f = connect(server)
+    f.storbinary("STOR keep.txt", io.BytesIO(b"q" * 4000))
+    f.quit()
+    assert keep.read_bytes() == b"q" * 4000

@@ -203,6 +203,26 @@ static int data_open(struct ftp_sess *s)
 }
 
 /*
+ * Whether the client has closed (or reset) the control connection with
+ * nothing left to read on it: recv(MSG_PEEK | MSG_DONTWAIT) returns 0 or
+ * fails with something other than EAGAIN.  In stream mode an EOF on the
+ * data connection is the only end-of-file mark (RFC 959, 3.4.1), and a
+ * client that dies closes both connections: the server may see the data
+ * EOF first, even when the control connection closed long before it (both
+ * arrive in one epoll batch on a busy server).  A plain upload whose
+ * session is already gone cannot be told 226, so it is not committed.
+ */
+static bool ctl_hung_up(struct ftp_sess *s)
+{
+    char c;
+    if (s->ctl.fd < 0)
+        return true;
+    ssize_t n = recv(s->ctl.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                      errno != EINTR);
+}
+
+/*
  * The data went out (or came in) whole: on a TLS data connection send
  * close_notify first (waiting for EPOLLOUT if the socket is full), then
  * end the transfer with 226 `msg`.  A RETR or listing whose close_notify
@@ -213,7 +233,10 @@ static int data_open(struct ftp_sess *s)
 static void data_finish(struct ftp_sess *s, const char *msg)
 {
     if (!s->data.ssl) {
-        ftp_xfer_done(s, 226, msg);
+        if (s->xfer == X_FILE_IN && ctl_hung_up(s))
+            ftp_xfer_done(s, 426, "Connection closed; transfer aborted.");
+        else
+            ftp_xfer_done(s, 226, msg);
         return;
     }
     s->fin_msg = msg;
