@@ -12,6 +12,10 @@ as the server being judged:
 - socket buffers: kernel autotuning (no ``SO_SNDBUF``/``SO_RCVBUF``), as tpd and the
   load generator leave them.
 
+The same process uploads as an FTP client (:func:`measure_ftp_stor`: PASV + STOR per
+upload, the file sent with blocking ``sendfile(2)``, the load generator's STOR syscall),
+a reference for a server's STOR throughput.
+
 A server is judged by the same C receiver as an FTP client (:func:`measure_ftp_retr`:
 PASV + RETR per download), so ``server / limit`` compares senders only and is <= 1 up
 to noise. Throughput = payload bytes / summed per-download time (from just before the
@@ -136,6 +140,21 @@ def measure_pair(file: Path, duration: float = 1.0, *, receiver: Receiver = "rec
     return run_tool(args, binary, duration + 150.0)
 
 
+def _loopback(host: str, port: int, user: str, password: str, name: str) -> None:
+    """Raise ValueError unless ``host`` is in 127.0.0.0/8, ``port`` in 1..65535 and no
+    CR or LF is in ``user``, ``password`` or ``name``."""
+    try:
+        addr = ipaddress.IPv4Address(host)
+    except ValueError as e:
+        raise ValueError(f"host must be an IPv4 loopback address, got {host!r}") from e
+    if not addr.is_loopback:
+        raise ValueError(f"host must be in 127.0.0.0/8 (loopback only), got {host!r}")
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port must be in 1..65535, got {port!r}")
+    if any(c in s for s in (user, password, name) for c in "\r\n"):
+        raise ValueError("user, password and name must not contain CR or LF")
+
+
 def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: float = 1.0, *,
                      size: int | None = None, host: str = "127.0.0.1", receiver: Receiver = "recv",
                      cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE,
@@ -147,18 +166,32 @@ def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: f
     Raises ValueError on a bad argument (host not in 127.0.0.0/8, port outside 1..65535,
     CR/LF in user/password/name, and as :func:`measure_pair`), NetlimitError when the
     login, a transfer or the build fails (the FTP reply is in the message)."""
-    try:
-        addr = ipaddress.IPv4Address(host)
-    except ValueError as e:
-        raise ValueError(f"host must be an IPv4 loopback address, got {host!r}") from e
-    if not addr.is_loopback:
-        raise ValueError(f"host must be in 127.0.0.0/8 (loopback only), got {host!r}")
-    if not 1 <= port <= 65535:
-        raise ValueError(f"port must be in 1..65535, got {port!r}")
-    if any(c in s for s in (user, password, name) for c in "\r\n"):
-        raise ValueError("user, password and name must not contain CR or LF")
+    _loopback(host, port, user, password, name)
     args = ["ftp", "--host", host, "--port", str(port), "--user", user, "--password", password,
             "--name", name, *_common(duration, receiver, bufsize), *_cpu("--cpu", "cpu", cpu)]
     if size is not None:
         args += ["--size", str(size)]
+    return run_tool(args, binary, duration + 150.0)
+
+
+def measure_ftp_stor(port: int, user: str, password: str, name: str, file: Path, duration: float = 1.0, *,
+                     host: str = "127.0.0.1", cpu: int | None = None, binary: Path | None = None) -> LimitResult:
+    """A server's STOR throughput from the C uploader: log in once, then PASV + ``STOR
+    name`` + ``file`` whole with blocking ``sendfile(2)`` + close + the 2xx reply, repeated
+    for ``duration`` seconds (at least once); after each upload, untimed, ``SIZE name`` must
+    equal the file's size. Throughput = bytes / summed time from just before ``STOR`` to
+    the 2xx reply; the uploader pinned to ``cpu``. The result's ``receiver`` is
+    ``"sendfile"``.
+
+    Raises ValueError on a bad argument (as :func:`measure_ftp_retr`; ``file`` not a
+    non-empty regular file), NetlimitError when the login, an upload, the size check or
+    the build fails (the FTP reply is in the message)."""
+    file = Path(file)
+    if not file.is_file() or file.stat().st_size == 0:
+        raise ValueError(f"file must be a non-empty regular file: {file}")
+    _loopback(host, port, user, password, name)
+    if not 0 < duration <= MAX_DURATION:
+        raise ValueError(f"duration must be in (0, {MAX_DURATION:g}] seconds, got {duration!r}")
+    args = ["stor", "--host", host, "--port", str(port), "--user", user, "--password", password,
+            "--name", name, "--file", str(file), "--duration", repr(float(duration)), *_cpu("--cpu", "cpu", cpu)]
     return run_tool(args, binary, duration + 150.0)
