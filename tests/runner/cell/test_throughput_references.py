@@ -161,7 +161,8 @@ def _curl(t: Target, cpu: int | None, *, upload: Path | None = None, name: str) 
     the lab times it (the login is left out, as the lab's phase leaves it out)."""
     url = f"ftp://{t.user}:{t.password}@127.0.0.1:{t.port}/{name}"
     what = "%{size_upload}" if upload else "%{size_download}"
-    argv = ["curl", "-s", "-S", "--max-time", str(CURL_TIMEOUT_S), "-w", f"{what} %{{time_total}} %{{time_pretransfer}}",
+    argv = ["curl", "-s", "-S", "--max-time", str(CURL_TIMEOUT_S),
+            "-w", f"{what} %{{time_total}} %{{time_pretransfer}}",
             *(["-T", str(upload)] if upload else ["-o", "/dev/null"]), url]
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu), *argv]
