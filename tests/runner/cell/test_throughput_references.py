@@ -48,8 +48,6 @@ ROUNDS = 5
 ROUND_S = 0.5
 #: The lab's figure / a reference's, median over the rounds, must lie in this band.
 BAND = (0.9, 1.1)
-#: curl's receive buffer (CURLOPT_BUFFERSIZE's default, 16 KiB; the command line cannot change it).
-CURL_BUFFER = 16 << 10
 #: Most seconds one curl transfer may take.
 CURL_TIMEOUT_S = 60
 
@@ -156,21 +154,23 @@ def lab(backend, request) -> Iterator[Callable[[str, str], LabServer]]:
 
 
 def _curl(t: Target, cpu: int | None, *, upload: Path | None = None, name: str) -> float:
-    """curl's throughput of one transfer, MiB/s: bytes / (time_total - time_pretransfer),
-    from curl's own clock (``-w``): the transfer from its RETR/STOR command to the 226, as
-    the lab times it (the login is left out, as the lab's phase leaves it out)."""
+    """curl's throughput of one transfer, MiB/s, from curl's own clock: one curl process
+    transfers the file twice on one control connection, and the second transfer's
+    ``time_total`` is timed as the lab times its transfers (its first command, PASV or
+    EPSV, to the 226; the login belongs to the first)."""
     url = f"ftp://{t.user}:{t.password}@127.0.0.1:{t.port}/{name}"
     what = "%{size_upload}" if upload else "%{size_download}"
-    argv = ["curl", "-s", "-S", "--max-time", str(CURL_TIMEOUT_S),
-            "-w", f"{what} %{{time_total}} %{{time_pretransfer}}",
-            *(["-T", str(upload)] if upload else ["-o", "/dev/null"]), url]
+    one = ["-T", str(upload)] if upload else ["-o", "/dev/null"]
+    argv = ["curl", "-s", "-S", "--max-time", str(CURL_TIMEOUT_S), "-w", f"{what} %{{time_total}}\\n",
+            *one, url, *one, url]
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu), *argv]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=CURL_TIMEOUT_S + 10)
     assert p.returncode == 0, (p.returncode, p.stderr)
-    n, total, pre = p.stdout.split()
-    assert int(float(n)) == SIZE, p.stdout
-    return SIZE / (float(total) - float(pre)) / MIB
+    lines = p.stdout.split("\n")
+    n, total = lines[1].split()
+    assert int(float(lines[0].split()[0])) == int(float(n)) == SIZE, p.stdout
+    return SIZE / float(total) / MIB
 
 
 def _ratios(rounds: list[tuple[float, ...]]) -> list[float]:
@@ -187,36 +187,35 @@ def _in_band(name: str, ratio: float, rounds: list[tuple[float, ...]]) -> None:
 def test_retr_matches_the_c_receiver_and_curl(lab, server):
     """RETR: the lab's client reads with splice(2) socket -> pipe -> /dev/null and
     SO_RCVLOWAT (runner/load/ftp/retr.py): no copy to user space, one wake-up per half
-    pipe. curl cannot do that: it recv()s into its 16 KiB buffer and write()s it to
-    /dev/null, a copy and two syscalls per 16 KiB, so on a fast server it is legitimately
-    slower (about half of the lab's figure against tpd here). Each client is therefore
-    compared with the C receiver using its own technique: the lab with the C receiver in
-    ``splice`` mode, curl with the C receiver in ``recv`` mode with curl's 16 KiB buffer.
-    Both comparisons must hold within 10%: the lab's figure is the splice reading of
-    the server, and curl's figure is what a 16 KiB copying reader gets from it."""
+    pipe. curl cannot do that: it recv()s into its 100 KiB buffer and write()s it to
+    /dev/null, a copy and two syscalls per 100 KiB, so on a fast server it is legitimately
+    slower (about half of the lab's figure against tpd here; curl's buffer size seen with
+    strace: ``recvfrom(fd, ..., 102400, ...)``). So the lab is compared with the C
+    receiver in ``splice`` mode (within 10%), and with curl one-sided: a copying reader
+    is not faster than a splicing one, so the lab's figure must be at least 90% of
+    curl's (an under-reported RETR fails here, an over-reported one against the C
+    receiver)."""
     s = lab(server, "retr")
     rounds: list[tuple[float, ...]] = []
-    curl_rounds: list[tuple[float, ...]] = []
     for _ in range(ROUNDS):
         mine = s.run_cell()
         t = s.target
         name = server_name(SIZE)
         splice = limit.measure_ftp_retr(t.port, t.user, t.password, name, ROUND_S, size=SIZE,
                                         receiver="splice", cpu=s.client_cpu).mib_s
-        curl = _curl(t, s.client_cpu, name=name)
-        recv16 = limit.measure_ftp_retr(t.port, t.user, t.password, name, ROUND_S, size=SIZE,
-                                        receiver="recv", bufsize=CURL_BUFFER, cpu=s.client_cpu).mib_s
-        rounds.append((mine, splice))
-        curl_rounds.append((curl, recv16))
-    _in_band("C receiver (splice)", _ratios(rounds)[0], rounds)
-    _in_band("C receiver (recv, 16 KiB) for curl", _ratios(curl_rounds)[0], curl_rounds)
+        rounds.append((mine, splice, _curl(t, s.client_cpu, name=name)))
+    splice_ratio, curl_ratio = _ratios(rounds)
+    _in_band("C receiver (splice)", splice_ratio, rounds)
+    assert curl_ratio >= BAND[0], f"lab / curl = {curl_ratio:.3f}: the splicing lab slower than curl ({rounds})"
 
 
 @pytest.mark.parametrize("server", ["tpd", "pyftpdlib"])
 def test_stor_matches_the_c_uploader_and_curl(lab, server):
     """STOR: the lab's client sends the file with sendfile(2), as the C uploader does; curl
     read()s it into a buffer and send()s it (a copy). The server's receiving and writing
-    into tmpfs bound all three, so the lab's stored figure must match both within 10%."""
+    into tmpfs bound all three, so the lab's stored figure must match both within 10%.
+    The C uploader's clock starts at STOR, curl's and the lab's at PASV: the difference is
+    one round trip to the server per 64 MiB."""
     s = lab(server, "stor")
     src = client_source(SIZE)
     rounds: list[tuple[float, ...]] = []
