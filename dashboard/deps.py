@@ -1,9 +1,9 @@
 """Request dependencies: the settings, the engine, a database session per request, and the
-typed path and query parameters of campaign ids."""
+typed path and query parameters of campaign ids and of the history filters."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Depends, Query, Request
 from fastapi import Path as PathParam
@@ -16,6 +16,13 @@ INT4_MAX = 2**31 - 1  # campaign ids are PostgreSQL ``integer`` (int4)
 CampaignId = Annotated[int, PathParam(ge=1, le=INT4_MAX, description="campaign id")]
 OptionalCampaign = Annotated[int | None, Query(ge=1, le=INT4_MAX, description="campaign id")]
 CampaignQuery = Annotated[int, Query(ge=1, le=INT4_MAX, description="campaign id")]
+#: The history figure filter (the keys of runner.history.FIGURES; a test keeps them equal).
+FigureName = Literal["primary", "server_mem_uss", "server_mem_rss_minus_shared", "server_cpu", "all"]
+#: The history page's groupings (the keys of dashboard.services.history.GROUPS; a test keeps them equal).
+GroupName = Literal["benchmark", "server", "workload", "figure"]
+#: A history filter's values: server or workload names as ``series_point`` stores them (at
+#: most 40 characters, at most 50 values); ``""`` (a form's "any") is dropped by the routes.
+FilterValues = Annotated[list[Annotated[str, Query(max_length=40)]], Query(max_length=50)]
 
 
 class PageError(Exception):

@@ -2,14 +2,10 @@
 variables (listed with the others in docs/configuration.md)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from runner.config import Settings
-
-DEBIAN_CHARTJS = Path("/usr/share/javascript/chart.js/chart.min.js")
 
 
 class DashboardSettings(Settings):
@@ -25,10 +21,6 @@ class DashboardSettings(Settings):
     private: bool = Field(False, validation_alias="XFERLAB_DASHBOARD_PRIVATE")
     """``XFERLAB_DASHBOARD_PRIVATE``: when true, read pages and read API endpoints require
     the token too (default false: reads are open)."""
-
-    chartjs_path: Path = DEBIAN_CHARTJS
-    """``XFERLAB_CHARTJS_PATH``: Chart.js 3.x UMD build served as
-    ``/static/vendor/chart.min.js`` (default: Debian's libjs-chart.js file)."""
 
     regression_alpha: float = Field(0.05, gt=0, le=1)
     """``XFERLAB_REGRESSION_ALPHA``: default false-discovery rate of the regressions page

@@ -84,8 +84,9 @@ class Settings(BaseSettings):
     Read once, when :mod:`runner.backends.paths` is imported."""
 
     cgroup_root: Path = Path("/sys/fs/cgroup")
-    """``XFERLAB_CGROUP_ROOT``: where the host's cgroup tree is mounted, for the memory of
-    server containers (the compose worker mounts it at ``/host/sys/fs/cgroup``)."""
+    """``XFERLAB_CGROUP_ROOT``: where the host's cgroup tree is mounted, for the memory and
+    CPU of server containers and the cgroup v2 the lab makes for a local server
+    (runner.metrics.server_cgroup); the compose worker mounts it at ``/host/sys/fs/cgroup``."""
 
     tuning_file: Path = Path("/etc/xferlab/tuning.json")
     """``XFERLAB_TUNING_FILE``: the JSON record of what the Ansible ``tuning`` role applied
@@ -95,6 +96,11 @@ class Settings(BaseSettings):
     """``XFERLAB_INVENTORY_DIRS``: the folders an Ansible inventory of a multi-host campaign
     must lie in, separated by ``:`` (default: ``~/.config/xferlab/inventories`` and this
     checkout's ``ansible/inventories``); see runner.spec.inventory_policy."""
+
+    chartjs_path: Path = Path("/usr/share/javascript/chart.js/chart.min.js")
+    """``XFERLAB_CHARTJS_PATH``: a Chart.js 3.x UMD build (default: Debian's libjs-chart.js
+    file): inlined into the HTML report (runner.report.render) and served by the dashboard
+    as ``/static/vendor/chart.min.js``."""
 
     event_loop: str = "uvloop"
     """``XFERLAB_EVENT_LOOP``: the load generator's event loop, ``uvloop`` (asyncio's

@@ -12,18 +12,60 @@ tests stay isolated from each other. Tests of the migrations themselves use
 Set XFERLAB_TEST_DATABASE_URL to run against another PostgreSQL server instead: the
 role needs CREATEDB; the template and every per-test database are created and dropped
 here (the random suffixes let several sessions share one server).
+
+Under CI (``CI=true``) or with ``XFERLAB_REQUIRE_ALL=1``, a skipped test or module fails
+instead, with its reason, unless the reason is one the machine lacks
+(tests.support.skips.machine_lacks): what the install step provides must be there.
 """
 from __future__ import annotations
 
 import os
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
+def _skip_message(longrepr: object) -> str:
+    """The message of a skip report's ``longrepr`` (``(path, lineno, "Skipped: reason")``)."""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+def _refuse_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Turn ``report``, a skip CI refuses, into a failure naming its reason."""
+    from tests.support.skips import is_machine_skip, refusal, require_all
+
+    if not report.skipped or hasattr(report, "wasxfail") or not require_all():
+        return
+    message = _skip_message(report.longrepr)
+    if is_machine_skip(message):
+        return
+    report.outcome = "failed"
+    report.longrepr = refusal(message)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                               call: pytest.CallInfo) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A skipped test fails under CI/XFERLAB_REQUIRE_ALL=1 unless the machine lacks the reason."""
+    report = yield
+    _refuse_skip(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+        collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A module skipped at collection fails under CI/XFERLAB_REQUIRE_ALL=1 likewise."""
+    report = yield
+    _refuse_skip(report)
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -1,19 +1,32 @@
-"""History pages: the list of series and one series' chart with the verdict on each step."""
+"""History pages: the series in groups, filtered by server, workload and figure, each
+with a sparkline; and one series' chart with the verdict on each step."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
 
-from dashboard.deps import SessionDep, SettingsDep
-from dashboard.services.history import series_timeline, thresholds
+from dashboard.deps import FigureName, FilterValues, GroupName, SessionDep, SettingsDep
+from dashboard.services.history import GROUPS, group_series, series_timeline, sparkline, thresholds
 from dashboard.templating import render
-from runner.history import SeriesKey, list_series
+from runner.history import FIGURES, SPARK_POINTS, SeriesKey, series_facets, series_overview
 
 router = APIRouter(prefix="/history")
 
 
 @router.get("")
-def page_history(request: Request, session: SessionDep):
-    return render(request, "history.html", series=list_series(session))
+def page_history(request: Request, session: SessionDep, settings: SettingsDep, server: FilterValues = [],  # noqa: B006
+                 workload: FilterValues = [], figure: FigureName = "primary",  # noqa: B006
+                 group: GroupName = "benchmark"):
+    """The series matching the filters (``server``, ``workload``: repeatable, none = any;
+    ``figure``: runner.history.FIGURES), grouped by ``group`` (dashboard.services.history.GROUPS)."""
+    server, workload = [s for s in server if s], [w for w in workload if w]
+    rows = series_overview(session, servers=tuple(server), workloads=tuple(workload), figure=figure)
+    for row in rows:
+        row["sparkline"] = sparkline(row["spark"])
+    facets = series_facets(session)
+    return render(request, "history.html", groups=group_series(rows, group), rows=len(rows), facets=facets,
+                  chosen={"server": server, "workload": workload, "figure": figure, "group": group},
+                  figures={k: v[0] for k, v in FIGURES.items()}, group_names=GROUPS,
+                  min_effect=settings.regression_min_effect, spark_points=SPARK_POINTS)
 
 
 @router.get("/series")

@@ -11,7 +11,15 @@ from starlette.datastructures import UploadFile
 
 from dashboard.deps import SessionDep
 from dashboard.security import TokenRequired
-from dashboard.services.launch import PARAM_FIELDS, SERVER_ROWS, field_of, form_to_spec, launch_in_thread
+from dashboard.services.launch import (
+                                       LINK_ROWS,
+                                       PARAM_FIELDS,
+                                       SERVER_ROWS,
+                                       field_message,
+                                       field_of,
+                                       form_to_spec,
+                                       launch_in_thread,
+)
 from dashboard.templating import render
 from runner.catalogue.servers import SERVER_NAMES
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
@@ -23,18 +31,20 @@ router = APIRouter(prefix="/launch")
 def _form_context(values: dict[str, str] | None = None, workloads: list[str] | None = None,
                   errors: dict[str, str] | None = None, general: list[str] | None = None,
                   yaml_error: str | None = None, preset_error: str | None = None) -> dict[str, Any]:
-    from runner.spec.presets import preset_names
+    from runner.spec.presets import preset_facts, preset_names, preset_summary
 
     defaults = WorkloadParams()
     values = values if values is not None else {"name": "campaign", "repeats": "5", "backend": "auto",
                                                 "warmup": "on", "servers.0.name": "pyftpdlib",
-                                                "servers.0.version": "2.2.0"}
+                                                "servers.0.version": "2.2.0", "link.loopback": "on"}
     return {"values": values, "workloads_checked": workloads if workloads is not None else ["preset:classic"],
             "errors": errors or {}, "general": general or [], "yaml_error": yaml_error,
             "server_names": [n for n in SERVER_NAMES if n != "external"], "server_rows": range(SERVER_ROWS),
-            "workloads": [(n, w.generic_title()) for n, w in WORKLOADS.items()],
-            "presets": list(PRESETS), "campaign_presets": preset_names(), "preset_error": preset_error,
-            "param_fields": PARAM_FIELDS, "defaults": defaults.model_dump()}
+            "workloads": [(n, w.generic_title(), w.sustained) for n, w in WORKLOADS.items()],
+            "presets": {p: ", ".join(names) for p, names in PRESETS.items()},
+            "campaign_presets": [(n, preset_summary(n), preset_facts(n)) for n in preset_names()],
+            "preset_error": preset_error, "param_fields": PARAM_FIELDS, "link_rows": range(LINK_ROWS),
+            "defaults": defaults.model_dump()}
 
 
 def _refused(request: Request, **problem: Any):
@@ -72,7 +82,7 @@ async def page_launch_post(request: Request, session: SessionDep):
         for path, msg in exc.errors:
             f = field_of(path, rows)
             if f:
-                errors.setdefault(f, msg)
+                errors.setdefault(f, field_message(path, msg))
             else:
                 general.append(f"{path}: {msg}" if path else msg)
     if errors or general or cid is None:

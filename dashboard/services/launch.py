@@ -22,6 +22,39 @@ from runner.spec.safe_yaml import load_yaml
 SERVER_ROWS = 4
 PARAM_FIELDS = ("clients", "file_size", "transfer_size", "duration", "login_mode", "passive", "op_timeout",
                 "phase_timeout")
+#: The parameters of the sustained workloads (``retr_sustained``, ``stor_sustained``:
+#: runner.catalogue.workloads.WorkloadParams): session reuse, open-loop rate, the rate R of
+#: "users at rate R".
+SUSTAINED_FIELDS = ("session", "rate", "user_rate")
+#: Rows of shaped links (rate, delay, loss) on the form, beside the loopback box.
+LINK_ROWS = 2
+LINK_PARTS = ("rate", "delay", "loss")
+
+
+def _split(text: str) -> list[str]:
+    """The items of a comma- or space-separated form field, stripped, empty ones dropped."""
+    return [x for x in text.replace(",", " ").split() if x]
+
+
+def _sweep(text: str) -> list[int | str]:
+    """The client counts of the sweep field: each item as an int when it is decimal digits,
+    else as given (the spec's validation names it: runner.spec.workloads.check_sweep)."""
+    return [int(x) if x.isdecimal() and len(x) <= 9 else x for x in _split(text)]
+
+
+def _links(form: dict[str, str]) -> list[Any] | None:
+    """The spec's ``link`` list from the loopback box and the shaped-link rows: each row
+    with a value is a mapping ``{rate, delay, loss}`` (validated by runner.net.conditions
+    through the spec), after ``loopback`` when the box is ticked. None (the spec's default,
+    loopback alone) without a shaped link."""
+    shaped = []
+    for i in range(LINK_ROWS):
+        row = {k: form.get(f"link.{i}.{k}", "").strip() for k in LINK_PARTS}
+        if any(row.values()):
+            shaped.append({k: v for k, v in row.items() if v})
+    if not shaped:
+        return None
+    return (["loopback"] if form.get("link.loopback") == "on" else []) + shaped
 
 
 def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, Any], dict[str, str], list[int]]:
@@ -48,16 +81,18 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
         servers.append(s)
         rows.append(i)
     params: dict[str, Any] = {}
-    for f in PARAM_FIELDS:
+    for f in PARAM_FIELDS + SUSTAINED_FIELDS:
         v = form.get(f"params.{f}", "").strip()
         if v:
             params[f] = v
+    sweep = _sweep(form.get("sweep", ""))
     wl: list[dict[str, Any]] = []
     for w in workloads:
-        if w.startswith("preset:"):
-            wl.append({"preset": w.split(":", 1)[1], "params": params})
-        else:
-            wl.append({"name": w, "params": params})
+        entry: dict[str, Any] = {"preset": w.split(":", 1)[1]} if w.startswith("preset:") else {"name": w}
+        entry["params"] = params
+        if sweep:
+            entry["sweep"] = sweep
+        wl.append(entry)
     spec: dict[str, Any] = {"name": form.get("name", "").strip() or "campaign", "servers": servers, "workloads": wl,
                             "backend": form.get("backend", "auto"), "warmup": form.get("warmup") == "on"}
     for f in ("repeats", "max_clients"):
@@ -66,7 +101,7 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
     storage = [k.strip() for k in form.get("storage", "").split(",") if k.strip()]
     if storage:
         spec["storage"] = storage
-    link = [k.strip() for k in form.get("link", "").split(",") if k.strip()]
+    link = _links(form)
     if link:
         spec["link"] = link
     tls = [k.strip() for k in form.get("tls", "").split(",") if k.strip()]
@@ -92,6 +127,8 @@ def field_of(path: str, rows: list[int]) -> str:
     if parts[0] == "workloads":
         if len(parts) >= 4 and parts[2] == "params":
             return f"params.{parts[3]}"
+        if len(parts) >= 3 and parts[2] == "sweep":
+            return "sweep"
         return "workloads"
     if parts[0] == "servers":
         if len(parts) >= 2 and parts[1].isdigit() and int(parts[1]) < len(rows):
@@ -106,6 +143,16 @@ def field_of(path: str, rows: list[int]) -> str:
     if parts[0] in ("name", "repeats", "backend", "max_clients", "warmup", "storage", "link", "tls"):
         return parts[0]
     return ""
+
+
+def field_message(path: str, msg: str) -> str:
+    """The message shown beside a form field for the spec error ``(path, msg)``: a sweep
+    item's error names the item (``workloads.0.sweep.2`` -> ``client count 3: ...``), as
+    the form has one field for the whole list; any other message as it is."""
+    parts = path.split(".")
+    if len(parts) == 4 and parts[0] == "workloads" and parts[2] == "sweep" and parts[3].isdigit():
+        return f"client count {int(parts[3]) + 1}: {msg}"
+    return msg
 
 
 def queue(session: Session, spec: CampaignSpec) -> tuple[int, int]:

@@ -116,23 +116,64 @@ function chartBox(container, title) {
 
 const COLORS = ["#1d5fbf", "#d9822b", "#2a9d5c", "#b3261e", "#7b3fbf", "#5b6b7b", "#c2a100", "#0097a7"];
 
+// Chart.js plugin: a whisker from CI low to CI high on each bar of the first dataset, with caps.
+// The chart's options.plugins.ciWhiskers.bounds holds [low, high] per bar (null: no CI, no whisker);
+// what was drawn is kept in chart.$ciWhiskers as [{index, x, yLow, yHigh}] (canvas CSS pixels).
+const WHISKER_COLOR = "#111";
+const ciWhiskers = {
+  id: "ciWhiskers",
+  afterDatasetsDraw(chart) {
+    const opts = chart.options.plugins.ciWhiskers;
+    if (!opts) return;
+    const y = chart.scales.y, ctx = chart.ctx, drawn = [];
+    ctx.save();
+    ctx.strokeStyle = WHISKER_COLOR;
+    ctx.lineWidth = 2;
+    chart.getDatasetMeta(0).data.forEach((bar, i) => {
+      const b = opts.bounds[i];
+      if (!b || b[0] === null || b[1] === null) return;
+      const yLow = y.getPixelForValue(b[0]), yHigh = y.getPixelForValue(b[1]);
+      const x = bar.x, cap = Math.max(4, bar.width / 5);
+      ctx.beginPath();
+      ctx.moveTo(x, yLow); ctx.lineTo(x, yHigh);
+      ctx.moveTo(x - cap, yLow); ctx.lineTo(x + cap, yLow);
+      ctx.moveTo(x - cap, yHigh); ctx.lineTo(x + cap, yHigh);
+      ctx.stroke();
+      drawn.push({ index: i, x, yLow, yHigh });
+    });
+    ctx.restore();
+    chart.$ciWhiskers = drawn;
+  },
+};
+
+function splitLabel(label) {
+  const i = label.indexOf(" [");
+  return i < 0 ? label : [label.slice(0, i), label.slice(i + 1)];
+}
+
 function compareCharts() {
   const d = jsonData("compare-data");
   const box = document.getElementById("bar-charts");
   if (!d || !box || typeof Chart === "undefined") return;
   d.rows.forEach(row => {
     const canvas = chartBox(box, row.title);
+    const bounds = [[row.a_lo, row.a_hi], [row.b_lo, row.b_hi]];
+    const top = Math.max(row.a, row.b, ...bounds.map(b => b[1] ?? 0));
     new Chart(canvas, {
       type: "bar",
-      data: { labels: [d.a, d.b], datasets: [{ label: `median (${row.unit})`, data: [row.a, row.b],
+      // a label's variant part on a line of its own: "pyftpdlib 2.2.0", "[use_sendfile=False]"
+      data: { labels: [d.a, d.b].map(splitLabel), datasets: [{ label: `median (${row.unit})`, data: [row.a, row.b],
         backgroundColor: [COLORS[0], row.significant ? COLORS[3] : COLORS[5]] }] },
+      plugins: [ciWhiskers],
       options: { maintainAspectRatio: false, animation: false,
         plugins: { title: { display: true, text: [row.title, row.ratio] }, legend: { display: false },
+          ciWhiskers: { bounds },
           tooltip: { callbacks: { label: ctx => {
-            const lo = ctx.dataIndex === 0 ? row.a_lo : row.b_lo, hi = ctx.dataIndex === 0 ? row.a_hi : row.b_hi;
+            const [lo, hi] = bounds[ctx.dataIndex];
             return `${ctx.parsed.y.toPrecision(4)} ${row.unit}` + (lo !== null ? ` (CI ${lo.toPrecision(4)} – ${hi.toPrecision(4)})` : "");
           } } } },
-        scales: { y: { beginAtZero: true, title: { display: true, text: row.unit } }, x: { ticks: { autoSkip: false, maxRotation: 30 } } } },
+        scales: { y: { beginAtZero: true, suggestedMax: top * 1.05, title: { display: true, text: row.unit } },
+          x: { ticks: { autoSkip: false, maxRotation: 0 } } } },
     });
   });
 }
@@ -308,8 +349,20 @@ function timelineChart() {
   });
 }
 
+// The history page: a filter applies as soon as it is chosen; open or fold every group
+function historyFilters() {
+  const form = document.getElementById("history-filters");
+  if (!form) return;
+  form.querySelectorAll("select").forEach(s => s.addEventListener("change", () => form.requestSubmit()));
+  const all = open => document.querySelectorAll("details.series-group").forEach(d => { d.open = open; });
+  const o = document.getElementById("open-all"), f = document.getElementById("fold-all");
+  if (o) o.addEventListener("click", () => all(true));
+  if (f) f.addEventListener("click", () => all(false));
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
+  historyFilters();
   const p = document.getElementById("progress");
   if (p) watchCampaign(p);
   compareCharts();

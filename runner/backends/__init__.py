@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.backends.base import Backend, ServerFailed, ServerHandle, ServerSkipped
+from runner.backends.base import Backend, MachineLacks, ServerFailed, ServerHandle, ServerSkipped
 from runner.load.target import Target
 from runner.spec.request import ServerRequest
 
@@ -28,5 +28,5 @@ def get_backend(name: str, **kwargs: Any) -> Backend:
     raise ValueError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "Backend", "ServerFailed", "ServerHandle", "ServerRequest", "ServerSkipped",
+__all__ = ["BACKENDS", "Backend", "MachineLacks", "ServerFailed", "ServerHandle", "ServerRequest", "ServerSkipped",
            "Target", "get_backend"]

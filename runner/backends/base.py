@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol, Self
 
 from runner.load.target import Target, TargetTls
+from runner.metrics.cgroup_cpu import CpuStat
 from runner.net.conditions import LinkError, LinkSpec, parse_link
 from runner.spec.request import ServerRequest
 
@@ -21,8 +22,17 @@ class ServerSkipped(Exception):
     (e.g. "vsftpd: binary /usr/sbin/vsftpd not found; apt-get install vsftpd")."""
 
 
+class MachineLacks(ServerSkipped):
+    """The server cannot run on this machine for want of something no install step
+    provides: root (vsftpd's system accounts, a shaped link's namespaces) or a kernel
+    feature (netem for a delay or a loss). A ServerSkipped, so every caller that skips
+    a server skips it; tests tell it apart from a tool the install step should have put
+    there (``tests.support.skips``)."""
+
+
 class ServerFailed(Exception):
-    """The server was expected to run but failed to start or answer (message says why)."""
+    """The server was expected to run but failed to build, start or answer (message says
+    why: a failed build carries the builder's last lines)."""
 
 
 def list_stored_files(folder: Path) -> list[tuple[str, int]]:
@@ -85,6 +95,14 @@ class ServerHandle(Protocol):
         """The server's own memory cgroup now, bytes (``current``, ``peak``, ``anon``),
         stored as metric ``server_cgroup_mem``; None when the server has no cgroup of its
         own (local process, external server); {} when it is gone."""
+        ...
+
+    def cgroup_cpu(self) -> CpuStat | None:
+        """CPU counters of the server's own cgroup now (runner.metrics.cgroup_cpu.CpuStat,
+        microseconds), covering every process of the server, exited ones included: the
+        container's cgroup (docker), the cgroup v2 the lab made for it (local). None when
+        the server has no cgroup of its own (external; local where no cgroup v2 could be
+        made) or it is gone. The difference of two readings is a phase's server CPU."""
         ...
 
     def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:

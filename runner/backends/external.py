@@ -45,6 +45,10 @@ class ExternalHandle:
         """None: xferlab does not know an external server's cgroup."""
         return None
 
+    def cgroup_cpu(self) -> None:
+        """None: xferlab does not know an external server's cgroup."""
+        return None
+
     def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
         """The files in ``<root>/<subdir>`` (base.ServerHandle.stored_files) when the
         external server's ``root`` was given as a local path. Raises OSError when it was

@@ -361,5 +361,5 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
                 note.append(f"{c.server_label} · {c.workload}: 95% CI {steadiness(group_values(s, c))} of the "
                             f"median, wanted +-{spec.target_ci * 100:g}%: repeat {new.repeat + 1} queued")
     crud.finish_cell(session, cell=current, status=outcome.status, error=outcome.error, samples=outcome.samples,
-                     build=build, environment=env, then=then)
+                     build=build, environment=env, then=then, server_cpu_source=outcome.server_cpu_source)
     return note[-1] if note else None

@@ -31,6 +31,7 @@ from runner.cell.outcome import (
     skipped,
     warmup_params,
 )
+from runner.cell.server_cpu import phase_cpu
 from runner.cell.server_reuse import ServerPool
 from runner.cell.upload_check import UploadCheck, judge
 from runner.cell.watchdog import CellWatchdog
@@ -179,7 +180,8 @@ def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
                    reporter: Reporter | None = None, pool: ServerPool | None = None,
                    watch: CellWatchdog | None = None) -> CellOutcome:
     """Run one cell on this machine (a runner.cell.outcome.CellRunner): start the server with
-    ``backend``, sample its process tree, warm up, run the measured phase with the
+    ``backend``, sample its process tree and read its cgroup's CPU counters
+    (runner.cell.server_cpu), warm up, run the measured phase with the
     spec's driver, stop the server. Never raises for server or load failures (they
     become a ``failed``/``skipped`` outcome with the reason).
 
@@ -223,6 +225,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             backend.check(req)
     except (ServerSkipped, DriverUnavailable) as exc:
         return skipped(str(exc))
+    except ServerFailed as exc:  # e.g. the server's source does not build: a failure, never a skip
+        return failed(str(exc))
     handle = None
     sampler = None
     served = 1  # the cells this server has served, this one included
@@ -273,6 +277,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         if upload is not None:
             with clock("files"):
                 upload.start()
+        cg0 = handle.cgroup_cpu()  # the server's cgroup: every process, exited ones too (runner.cell.server_cpu)
         cpu0 = sampler.cpu_times() if sampler else None
         snaps: dict[str, Any] = {"start": start_mem}
 
@@ -296,12 +301,13 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             link_rows, link_note = link.finish()
         kernel_note = "; ".join(filter(None, (kernel_note, link_note)))
         memory = None
-        server_cpu = None
+        tree_cpu = None
         timeline = None
+        cg1 = handle.cgroup_cpu() if cg0 is not None else None
         if sampler is not None and cpu0 is not None:
             t_mem = time.perf_counter()
             cpu1 = sampler.cpu_times()
-            server_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
+            tree_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
             if fresh:  # memory rows need a fresh server (runner.cell.server_reuse)
                 snaps["end"] = sampler.checkpoint("end")
             sampler.stop()
@@ -311,6 +317,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                                         (sampler.peak_uss, sampler.peak_rss_minus_shared))
                 timeline = [list(t) for t in sampler.timeline[-2000:]]
             clock.record("sampler", time.perf_counter() - t_mem)
+        server_cpu = phase_cpu(tree_cpu, cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
         alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
         outcome = measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
                            # docker backend: the container's memory cgroup (current/peak/anon)

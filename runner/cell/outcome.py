@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from runner.catalogue.workloads import WorkloadParams
 from runner.cell.samples import headline, phase_samples
+from runner.cell.server_cpu import ServerCpu
 from runner.load.result import PhaseResult
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ class CellOutcome:
         summary: one-line human summary for the progress display.
         environment: the cell's own environment snapshot (multi-host cells: the hosts
             used); None means the campaign's local snapshot.
+        server_cpu_source: where the server CPU figures came from, ``cgroup`` or
+            ``tree`` (runner.cell.server_cpu); None when none was measured.
     """
 
     status: str
@@ -52,6 +55,7 @@ class CellOutcome:
     build_info: dict[str, Any] | None = None
     summary: str = ""
     environment: dict[str, Any] | None = None
+    server_cpu_source: str | None = None
 
 
 class Reporter(Protocol):
@@ -139,7 +143,7 @@ def failure_reason(result: PhaseResult) -> str:
 
 def measured(result: PhaseResult, *, build_info: dict[str, Any] | None,
              memory: dict[str, dict[str, float | None]] | None = None,
-             server_cpu: tuple[float, float] | None = None, memory_timeline: list[Any] | None = None,
+             server_cpu: ServerCpu | tuple[float, float] | None = None, memory_timeline: list[Any] | None = None,
              cgroup_memory: dict[str, float] | None = None, extra_samples: Sequence[Sample] = (),
              server_alive: bool = True, server_where: str | None = None, exit_reason: str | None = None,
              summary_suffix: str = "", environment: dict[str, Any] | None = None,
@@ -160,12 +164,13 @@ def measured(result: PhaseResult, *, build_info: dict[str, Any] | None,
     samples += list(extra_samples)
     summary = headline(result) + summary_suffix + (f"; kernel: {kernel_note}" if kernel_note else "")
     build = dict(build_info) if build_info is not None else None
+    source = None if server_cpu is None else server_cpu.source if isinstance(server_cpu, ServerCpu) else "tree"
     if not result.error_count:
-        return CellOutcome("done", None, result, samples, build, summary, environment)
+        return CellOutcome("done", None, result, samples, build, summary, environment, source)
     reason = failure_reason(result)
     if kernel_note:
         reason += f"; kernel: {kernel_note}"
     if not server_alive:  # say so when the server died under load
         where = f" on {server_where}" if server_where else ""
         reason += f"; server{where} not running at the end of the cell" + (f" ({exit_reason})" if exit_reason else "")
-    return CellOutcome("failed", reason, result, samples, build, summary, environment)
+    return CellOutcome("failed", reason, result, samples, build, summary, environment, source)

@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from runner.catalogue.workloads import WORKLOADS
+from runner.cell.server_cpu import ServerCpu, server_cpu_samples
 from runner.load import hdr
 from runner.load.result import LATE_SESSION_S, PhaseResult, client_utilization, latency_stats
 from runner.metrics.fairness import STATS as FAIRNESS_STATS
@@ -132,7 +133,7 @@ def tls_samples(result: PhaseResult) -> list[Sample]:
 
 
 def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | None]] | None = None,
-                  server_cpu: tuple[float, float] | None = None,
+                  server_cpu: ServerCpu | tuple[float, float] | None = None,
                   memory_timeline: list[Any] | None = None,
                   cgroup_memory: dict[str, float] | None = None) -> list[Sample]:
     """Sample rows for one measured phase.
@@ -141,7 +142,10 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         result: what the load generator measured.
         memory: ``{"uss": {"start": b, "loaded": b, "end": b, "peak": b},
             "rss_minus_shared": {...}}`` in bytes (server process tree, recursive).
-        server_cpu: (user, system) CPU seconds of the server tree during the phase.
+        server_cpu: the server's CPU during the phase (runner.cell.server_cpu.ServerCpu:
+            its cgroup's counters, or the process tree's), or (user, system) CPU seconds
+            of the server tree (a process-tree figure); rows by
+            runner.cell.server_cpu.server_cpu_samples, per GiB / per op of its total.
         memory_timeline: ``[(t_s, uss, rss_minus_shared, nprocs), ...]`` stored raw on the peak sample.
         cgroup_memory: the server container's memory cgroup at the end of the phase,
             ``{"current": b, "peak": b, "anon": b}`` in bytes (docker backend), stored as
@@ -179,9 +183,9 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
     out.append(Sample(metric="client_cpu", stat="system", value=result.client_cpu_system_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="utilization", value=client_utilization(result), unit="ratio"))
     if server_cpu is not None:
-        out.append(Sample(metric="server_cpu", stat="user", value=server_cpu[0], unit="s"))
-        out.append(Sample(metric="server_cpu", stat="system", value=server_cpu[1], unit="s"))
-        out += efficiency_samples("server_cpu", server_cpu[0] + server_cpu[1], result)
+        cpu = server_cpu if isinstance(server_cpu, ServerCpu) else ServerCpu("tree", *server_cpu)
+        out += server_cpu_samples(cpu)
+        out += efficiency_samples("server_cpu", cpu.total_s, result)
     out += efficiency_samples("client_cpu", result.client_cpu_user_s + result.client_cpu_system_s, result)
     for kind, metric in (("uss", "server_mem_uss"), ("rss_minus_shared", "server_mem_rss_minus_shared")):
         for stat, mem in (memory or {}).get(kind, {}).items():

@@ -44,6 +44,7 @@ Regressions (method and sources: docs/methodology.md, "Regressions")
 from __future__ import annotations
 
 from runner.history.changes import compare_points, find_regressions, series_changes
+from runner.history.overview import FIGURES, SPARK_POINTS, figure_name, series_facets, series_overview
 from runner.history.query import list_series, load_points, series_points
 from runner.history.series import (
                                    COST_METRICS,
@@ -57,8 +58,11 @@ from runner.history.series import (
                                    Change,
                                    Point,
                                    SeriesKey,
+                                   benchmark_title,
+                                   track_text,
 )
 
-__all__ = ["COST_METRICS", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT", "DEFAULT_WINDOW", "MEMORY_METRICS",
-           "MIN_DETECT_POINTS", "PRIMARY", "SERIES_METRICS", "Change", "Point", "SeriesKey", "compare_points",
-           "find_regressions", "list_series", "load_points", "series_changes", "series_points"]
+__all__ = ["COST_METRICS", "DEFAULT_ALPHA", "DEFAULT_MIN_EFFECT", "DEFAULT_WINDOW", "FIGURES", "MEMORY_METRICS",
+           "MIN_DETECT_POINTS", "PRIMARY", "SERIES_METRICS", "SPARK_POINTS", "Change", "Point", "SeriesKey",
+           "benchmark_title", "compare_points", "figure_name", "find_regressions", "list_series", "load_points",
+           "series_changes", "series_facets", "series_overview", "series_points", "track_text"]

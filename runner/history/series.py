@@ -2,14 +2,17 @@
 verdict on two consecutive points. Method: the package docstring of :mod:`runner.history`."""
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from runner.catalogue.workloads import WORKLOADS
+from pydantic import ValidationError
+
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.report.stats import Summary, summarize
-from runner.store.points import CPU_COST, PEAK_MEMORY, PRIMARY
+from runner.store.points import CPU_COST, PEAK_MEMORY, PRIMARY, TREE_SUFFIX
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 0.05
@@ -25,12 +28,63 @@ _COST_FIGURES = {"server_cpu_per_gib": ("server CPU per GiB", "s/GiB"),
                  "server_cpu_per_op": ("server CPU per operation", "us/op")}
 #: Server CPU per unit of work (runner.cell.samples.efficiency_samples; docs/methodology.md,
 #: "Metrics"): sample metric -> (human name, unit); the ``value`` stat, as stored; lower is
-#: better. Transfers have the per-GiB series, logins and QUITs the per-operation one.
-COST_METRICS: dict[str, tuple[str, str]] = {m: _COST_FIGURES[m] for m in CPU_COST}
+#: better. Transfers have the per-GiB series, logins and QUITs the per-operation one; the
+#: ``_tree`` series hold the process-tree figures of cells stored before the cgroup figure.
+COST_METRICS: dict[str, tuple[str, str]] = {
+    **{m: _COST_FIGURES[m] for m in CPU_COST},
+    # campaigns whose server CPU is a process-tree sum (runner.store.points.CPU_COST_TREE)
+    **{m + TREE_SUFFIX: (_COST_FIGURES[m][0] + " (process tree)", _COST_FIGURES[m][1]) for m in CPU_COST}}
 #: Every series metric: ``""`` (the workload's primary figure), memory, then CPU cost.
 SERIES_METRICS = (PRIMARY, *MEMORY_METRICS, *COST_METRICS)
 #: Bytes per MiB: memory series are shown in MiB.
 MIB = float(2**20)
+
+
+#: How :func:`track_text` shows the track of a server entry without label or variant options.
+DEFAULT_TRACK = "default"
+#: The placeholders of a workload's row title (runner.catalogue.workloads.WorkloadInfo.title)
+#: and the parameter of a ``params_key`` that fills each.
+_TITLE_PARAMS = {"clients": "clients", "size": "file_size", "body": "body_size", "duration": "duration",
+                 "session": "session", "loop": "rate"}
+
+
+def track_text(track: str) -> str:
+    """A series' track as a person reads it: a spec label as it is; variant options (the
+    canonical JSON object of runner.store.points.track_expr) as ``key=value`` items
+    joined by ``, `` (JSON values: ``false``, ``512``, strings unquoted), e.g.
+    ``{"use_sendfile": false}`` -> ``use_sendfile=false``; ``{}`` -> :data:`DEFAULT_TRACK`.
+    Raises nothing: text that is not a JSON object is returned as it is."""
+    if not track.startswith("{"):
+        return track
+    try:
+        variant = json.loads(track)
+    except ValueError:
+        return track
+    if not isinstance(variant, dict):
+        return track
+    if not variant:
+        return DEFAULT_TRACK
+    return ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))}"
+                     for k, v in variant.items())
+
+
+def benchmark_title(workload: str, params_key: str) -> str:
+    """The row title of ``workload`` with the parameters of ``params_key`` (the canonical
+    ``k=v,k=v`` string of runner.catalogue.workloads.params_key) filled in, e.g.
+    ``300 concurrent clients (connect, login)``; the workload's generic title (``N
+    concurrent clients ...``) when the key lacks a value the title needs or holds one
+    WorkloadParams refuses; the bare name of a workload not in the catalogue."""
+    info = WORKLOADS.get(workload)
+    if info is None:
+        return workload
+    given = dict(part.partition("=")[::2] for part in params_key.split(",") if "=" in part)
+    if any(f"{{{slot}}}" in info.title and name not in given for slot, name in _TITLE_PARAMS.items()):
+        return info.generic_title()
+    values = {k: v for k, v in given.items() if k in _TITLE_PARAMS.values() and v != "None"}
+    try:
+        return info.title_for(WorkloadParams.model_validate(values))
+    except ValidationError:
+        return info.generic_title()
 
 
 @dataclass(frozen=True)
@@ -72,16 +126,18 @@ class SeriesKey:
         """The workload and figure, e.g. ``RETR (server -> client)`` for the primary
         figure, ``RETR (server -> client), server memory (peak USS)``, ``RETR (server ->
         client), server CPU per GiB``."""
-        wl = WORKLOADS[self.workload].title if self.workload in WORKLOADS else self.workload
+        wl = benchmark_title(self.workload, self.params_key)
         if self.metric in COST_METRICS:
             return f"{wl}, {COST_METRICS[self.metric][0]}"
         return f"{wl}, server memory ({MEMORY_METRICS[self.metric]})" if self.metric else wl
 
     @property
     def title(self) -> str:
-        """Human title: server, track unless ``{}``, then :attr:`benchmark`, e.g.
-        ``pyftpdlib: RETR (server -> client)``."""
-        track = "" if self.track == "{}" else f" {self.track}"
+        """Human title: server, track unless the default one (:func:`track_text`), then
+        :attr:`benchmark`, e.g. ``pyftpdlib: RETR (server -> client)``, ``pyftpdlib
+        [use_sendfile=false]: RETR (server -> client)``, ``pyftpdlib pyftpdlib-dev: ...``."""
+        text = track_text(self.track)
+        track = "" if text == DEFAULT_TRACK else f" [{text}]" if self.track.startswith("{") else f" {text}"
         return f"{self.server}{track}: {self.benchmark}"
 
 

@@ -172,6 +172,18 @@ def link_problem(link: LinkSpec) -> str | None:
     return why
 
 
+def link_problem_is_the_machine(link: LinkSpec) -> bool:
+    """Whether :func:`link_problem` of ``link`` is the machine's own: this process is not
+    root, or netem cannot be used in this kernel (a delay or a loss). False when there is
+    no problem, or when ``ip``/``tc`` is missing (iproute2, which the install step
+    provides)."""
+    if link_problem(link) is None:
+        return False
+    if os.geteuid() != 0:
+        return True
+    return all(tool(name) is not None for name in ("ip", "tc"))
+
+
 def ns_sysctls(path: str) -> dict[str, str]:
     """The :data:`NS_SYSCTLS` of the network namespace ``path`` as ``{name: value}``
     (whitespace collapsed; a key this kernel lacks is left out), read from /proc/sys/net

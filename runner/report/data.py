@@ -59,6 +59,58 @@ class WorkloadFacts:
     sustained: bool = False
 
 
+@dataclass(frozen=True)
+class MemoryTimeline:
+    """The server's memory over one cell, as the sampler saw it (the HTML report's "memory
+    over time" chart).
+
+    Attributes:
+        server: server label.
+        workload: workload name.
+        params_key: canonical string of the workload parameters.
+        title: row title of the workload, as :attr:`Series.title`.
+        repeat: the repeat the timeline is of (0-based; the first ``done`` cell's).
+        points: ``(t_s, uss_bytes)`` pairs: seconds since the server started, the server
+            tree's USS (unique set size) in bytes; in time order.
+    """
+
+    server: str
+    workload: str
+    params_key: str
+    title: str
+    repeat: int
+    points: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class ClientCurve:
+    """The per-client rates of one N-client cell, sorted from the fastest client to the
+    slowest (runner.metrics.fairness.sorted_curve): the HTML report's fairness chart.
+
+    Attributes:
+        server: server label.
+        workload: workload name.
+        params_key: canonical string of the workload parameters.
+        title: row title of the workload, as :attr:`Series.title`.
+        repeat: 0-based repeat of the cell.
+        unit: ``"MiB/s"`` (FTP) or ``"req/s"`` (HTTP).
+        jain: Jain's index over every client of the cell (1 = all got the same rate).
+        clients: number of clients of the cell.
+        points: ``(rank, rate)`` pairs, rank 1 = the fastest client; at most a few hundred
+            (thinned evenly, the first and the last kept).
+    """
+
+    server: str
+    workload: str
+    params_key: str
+    title: str
+    repeat: int
+    unit: str
+    jain: float
+    clients: int
+    points: tuple[tuple[int, float], ...]
+
+
 @dataclass
 class CampaignData:
     """Everything a campaign report needs.
@@ -80,6 +132,16 @@ class CampaignData:
         environments: for a comparison across two campaigns, server label -> the
             environment snapshot of its campaign (the reports list the differences);
             empty otherwise.
+        cpu_sources: (server, workload, params_key) -> where the server CPU figures of
+            its done cells came from, one entry per cell that has them, in cell order:
+            ``cgroup`` (the server's cgroup counters) or ``tree`` (the process-tree sum;
+            docs/methodology.md, "What server CPU counts"). Not part of the JSON document.
+        timelines: the memory timeline of each (server, workload, parameters): its first
+            ``done`` cell's (:class:`MemoryTimeline`); not part of the JSON document and not
+            compared by ``==``.
+        client_curves: the per-client rates of every ``done`` N-client cell
+            (:class:`ClientCurve`), in cell order; not part of the JSON document and not
+            compared by ``==``.
     """
 
     campaign_id: int
@@ -91,3 +153,6 @@ class CampaignData:
     workloads: dict[str, WorkloadFacts] = field(default_factory=dict, compare=False)
     setups: dict[str, dict] = field(default_factory=dict, compare=False)
     environments: dict[str, dict] = field(default_factory=dict, compare=False)
+    cpu_sources: dict[tuple[str, str, str], tuple[str, ...]] = field(default_factory=dict, compare=False)
+    timelines: list[MemoryTimeline] = field(default_factory=list, compare=False)
+    client_curves: list[ClientCurve] = field(default_factory=list, compare=False)

@@ -13,8 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
-from runner.metrics.fairness import cv_from_jain
-from runner.report.data import CampaignData, Series, WorkloadFacts
+from runner.metrics.fairness import cv_from_jain, figures_from_raw, sorted_curve
+from runner.report.data import CampaignData, ClientCurve, MemoryTimeline, Series, WorkloadFacts
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
@@ -54,6 +54,8 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     # CPU cost of the work (runner.cell.samples.efficiency_samples): lower is better
     **{(f"{who}_per_{per}", "value"): (unit, False)
        for who in ("server_cpu", "client_cpu") for per, unit in (("op", "us/op"), ("gib", "s/GiB"))},
+    # the process-tree cross-check of a cgroup CPU figure: (tree - cgroup) / cgroup (runner.cell.server_cpu)
+    ("server_cpu", "tree_diff"): ("ratio", False),
 }
 MEMORY_METRICS = ("server_mem_rss_minus_shared", "server_mem_uss", "server_cgroup_mem")
 MEMORY_STATS = ("start", "loaded", "end", "peak", "current", "anon")
@@ -70,7 +72,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     its workloads (row titles, row metric, order: ``CampaignData.workloads``), so the
     report layer needs nothing but this. A cell stored with a ``fairness``/``jain``
     sample but no ``cv`` (before the CV was stored) gets its CV derived from the index,
-    ``sqrt(1/J - 1)`` (runner.metrics.fairness.cv_from_jain). The failure reasons, the environment
+    ``sqrt(1/J - 1)`` (runner.metrics.fairness.cv_from_jain). Each row's server CPU
+    sources (``cell.server_cpu_source``) go to ``CampaignData.cpu_sources``. The failure reasons, the environment
     and the setups are scrubbed of the spec's secrets and of URL passwords
     (runner.spec.redaction.scrub_data), for every reader. Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
@@ -143,9 +146,83 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
         if len(drivers) > 1:
             env["drivers"] = drivers
     workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
+    sources: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for c in done.values():
+        if c.server_cpu_source:
+            sources[(c.server_label, c.workload, c.params_key)].append(c.server_cpu_source)
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series,
                         environment=scrub_data(env, secrets), failures=failures, workloads=workloads,
-                        setups=scrub_data(_setups(session, cells), secrets))
+                        setups=scrub_data(_setups(session, cells), secrets),
+                        cpu_sources={k: tuple(v) for k, v in sources.items()},
+                        timelines=_timelines(session, done, titles),
+                        client_curves=_client_curves(session, done, titles))
+
+
+#: Most points of one memory timeline and of one per-client curve in CampaignData: enough
+#: for a chart a few hundred pixels wide, small enough for a report of 50 cells.
+MAX_TIMELINE_POINTS = 150
+MAX_CURVE_POINTS = 100
+
+
+def _thin(n: int, limit: int) -> list[int]:
+    """Indices of ``limit`` evenly spaced items of ``n`` (every index when ``n <= limit``),
+    the first and the last kept."""
+    if n <= limit:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
+
+
+def _timelines(session: Session, done: dict[int, Cell], titles: dict) -> list[MemoryTimeline]:
+    """The memory timeline (raw of the peak ``server_mem_uss`` sample: ``[[t_s, uss,
+    rss_minus_shared, nprocs], ...]``) of the first ``done`` cell of each (server, workload,
+    parameters) that stored one, thinned to :data:`MAX_TIMELINE_POINTS`. A malformed list is
+    left out."""
+    if not done:
+        return []
+    rows = session.execute(select(Sample.cell_id, Sample.raw).where(
+        Sample.cell_id.in_(list(done)), Sample.metric == "server_mem_uss", Sample.stat == "peak",
+        Sample.raw.is_not(None))).all()
+    out: dict[tuple[str, str, str], MemoryTimeline] = {}
+    for cell_id, raw in sorted(rows, key=lambda r: done[r[0]].seq):
+        c = done[cell_id]
+        key = (c.server_label, c.workload, c.params_key)
+        if key in out or not isinstance(raw, list):
+            continue
+        try:
+            points = tuple((float(raw[i][0]), float(raw[i][1])) for i in _thin(len(raw), MAX_TIMELINE_POINTS))
+        except (TypeError, ValueError, IndexError):
+            continue
+        if points:
+            out[key] = MemoryTimeline(*key, titles[(c.workload, c.params_key)], c.repeat, points)
+    return list(out.values())
+
+
+def _client_curves(session: Session, done: dict[int, Cell], titles: dict) -> list[ClientCurve]:
+    """The per-client rates (raw of each ``fairness``/``jain`` sample: ``[[bytes or requests,
+    seconds, ok], ...]``) of the ``done`` cells, sorted fastest first and thinned to
+    :data:`MAX_CURVE_POINTS`, in cell order. A malformed list is left out."""
+    if not done:
+        return []
+    rows = session.execute(select(Sample.cell_id, Sample.raw).where(
+        Sample.cell_id.in_(list(done)), Sample.metric == "fairness", Sample.stat == "jain",
+        Sample.raw.is_not(None))).all()
+    out = []
+    for cell_id, raw in sorted(rows, key=lambda r: done[r[0]].seq):
+        c = done[cell_id]
+        http = WORKLOADS[c.workload].protocol == "http"
+        if not isinstance(raw, list):
+            continue
+        try:
+            figs = figures_from_raw(raw, http=http)
+            curve = sorted_curve(raw, http=http)
+        except (TypeError, ValueError):
+            continue
+        if figs is None:
+            continue
+        points = tuple((i + 1, curve[i]) for i in _thin(len(curve), MAX_CURVE_POINTS))
+        out.append(ClientCurve(c.server_label, c.workload, c.params_key, titles[(c.workload, c.params_key)],
+                               c.repeat, figs.rate_unit, figs.jain, figs.clients, points))
+    return out
 
 
 #: Build-info keys shown as a server's setup (runner.report.context.setup_table).

@@ -13,10 +13,23 @@ from runner.report.reader import latest_campaign_id, load_campaign
 from runner.store.models import Campaign, Cell
 
 
+def chartjs_text() -> str | None:
+    """The Chart.js build the HTML report inlines: the text of ``XFERLAB_CHARTJS_PATH``
+    (default: Debian's libjs-chart.js ``chart.min.js``), None when it cannot be read."""
+    from runner.config import get_settings
+
+    try:
+        return get_settings().chartjs_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def render_tables(tables, fmt: str, *, data: CampaignData | None = None, title: str | None = None,
-                  width: int = 160) -> str:
+                  width: int = 160, charts: dict | None = None) -> str:
     """Render report tables in ``fmt``. CSV and JSON of a whole campaign (``data`` given)
-    carry every raw sample. Raises ValueError for an unknown format."""
+    carry every raw sample; HTML with ``charts`` (runner.report.charts.chart_data) is the
+    self-contained report with its charts, Chart.js inlined (:func:`chartjs_text`).
+    Raises ValueError for an unknown format."""
     from runner.report import csv, html, json, md, rst, text
 
     if fmt == "text":
@@ -30,7 +43,8 @@ def render_tables(tables, fmt: str, *, data: CampaignData | None = None, title: 
     if fmt == "md":
         return md.render(tables)
     if fmt == "html":
-        return html.render(tables, doc_title=title)
+        return html.render(tables, doc_title=title, charts=charts,
+                           chartjs=chartjs_text() if charts is not None else None)
     if fmt == "csv":
         return csv.render(data if data is not None else tables)
     if fmt == "json":
@@ -45,7 +59,11 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     the end), each server against ``reference`` (default
     the first server), memory table, seed 002's upload table when the campaign has
     ``http_upload`` cells (runner.report.uploads), the real-client tables of seeds 003
-    and 004 when it has real-client cells (runner.report.clients); rendered in ``fmt``."""
+    and 004 when it has real-client cells (runner.report.clients); rendered in ``fmt``.
+    In HTML, with the charts of runner.report.charts (per benchmark, the comparison with
+    ``reference``, memory over time, fairness, saturation). Raises ValueError for an
+    unknown format or ``reference``."""
+    from runner.report.charts import chart_data
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
     from runner.report.saturation import curves, knee_text, saturation_table, summary_lines
@@ -62,7 +80,8 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     tables += client_tables(data)  # seeds 003/004: real client processes, their spread, CPU and memory
     tables += [t for t in (context_table(data.environment, data.setups), setup_table(data.servers, data.setups))
                if t is not None]
-    out = render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}")
+    out = render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}",
+                        charts=chart_data(data, reference=reference) if fmt == "html" else None)
     if fmt == "text" and sweeps:
         out += "\nSaturation:\n" + "\n".join(line for c in sweeps for line in summary_lines(c)) + "\n"
     return out
@@ -121,7 +140,9 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
         data = load_campaign(session, campaign_id=ca)
         sub = [s for s in data.series if s.server in (la, lb)]
         return replace(data, servers=[la, lb], series=sub,
-                       failures=[f for f in data.failures if f[0] in (la, lb)]), la, lb, warnings
+                       failures=[f for f in data.failures if f[0] in (la, lb)],
+                       timelines=[t for t in data.timelines if t.server in (la, lb)],
+                       client_curves=[c for c in data.client_curves if c.server in (la, lb)]), la, lb, warnings
     da, db = load_campaign(session, campaign_id=ca), load_campaign(session, campaign_id=cb)
     na, nb = (f"{la} (#{ca})", f"{lb} (#{cb})") if la == lb else (la, lb)
     series = [replace(s, server=na) for s in da.series if s.server == la]
@@ -138,7 +159,11 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
                         setups={na: da.setups.get(la, {}), nb: db.setups.get(lb, {})},
                         failures=[(na, *f[1:]) for f in da.failures if f[0] == la]
                         + [(nb, *f[1:]) for f in db.failures if f[0] == lb],
-                        workloads={w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, len(order)))})
+                        workloads={w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, len(order)))},
+                        timelines=[replace(t, server=na) for t in da.timelines if t.server == la]
+                        + [replace(t, server=nb) for t in db.timelines if t.server == lb],
+                        client_curves=[replace(c, server=na) for c in da.client_curves if c.server == la]
+                        + [replace(c, server=nb) for c in db.client_curves if c.server == lb])
     return data, na, nb, warnings
 
 
@@ -165,7 +190,12 @@ def compare_report(session: Session, a: str, b: str, *, campaign: int | None = N
             if data.environments else None)
     if fmt != "csv":  # one table per CSV file: the comparison alone
         tables += [t for t in (setup_table([la, lb], data.setups), diff) if t is not None]
-    out = render_tables(tables, fmt, title=f"{la} vs. {lb}")
+    charts = None
+    if fmt == "html":
+        from runner.report.charts import chart_data
+
+        charts = chart_data(data, reference=la)
+    out = render_tables(tables, fmt, title=f"{la} vs. {lb}", charts=charts)
     if warnings and fmt == "text":
         out = "".join(f"warning: {w}\n" for w in warnings) + out
     return out

@@ -285,6 +285,26 @@ CLIENT_BOUND = 0.90
 #: Server CPU cost series (runner.cell.samples.efficiency_samples), per GiB before per operation.
 COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
 
+#: Relative disagreement of the process-tree cross-check with a cgroup CPU figure above
+#: which the ``server CPU`` cell flags it (runner.cell.server_cpu.DISAGREEMENT).
+CPU_DISAGREEMENT = 0.10
+
+
+def server_cpu_cell(text: str, sources: Sequence[str], tree_diffs: Sequence[float]) -> Cell:
+    """The ``server CPU`` cell of a row: ``text`` (the median figure), then where the
+    figures came from, ``[cgroup]``, ``[process tree]`` or both (``cell.server_cpu_source``;
+    nothing when unknown), and, when the process-tree cross-check of a cgroup figure
+    disagrees by more than :data:`CPU_DISAGREEMENT` in any cell of the row, how much and in
+    how many cells, e.g. ``"0.410 s/GiB [cgroup; tree -99% in 2 of 2]"``, marked ``loss``.
+    ``tree_diffs``: the cells' ``(tree - cgroup) / cgroup`` ratios."""
+    names = [{"cgroup": "cgroup", "tree": "process tree"}.get(x, x) for x in dict.fromkeys(sources)]
+    notes = ["+".join(names)] if names else []
+    off = [d for d in tree_diffs if abs(d) > CPU_DISAGREEMENT]
+    if off:
+        worst = max(off, key=abs)
+        notes.append(f"tree {worst * 100:+.0f}% in {len(off)} of {len(tree_diffs)}")
+    return Cell(text + (f" [{'; '.join(notes)}]" if notes else ""), "loss" if off else "")
+
 
 def fairness_text(jain: float | None) -> str:
     """The fairness column's text: Jain's index with two decimals, ``"0.98"``; ``"n/a"``
@@ -311,7 +331,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     second, from the ``client_cpu_utilization`` series; at 90% or more marked
     ``client-bound``, a loss) and, when the campaign stored them, ``server_cpu``: the
     server's CPU cost of the work, median of ``server_cpu_per_op`` (``"41.20 us/op"``,
-    logins and QUITs) or ``server_cpu_per_gib`` (``"0.210 s/GiB"``, transfers) and, when
+    logins and QUITs) or ``server_cpu_per_gib`` (``"0.210 s/GiB"``, transfers), with its
+    source and any disagreement of its cross-check (:func:`server_cpu_cell`) and, when
     the campaign has N-client cells, ``fairness`` (header ``Jain``): the median of Jain's
     index over the clients (``"0.98"``; ``n/a`` for single-session rows; docs/methodology.md,
     "Fairness").
@@ -320,7 +341,9 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
 
     Records: per row ``server, workload, params_key, title, metric, unit``, the
     summary fields, ``errors``, ``failed``, ``client_cpu_utilization``; with the optional
-    columns ``server_cpu``, ``server_cpu_unit``, ``fairness_jain`` and ``fairness_cv``
+    columns ``server_cpu``, ``server_cpu_unit``, ``server_cpu_source`` (``cgroup``, ``tree``,
+    ``cgroup+tree``; None when unknown), ``server_cpu_tree_diff`` (the cells' ratios, or
+    None), ``fairness_jain`` and ``fairness_cv``
     (medians of the ``fairness_jain`` and ``fairness_cv`` series, None without them).
     """
     columns: tuple[Column, ...] = (
@@ -367,8 +390,13 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             if cost:
                 c = next((x for x in (_find(data.series, server, key, m) for m in COST_METRICS) if x), None)
                 med = summarize(c.samples).median if c else None
-                cells += (Cell(fmt.value(med, c.unit) if c and med is not None else fmt.NA),)
-                record_extra = {"server_cpu": med, "server_cpu_unit": c.unit if c else None}
+                diff = _find(data.series, server, key, "server_cpu_tree_diff")
+                sources = data.cpu_sources.get((server, key[0], key[1]), ())
+                cells += (server_cpu_cell(fmt.value(med, c.unit) if c and med is not None else fmt.NA,
+                                          sources, diff.samples if diff else ()),)
+                record_extra = {"server_cpu": med, "server_cpu_unit": c.unit if c else None,
+                                "server_cpu_source": "+".join(dict.fromkeys(sources)) or None,
+                                "server_cpu_tree_diff": list(diff.samples) if diff else None}
             if fair:
                 jain, cv = (_find(data.series, server, key, m) for m in (FAIRNESS_METRIC, "fairness_cv"))
                 j = summarize(jain.samples).median if jain else None

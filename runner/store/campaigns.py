@@ -138,17 +138,21 @@ def get_or_create_environment(session: Session, *, data: dict[str, Any], env_cla
 def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None = None,
                 samples: list[Sample] | None = None, build: ServerBuild | None = None,
                 environment: Environment | None = None,
-                then: Callable[[Session, Cell], object] | None = None) -> None:
+                then: Callable[[Session, Cell], object] | None = None,
+                server_cpu_source: str | None = None) -> None:
     """Store a cell's outcome and samples, refresh its campaign's progress and the history
     points of its group (runner.store.points.refresh_points, under the campaign's row
     lock); commits all in one transaction.
 
-    ``status`` is ``done``, ``failed`` or ``skipped``. ``then(session, cell)`` runs after
+    ``status`` is ``done``, ``failed`` or ``skipped``; ``server_cpu_source`` where its
+    ``server_cpu`` rows came from (``cgroup``, ``tree``; Cell.server_cpu_source). ``then(session, cell)`` runs after
     the samples are flushed and before the progress is counted, in the same transaction
     (runner.campaign.repeats queues another repeat there, so the campaign is not closed first)."""
     cell.status = status
     cell.error = error
     cell.finished_at = now()
+    if server_cpu_source is not None:
+        cell.server_cpu_source = server_cpu_source
     if build is not None:
         cell.build_id = build.id
     if environment is not None:

@@ -105,6 +105,9 @@ class Cell(Base):
     """One unit of work: a (server, variant, workload, params, repeat) to measure.
 
     ``seq`` orders execution; ``worker`` is ``host:pid`` of the process that claimed it.
+    ``server_cpu_source`` says where its ``server_cpu`` rows came from: ``cgroup`` (the
+    server's cgroup counters) or ``tree`` (the process-tree sum; every cell stored before
+    the cgroup figure existed); NULL when no server CPU was measured.
     """
 
     __tablename__ = "cell"
@@ -133,6 +136,7 @@ class Cell(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     build_id: Mapped[int | None] = mapped_column(ForeignKey("server_build.id"))
     environment_id: Mapped[int | None] = mapped_column(ForeignKey("environment.id"))
+    server_cpu_source: Mapped[str | None] = mapped_column(String(12))
 
     campaign: Mapped[Campaign] = relationship(back_populates="cells")
     samples: Mapped[list[Sample]] = relationship(back_populates="cell", cascade="all, delete-orphan")

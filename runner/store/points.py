@@ -14,7 +14,8 @@ stored, derived from the samples by one SQL statement (:func:`points_select`):
 * :func:`rebuild_points` recomputes every point (after the definition of a series
   changes, or to check the table: the result must equal what is stored).
 * Migration 0004 created the table and filled it from the samples already stored
-  (the same aggregation, written out in SQL as of that revision).
+  (the same aggregation, written out in SQL as of that revision); migration 0005 renamed
+  the CPU cost points of the cells stored before it to their process-tree series.
 
 Deleting a campaign deletes its points (foreign key ``ON DELETE CASCADE``). Anything
 that writes ``sample`` or ``cell.status`` outside :func:`finish_cell` must call
@@ -36,10 +37,16 @@ PRIMARY = ""
 #: Peak-memory series: sample metric, stat ``peak``, bytes.
 PEAK_MEMORY = ("server_mem_uss", "server_mem_rss_minus_shared")
 #: Server CPU per unit of work (runner.cell.samples.efficiency_samples), stat ``value``:
-#: s per GiB moved (transfers), us per completed operation (logins, QUITs).
+#: s per GiB moved (transfers), us per completed operation (logins, QUITs), of cells whose
+#: server CPU came from the server's cgroup (``cell.server_cpu_source`` ``cgroup``, or unknown).
 CPU_COST = ("server_cpu_per_gib", "server_cpu_per_op")
+#: The same figures of cells whose server CPU is a process-tree sum (``server_cpu_source``
+#: ``tree``: every cell stored before the cgroup figure): a series of their own, so a
+#: history never compares one with the other (docs/methodology.md, "What server CPU counts").
+TREE_SUFFIX = "_tree"
+CPU_COST_TREE = tuple(m + TREE_SUFFIX for m in CPU_COST)
 #: Every series metric a point can have.
-POINT_METRICS = (PRIMARY, *PEAK_MEMORY, *CPU_COST)
+POINT_METRICS = (PRIMARY, *PEAK_MEMORY, *CPU_COST, *CPU_COST_TREE)
 
 
 def track_expr():
@@ -51,7 +58,9 @@ def track_expr():
 def figure_filter(metrics: tuple[str, ...] = POINT_METRICS):
     """WHERE clause selecting the samples of the given series metrics: each workload's
     primary figure (stat ``value``) for ``""``, the ``peak`` stat of memory metrics,
-    the ``value`` stat of CPU cost metrics. Raises ValueError for another metric."""
+    the ``value`` stat of CPU cost metrics (:data:`CPU_COST` of cells whose server CPU is
+    not a process-tree figure, :data:`CPU_COST_TREE` of those whose is). Raises
+    ValueError for another metric."""
     bad = [m for m in metrics if m not in POINT_METRICS]
     if bad:
         raise ValueError(f"unknown series metric(s) {bad}: use any of {list(POINT_METRICS)}")
@@ -66,9 +75,14 @@ def figure_filter(metrics: tuple[str, ...] = POINT_METRICS):
     mem = [m for m in metrics if m in PEAK_MEMORY]
     if mem:
         parts.append(and_(Sample.stat == "peak", Sample.metric.in_(mem)))
+    tree = Cell.server_cpu_source == "tree"
     cost = [m for m in metrics if m in CPU_COST]
     if cost:
-        parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost)))
+        parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost),
+                          or_(Cell.server_cpu_source.is_(None), ~tree)))
+    cost_tree = [m.removesuffix(TREE_SUFFIX) for m in metrics if m in CPU_COST_TREE]
+    if cost_tree:
+        parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost_tree), tree))
     return or_(*parts)
 
 
@@ -77,7 +91,8 @@ def points_select(*where):
     ``cell``), one row per point, columns in the order of :data:`POINT_COLUMNS`: the
     aggregation of ``sample`` that ``series_point`` stores."""
     track = track_expr()
-    metric = case((Sample.metric.in_(PEAK_MEMORY + CPU_COST), Sample.metric), else_=literal(PRIMARY))
+    metric = case((and_(Sample.metric.in_(CPU_COST), Cell.server_cpu_source == "tree"), Sample.metric + TREE_SUFFIX),
+                  (Sample.metric.in_(PEAK_MEMORY + CPU_COST), Sample.metric), else_=literal(PRIMARY))
     values = func.array_agg(aggregate_order_by(Sample.value, Cell.seq, Sample.id))
     return (select(Cell.campaign_id, Cell.server, track, Cell.workload, Cell.params_key, metric,
                    Cell.server_version, func.min(Cell.seq), func.min(Cell.server_label),

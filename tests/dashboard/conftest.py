@@ -1,17 +1,30 @@
-"""Dashboard test fixtures: the FastAPI app on the real test PostgreSQL, and a helper
-that stores campaigns with given sample values (real rows through the store helpers)."""
+"""Dashboard test fixtures: the FastAPI app on the real test PostgreSQL, a helper that
+stores campaigns with given sample values (real rows through the store helpers), and the
+browser tests' fixtures: the app served by uvicorn, a real worker, headless Chromium."""
 from __future__ import annotations
 
 import random
+import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from tests.support.ports import free_port
 
 TOKEN = "test-token-123"
+#: Debian's Chromium, driven by Playwright (never ``playwright install``).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+ROOT = Path(__file__).resolve().parents[2]
+#: Where the browser tests put their screenshots (gitignored).
+SHOTS = ROOT / "artifacts" / "screenshots"
+#: The token of the app the browser tests serve.
+BROWSER_TOKEN = "browser-token"
 
 MIB = 1 << 20
 #: A server label that would be markup if a page or script inserted it as HTML.
@@ -232,3 +245,45 @@ def live(app) -> Iterator[tuple[str, int]]:
     """The app served by a real uvicorn on 127.0.0.1 (a thread); yields ``(host, port)``."""
     with served(app) as port:
         yield "127.0.0.1", port
+
+
+@pytest.fixture
+def server(engine):
+    """The dashboard (token :data:`BROWSER_TOKEN`) on 127.0.0.1:PORT (uvicorn in a thread);
+    yields the base URL."""
+    from dashboard.app import create_app
+    from dashboard.settings import DashboardSettings
+
+    app = create_app(DashboardSettings(api_token=BROWSER_TOKEN), engine=engine)
+    with served(app) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def worker(xferlab_env, tmp_path):
+    """A real ``python -m runner.cli worker`` process on the test database; SIGTERM at the end."""
+    log = open(tmp_path / "worker.log", "w")
+    p = subprocess.Popen([sys.executable, "-m", "runner.cli", "worker", "--poll", "0.5"], env=xferlab_env,
+                         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    yield p
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait(10)
+    log.close()
+    print((tmp_path / "worker.log").read_text()[-3000:])
+    assert rc == 0, f"worker exited {rc}"
+
+
+@pytest.fixture
+def browser():
+    """Debian's headless Chromium (:data:`CHROMIUM`) through Playwright; closed at the end."""
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

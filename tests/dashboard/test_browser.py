@@ -6,7 +6,6 @@ Screenshots of every page (1280 px and phone width) go to artifacts/screenshots/
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -15,59 +14,15 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.dashboard.conftest import BROWSER_TOKEN as TOKEN
+from tests.dashboard.conftest import CHROMIUM, ROOT, SHOTS
+
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is absent (apt-get install chromium)"),
 ]
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "artifacts" / "screenshots"
-TOKEN = "browser-token"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync"]
 PHONE = {"width": 390, "height": 844}
 WIDE = {"width": 1280, "height": 900}
-
-
-@pytest.fixture
-def server(engine):
-    """The dashboard on 127.0.0.1:PORT (uvicorn in a thread); yields the base URL."""
-    from dashboard.app import create_app
-    from dashboard.settings import DashboardSettings
-    from tests.dashboard.conftest import served
-
-    app = create_app(DashboardSettings(api_token=TOKEN), engine=engine)
-    with served(app) as port:
-        yield f"http://127.0.0.1:{port}"
-
-
-@pytest.fixture
-def worker(xferlab_env, tmp_path):
-    """A real ``python -m runner.cli worker`` process on the test database; SIGTERM at the end."""
-    log = open(tmp_path / "worker.log", "w")
-    p = subprocess.Popen([sys.executable, "-m", "runner.cli", "worker", "--poll", "0.5"], env=xferlab_env,
-                         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    yield p
-    p.send_signal(signal.SIGTERM)
-    try:
-        rc = p.wait(60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = p.wait(10)
-    log.close()
-    print((tmp_path / "worker.log").read_text()[-3000:])
-    assert rc == 0, f"worker exited {rc}"
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _shots(page, name: str) -> None:

@@ -10,9 +10,7 @@ naming the problem, and 2xx answers matching the documented response schema."""
 from __future__ import annotations
 
 import pytest
-
-schemathesis = pytest.importorskip("schemathesis",
-                                   reason="schemathesis is in the test extra (pip install -e '.[test]')")
+import schemathesis  # noqa: E402 - in the test extra (pip install -e '.[test]')
 from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.specs.openapi.checks import response_schema_conformance  # noqa: E402
 

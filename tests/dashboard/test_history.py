@@ -113,7 +113,8 @@ def test_memory_series_and_memory_regression(engine, client, store_campaign):
     assert r["window"] == 50 and r["changes"][0]["series"]["metric"] == "server_mem_uss"
     assert r["changes"][0]["method"] in ("step", "latest") and r["changes"][0]["q_value"] < 0.05
     assert client.get("/api/history", params={**params, "metric": "cpu"}).status_code in (400, 422)
-    assert "metric=server_mem_uss" in client.get("/history").text
+    assert "metric=server_mem_uss" in client.get("/history?figure=server_mem_uss").text
+    assert "metric=server_mem_uss" not in client.get("/history").text  # the default: primary figures
     assert client.get("/history/series", params=params).status_code == 200
 
 
@@ -161,15 +162,16 @@ def test_cpu_cost_series_and_cpu_regression(engine, client, store_campaign):
     assert d["changes"][-1]["kind"] == "regression" and d["changes"][-1]["higher_is_better"] is False
     r = client.get("/api/regressions").json()
     assert [(c["series"]["metric"], c["unit"]) for c in r["changes"]] == [("server_cpu_per_gib", "s/GiB")]
-    page = client.get("/history").text
+    page = client.get("/history?figure=server_cpu&group=server").text
     assert "metric=server_cpu_per_gib" in page and "metric=server_cpu_per_op" in page
-    assert "server CPU per GiB" in page and "<td>s/GiB</td>" in page and "<td>us/op</td>" in page
-    # a variant track's JSON holds ": ": the benchmark column is the workload and figure alone
+    assert "server CPU per GiB (s/GiB)</td>" in page and "server CPU per operation (us/op)</td>" in page
+    # a variant track is shown as its options, not as JSON; a label as it is
     store_campaign([{"name": "pyftpdlib", "version": "2.2.0", "variant": {"use_sendfile": False}}],
                    {(0, "retr"): retr, (0, "login"): [0.1] * 4}, workloads=("retr",))
-    page = client.get("/history").text
-    assert '{"use_sendfile": false}</code></td>' in page.replace("&#34;", '"')
-    assert ">RETR (server -&gt; client), server CPU per GiB</a>" in page and "false}:" not in page
+    page = client.get("/history?figure=server_cpu&group=workload").text
+    assert '<td class="track">use_sendfile=false</td>' in page and '<td class="track">pyftpdlib-dev</td>' in page
+    assert ">RETR (server -&gt; client)</a></td><td class=\"small\">server CPU per GiB (s/GiB)</td>" in page
+    assert "false}" not in page.replace("&#34;", '"')
     sp = client.get("/history/series", params=params).text
     assert "server CPU per GiB" in sp and "s/GiB" in sp
     assert "server CPU per GiB" in client.get("/regressions").text

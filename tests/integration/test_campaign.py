@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
 from runner.store.models import Campaign, Cell, Sample
+from tests.support.skips import machine_lacks
 
 pytestmark = pytest.mark.integration
 
@@ -186,6 +187,8 @@ def test_sigterm_mid_phase_leaves_no_client_link_or_server(tmp_path, xferlab_env
     if shutil.which("wget") is None:
         pytest.skip("wget is not installed")
     why = base_problem()
+    if why and os.geteuid() != 0:
+        machine_lacks(f"root: {why}")
     if why:
         pytest.skip(why)
     spec = _write_spec(tmp_path, name="term", repeats=1, backend="local", warmup=False, link=["100mbit"],

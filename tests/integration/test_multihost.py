@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.netns_hosts import NetnsLab, make_lab, missing_requirements
+from tests.support.skips import machine_lacks
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE_DIR = ROOT / "ansible"
@@ -50,6 +51,8 @@ def _sysctl_root(key: str) -> str:
 def lab(tmp_path_factory: pytest.TempPathFactory):
     """Three SSH-reachable namespace hosts (srv, cli1, cli2); torn down even on failure."""
     why = missing_requirements()
+    if why and (os.geteuid() != 0 or why.startswith("ip netns add fails")):
+        machine_lacks(f"what a netns lab needs: {why}")
     if why:
         pytest.skip(f"netns lab: {why}")
     if not (VENV_BIN / "ansible-playbook").exists():
@@ -175,14 +178,11 @@ def test_ansible_available() -> None:
 def _warm_server_cache(server: dict) -> None:
     """Make the server's venv/build on the control host (which may reach the package
     index); the namespace hosts share the cache and have no route out."""
-    from runner.backends.base import ServerSkipped
     from runner.backends.local import LocalBackend
     from runner.spec.model import ServerSpec
+    from tests.runner.support import check_or_skip
 
-    try:
-        LocalBackend().check(ServerSpec.model_validate(server).request(2000))
-    except ServerSkipped as exc:
-        pytest.skip(f"server cannot run here: {exc}")
+    check_or_skip(LocalBackend(), ServerSpec.model_validate(server).request(2000))
 
 
 def test_campaign_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict, db_url: str) -> None:

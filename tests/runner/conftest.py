@@ -2,11 +2,9 @@
 (``pyftpd``) and targets at it; the local backend, one per session; and for the
 tests that need a Docker engine, the engine's client and a docker backend, one of each per
 module (every container and volume they make carries this session's label and is removed
-when the module ends).
-
-A module that must not build images (it uses the images as they are and is skipped when
-one is missing) sets ``DOCKER_BUILD = False``: then the base image is not bootstrapped
-either, and the backend is made with ``build=False``.
+when the module ends). The docker backend builds a server image a test needs when it is
+missing or outdated (cached by content: a no-op once built), so no module depends on
+another having built it.
 """
 from __future__ import annotations
 
@@ -29,31 +27,25 @@ def backend():
     return LocalBackend(progress=lambda m: print(f"[xferlab] {m}"))
 
 
-def _builds(request: pytest.FixtureRequest) -> bool:
-    """Whether the requesting module lets the fixtures build images (``DOCKER_BUILD``,
-    True when the module does not say)."""
-    return bool(getattr(request.module, "DOCKER_BUILD", True))
-
-
 @pytest.fixture(scope="module")
-def client(request: pytest.FixtureRequest) -> Iterator:
+def client() -> Iterator:
     """The Docker engine's client (docker.DockerClient), with the Debian base image there
-    unless the module sets ``DOCKER_BUILD = False``; the test is skipped with the reason
-    when no engine answers. This session's containers and volumes are removed afterwards."""
+    (bootstrapped when missing); the test is skipped with the reason when no engine
+    answers (tests.docker_support). This session's containers and volumes are removed
+    afterwards."""
     c = docker_client_or_skip()
-    if _builds(request):
-        ensure_base(c)
+    ensure_base(c)
     yield c
     cleanup_session(c)
 
 
 @pytest.fixture(scope="module")
-def dbackend(request: pytest.FixtureRequest, client):
+def dbackend(client):
     """A DockerBackend on :func:`client` whose containers carry this session's label; it
-    builds a missing server image unless the module sets ``DOCKER_BUILD = False``."""
+    builds a missing or outdated server image (runner.backends.docker.images)."""
     from runner.backends.docker import DockerBackend
 
-    return DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL}, build=_builds(request),
+    return DockerBackend(client=client, labels={"xferlab.test": SESSION_LABEL}, build=True,
                          progress=lambda m: print(f"[docker] {m}"))
 
 

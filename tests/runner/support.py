@@ -9,6 +9,7 @@ import pytest
 
 from runner.load.registry import DriverUnavailable, get_driver
 from runner.load.target import Target
+from tests.support.skips import machine_lacks
 
 
 class RunningHandle:
@@ -32,6 +33,9 @@ class RunningHandle:
     def cgroup_memory(self) -> None:
         return None
 
+    def cgroup_cpu(self) -> None:
+        return None
+
 
 class FixedBackend:
     """A Backend whose check passes and whose start() returns ``handle``."""
@@ -50,7 +54,8 @@ class FixedBackend:
 
 def driver_or_skip(name: str):
     """The registered driver ``name``; the test is skipped with its DriverUnavailable
-    reason (a missing binary) when it cannot run here."""
+    reason (a missing binary, which the install step provides: a failure under CI)
+    when it cannot run here."""
     d = get_driver(name)
     try:
         d.check()
@@ -61,11 +66,15 @@ def driver_or_skip(name: str):
 
 def check_or_skip(backend, req) -> None:  # noqa: ANN001
     """``backend.check(req)``; the test is skipped with the reason when it raises
-    ServerSkipped (a binary missing, no compiler for tpd, no image)."""
-    from runner.backends.base import ServerSkipped
+    ServerSkipped (a binary missing, no image: a failure under CI, tests.support.skips)
+    or MachineLacks (no root, no netem: a skip everywhere). A build that fails raises
+    ServerFailed, which reaches the test: a failure, never a skip."""
+    from runner.backends.base import MachineLacks, ServerSkipped
 
     try:
         backend.check(req)
+    except MachineLacks as exc:
+        machine_lacks(str(exc))
     except ServerSkipped as exc:
         pytest.skip(str(exc))
 
@@ -78,8 +87,8 @@ def start_or_skip(backend, req, **kw):  # noqa: ANN001
 
 
 def local_server_or_skip(name: str) -> None:
-    """Skip the test with the local backend's reason (ServerSkipped: a binary missing, no
-    compiler for tpd) when server ``name`` cannot run as a local process here."""
+    """Skip the test with the local backend's reason (as :func:`check_or_skip`) when
+    server ``name`` cannot run as a local process here."""
     from runner.backends import get_backend
     from runner.spec.request import ServerRequest
 

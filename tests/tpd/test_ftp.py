@@ -65,6 +65,13 @@ class Raw:
         self.send(line.encode() + b"\r\n")
         return self.reply()
 
+    def expect(self, *exchanges: tuple[str, str]) -> None:
+        """Send each ``(command line, reply code)`` in turn and check the reply starts
+        with the code (the assertion names the command and the reply)."""
+        for line, code in exchanges:
+            reply = self.cmd(line)
+            assert reply.startswith(code), (line, reply)
+
     def login(self, user="alice", pw="secret") -> None:
         assert self.cmd(f"USER {user}").startswith("331")
         assert self.cmd(f"PASS {pw}").startswith("230")
@@ -117,22 +124,10 @@ def test_three_failed_logins_close(server):
 def test_settings_commands(server):
     r = Raw(server.ftp_port)
     r.login()
-    assert r.cmd("TYPE I").startswith("200")
-    assert r.cmd("TYPE A").startswith("200")
-    assert r.cmd("TYPE L 8").startswith("200")
-    assert r.cmd("TYPE X").startswith("504")
-    assert r.cmd("MODE S").startswith("200")
-    assert r.cmd("MODE B").startswith("504")
-    assert r.cmd("STRU F").startswith("200")
-    assert r.cmd("STRU R").startswith("504")
-    assert r.cmd("REST abc").startswith("501")
-    assert r.cmd("REST 10").startswith("350")
-    assert r.cmd("ALLO 100").startswith("202")
-    assert r.cmd("HELP").startswith("214")
-    assert r.cmd("STAT").startswith("211")
-    assert r.cmd("XYZZY").startswith("500")
-    assert r.cmd("USER bob").startswith("530")
-    assert r.cmd("QUIT").startswith("221")
+    r.expect(("TYPE I", "200"), ("TYPE A", "200"), ("TYPE L 8", "200"), ("TYPE X", "504"),
+             ("MODE S", "200"), ("MODE B", "504"), ("STRU F", "200"), ("STRU R", "504"),
+             ("REST abc", "501"), ("REST 10", "350"), ("ALLO 100", "202"), ("HELP", "214"),
+             ("STAT", "211"), ("XYZZY", "500"), ("USER bob", "530"), ("QUIT", "221"))
 
 
 def test_retr_stor_size_mdtm(server):

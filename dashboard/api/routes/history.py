@@ -7,22 +7,31 @@ from typing import Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from dashboard.deps import SessionDep, SettingsDep
+from dashboard.deps import FigureName, FilterValues, SessionDep, SettingsDep
 from dashboard.services.history import series_timeline, thresholds
-from runner.history import SeriesKey, list_series
+from runner.history import SeriesKey, series_overview
 
 router = APIRouter(prefix="/api/history", tags=["history"])
 
 
 @router.get("/series")
-def api_series(session: SessionDep) -> list[dict[str, Any]]:
-    """Every series: ``server``, ``track`` (spec label, else the variant JSON),
-    ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary figure;
-    ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
+def api_series(session: SessionDep, server: FilterValues = [], workload: FilterValues = [],  # noqa: B006
+               figure: FigureName = "all") -> list[dict[str, Any]]:
+    """Every series matching the filters (``server``, ``workload``: repeatable, none = any;
+    ``figure``: ``primary``, ``server_mem_uss``, ``server_mem_rss_minus_shared``,
+    ``server_cpu`` or ``all``, the default): ``server``, ``track`` (spec label, else the
+    variant JSON), ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary
+    figure; ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
     ``server_cpu_per_gib`` / ``server_cpu_per_op``: server CPU per unit of work, s/GiB or
-    us/op), ``title``, ``benchmark`` (the title without server and track), ``unit``,
-    number of ``points``, ``last_campaign``."""
-    return list_series(session)
+    us/op; with ``_tree``: the same of cells whose server CPU is a process-tree sum),
+    ``title``, ``benchmark`` (the title without server and track), ``workload_title``
+    (``benchmark`` without the figure), ``track_text``
+    (the track as shown: ``default``, ``use_sendfile=false``, a label), ``figure`` (in
+    words), ``unit``, ``higher_is_better``, number of ``points``, ``last_campaign``,
+    ``spark`` (the medians of the 50 most recent points, oldest first), ``last``,
+    ``previous`` (None for one point) and ``change`` (``last / previous - 1``)."""
+    return series_overview(session, servers=tuple(s for s in server if s), workloads=tuple(w for w in workload if w),
+                           figure=figure)
 
 
 @router.get("", response_model=dict[str, Any])

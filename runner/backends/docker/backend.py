@@ -9,7 +9,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from runner.backends.base import ServerFailed, ServerSkipped, target_tls
+from runner.backends.base import MachineLacks, ServerFailed, ServerSkipped, target_tls
 from runner.backends.docker.container import FTP_HOME, FTP_USER, NETWORK_MODES, ContainerSettings, container_spec
 from runner.backends.docker.handle import DockerServerHandle, home_path
 from runner.backends.docker.reaping import LABEL, owner_labels, reap_orphans
@@ -323,11 +323,12 @@ class DockerBackend:
 
 def link_check(req: ServerRequest, network: str) -> LinkSpec:
     """The link of ``req`` (runner.net.conditions; loopback when none). Raises
-    ServerSkipped when a shaped link cannot be made here (linknet.link_problem), or
+    ServerSkipped when a shaped link cannot be made here (linknet.link_problem;
+    MachineLacks when not root or without netem), or
     with host networking: the link's server end goes into the container's own network
     namespace, which a host-network container does not have."""
     from runner.backends.base import request_link
-    from runner.net.link import link_problem
+    from runner.net.link import link_problem, link_problem_is_the_machine
 
     link = request_link(req)
     if link.loopback:
@@ -337,7 +338,7 @@ def link_check(req: ServerRequest, network: str) -> LinkSpec:
                             "(network netns or bridge), not host networking")
     why = link_problem(link)
     if why:
-        raise ServerSkipped(f"{req.label}: {why}")
+        raise (MachineLacks if link_problem_is_the_machine(link) else ServerSkipped)(f"{req.label}: {why}")
     return link
 
 

@@ -1,4 +1,4 @@
-"""A server running in a container: its host PID, liveness, memory cgroup, stop."""
+"""A server running in a container: its host PID, liveness, memory and CPU cgroup, stop."""
 from __future__ import annotations
 
 import os
@@ -13,6 +13,7 @@ from runner.backends.base import StopsOnExit, check_subdir, list_stored_files, r
 from runner.backends.docker.container import FTP_HOME
 from runner.load.target import Target
 from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
+from runner.metrics.cgroup_cpu import CpuCgroup, CpuStat, cpu_cgroup, from_engine_cpu_stats
 
 
 class DockerServerHandle(StopsOnExit):
@@ -43,6 +44,7 @@ class DockerServerHandle(StopsOnExit):
         self._volume = volume
         self._stopped = False
         self._cg: tuple[Path, int] | None = None
+        self._cpu_cg: CpuCgroup | None = None
         self._exit: str | None = None
         self.link: Any = None  # a runner.net.link.LinkNet into the container's namespace, closed by stop()
 
@@ -54,6 +56,9 @@ class DockerServerHandle(StopsOnExit):
         init_pid = int(self._container.attrs["State"].get("Pid") or 0)
         self.pid = init_pid or None
         self._cg = cgroup_dir(init_pid) if init_pid else None
+        self._cpu_cg = cpu_cgroup(init_pid) if init_pid else None
+        self.build_info["cpu_cgroup"] = (f"{self._cpu_cg.acct}" if self._cpu_cg is not None
+                                         else "engine: the container's cgroup files are not visible here")
         if not init_pid or not self._container.attrs["HostConfig"].get("Init"):
             return
         deadline = time.monotonic() + timeout
@@ -121,6 +126,23 @@ class DockerServerHandle(StopsOnExit):
         except docker.errors.APIError:
             return {}
         return from_engine_stats(ms)
+
+    def cgroup_cpu(self) -> CpuStat | None:
+        """The container cgroup's CPU counters now (runner.metrics.cgroup_cpu.CpuStat,
+        microseconds: usage, user, system, throttled periods and time), covering every
+        process of the container, those that exited included. Falls back to the engine's
+        stats API (``cpu_stats``) when the cgroup files are not visible here. None when the
+        container is gone."""
+        if self._cpu_cg is not None:
+            try:
+                return self._cpu_cg.read()
+            except (OSError, ValueError, KeyError):
+                return None
+        try:
+            cs = self._container.stats(stream=False).get("cpu_stats") or {}
+        except docker.errors.APIError:
+            return None
+        return from_engine_cpu_stats(cs)
 
     def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
         """The regular files directly in the container's ``/srv/ftp/<subdir>`` as

@@ -8,7 +8,7 @@ import subprocess
 
 from filelock import FileLock
 
-from runner.backends.base import ServerSkipped
+from runner.backends.base import MachineLacks, ServerSkipped
 from runner.backends.local.venvs import cache_dir
 
 #: The system account vsftpd logs in as (vsftpd only serves real accounts). Created
@@ -48,13 +48,13 @@ def crypt_sha512(password: str) -> str:
 def ensure_vsftpd_user() -> pwd.struct_passwd:
     """Create (once) the system user vsftpd serves (home "/", shell nologin, GECOS
     VSFTPD_GECOS), and (re)set its known password VSFTPD_PASSWORD (SHA-512 crypt).
-    Raises ServerSkipped when not root or when a same-named account is not ours."""
+    Raises MachineLacks when not root, ServerSkipped when a same-named account is not ours."""
     try:
         pw = pwd.getpwnam(VSFTPD_USER)
     except KeyError:
         pw = None
     if os.geteuid() != 0:
-        raise ServerSkipped(f"vsftpd: needs root (it serves real system accounts and switches "
+        raise MachineLacks(f"vsftpd: needs root (it serves real system accounts and switches "
                             f"uid per session); run as root or create user {VSFTPD_USER}")
     with FileLock(cache_dir() / "vsftpd-user.lock", timeout=60):
         if pw is None:

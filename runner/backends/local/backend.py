@@ -5,7 +5,7 @@ import copy
 import shutil
 from collections.abc import Callable
 
-from runner.backends.base import ServerFailed, ServerSkipped, request_link
+from runner.backends.base import MachineLacks, ServerFailed, ServerSkipped, request_link
 from runner.backends.external import ExternalHandle, check_external, start_external
 from runner.backends.local.process import LocalServerHandle, spawn
 from runner.backends.local.recipes import RECIPES, Recipe
@@ -14,7 +14,14 @@ from runner.backends.system import free_port
 from runner.catalogue import variants
 from runner.catalogue.servers import SERVER_NAMES, tls_skip_reason
 from runner.net.conditions import LinkSpec
-from runner.net.link import LinkFailed, LinkUnavailable, attach_link, link_problem, open_link
+from runner.net.link import (
+    LinkFailed,
+    LinkUnavailable,
+    attach_link,
+    link_problem,
+    link_problem_is_the_machine,
+    open_link,
+)
 from runner.net.netns import call_in_netns
 from runner.spec.request import ServerRequest
 
@@ -56,9 +63,11 @@ class LocalBackend:
         return r
 
     def check(self, req: ServerRequest) -> None:
-        """Raise ServerSkipped with the reason when ``req`` cannot run here. May create a
-        venv, fetch a Debian package or build tpd (all cached). For ``external``: raises
-        ServerSkipped if host/port are missing or it does not answer a login."""
+        """Raise ServerSkipped with the reason when ``req`` cannot run here (MachineLacks
+        when the machine itself lacks what it needs: root, netem). May create a venv,
+        fetch a Debian package or build a server from source (all cached); raises
+        ServerFailed with the builder's last lines when a build fails. For ``external``:
+        raises ServerSkipped if host/port are missing or it does not answer a login."""
         if req.name == "external":
             check_external(req)
             return
@@ -72,13 +81,17 @@ class LocalBackend:
         (docker-only keys such as ``memory``, ``network``; see runner.catalogue.variants),
         a TLS mode the server does not have, or a link that cannot be made here
         (runner.net.link.link_problem: not root, no ip/tc, no netem for a delay or
-        a loss)."""
+        a loss; MachineLacks when not root or without netem)."""
         reason = variants.backend_problem(req.name, req.variant, "local") or \
             tls_skip_reason(req.name, str(req.variant.get("tls", "none")))
+        machine = False
         if reason is None:
-            reason = link_problem(request_link(req))
+            link = request_link(req)
+            reason = link_problem(link)
+            machine = link_problem_is_the_machine(link)
         if reason:
-            raise ServerSkipped(f"{req.label}: {reason}" if not reason.startswith(req.name) else reason)
+            raise (MachineLacks if machine else ServerSkipped)(
+                f"{req.label}: {reason}" if not reason.startswith(req.name) else reason)
 
     def start(self, req: ServerRequest, *, cpu: list[int] | None = None) -> LocalServerHandle | ExternalHandle:
         """Start ``req`` (pinned to ``cpu`` if given) and wait for greeting + login.

@@ -18,13 +18,18 @@ from runner.backends.local.rundir import RunDir, log_tail
 from runner.backends.probe import ProbeError, wait_http_ready, wait_ready
 from runner.backends.system import nofile_target
 from runner.load.target import Target
+from runner.metrics import server_cgroup
+from runner.metrics.cgroup_cpu import CpuStat
 from runner.metrics.tree import tree
 from runner.net.netns import CLONE_NEWNET, call_in_netns
 from runner.spec.request import ServerRequest
 
 
-def make_preexec(cpu: list[int] | None, netns_fd: int | None = None) -> Callable[[], None]:
-    """The function the child runs between fork and exec: PR_SET_PDEATHSIG SIGKILL
+def make_preexec(cpu: list[int] | None, netns_fd: int | None = None,
+                 cgroup_procs: str | None = None) -> Callable[[], None]:
+    """The function the child runs between fork and exec: joining the cgroup whose
+    ``cgroup.procs`` file is ``cgroup_procs`` when given (runner.metrics.server_cgroup, so
+    every process the server forks is born in it), PR_SET_PDEATHSIG SIGKILL
     (prctl(2)), RLIMIT_NOFILE soft = hard (as root the hard limit raised to
     ``min(fs.nr_open, 1048576)`` where the kernel allows it), ``sched_setaffinity``
     to ``cpu`` when given (forked per-client processes inherit it), and setns(2) into
@@ -38,6 +43,8 @@ def make_preexec(cpu: list[int] | None, netns_fd: int | None = None) -> Callable
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
     def preexec() -> None:  # runs in the child between fork and exec
+        if cgroup_procs is not None:
+            server_cgroup.join_in_child(cgroup_procs)
         # PR_SET_PDEATHSIG (prctl(2), option 1): the server gets SIGKILL when the runner
         # dies, so a killed campaign leaves no orphaned server behind.
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)
@@ -70,10 +77,15 @@ class LocalServerHandle(StopsOnExit):
         build_info: name, version, variant, binary, interpreter, config_hash, obtained,
             run_dir, argv, startup_s, greeting, cpu.
         run_dir: the run dir (removed by stop() unless the backend keeps run dirs).
+        cgroup: the cgroup v2 made for the server's process tree
+            (runner.metrics.server_cgroup), None when none could be made or joined
+            (``build_info["cpu_cgroup"]`` then says why).
     """
 
     def __init__(self, proc: subprocess.Popen, target: Target, build_info: dict[str, Any],
-                 run: RunDir, keep_run_dir: bool, stop_timeout: float):
+                 run: RunDir, keep_run_dir: bool, stop_timeout: float,
+                 cgroup: server_cgroup.ServerCgroup | None = None):
+        self.cgroup = cgroup
         self._proc = proc
         self.target = target
         self.pid: int | None = proc.pid
@@ -108,6 +120,17 @@ class LocalServerHandle(StopsOnExit):
         """None: a local server has no memory cgroup of its own (its memory is the
         process tree's, sampled from ``pid``)."""
         return None
+
+    def cgroup_cpu(self) -> CpuStat | None:
+        """The CPU counters of the cgroup made for the server's process tree
+        (runner.metrics.cgroup_cpu.CpuStat, microseconds); None without one (no cgroup v2
+        could be made here: ``build_info["cpu_cgroup"]`` says why) or when it is gone."""
+        if self.cgroup is None:
+            return None
+        try:
+            return self.cgroup.cpu.read()
+        except (OSError, ValueError, KeyError):
+            return None
 
     def stored_files(self, subdir: str = "uploads") -> list[tuple[str, int]]:
         """The regular files directly in ``<run home>/<subdir>`` as ``[(name, size in
@@ -157,6 +180,8 @@ class LocalServerHandle(StopsOnExit):
             pass
         if not self._keep:
             shutil.rmtree(self._run.path, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.remove()
         if self.link is not None:
             self.link.close()
 
@@ -169,18 +194,32 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
     the launch's). With ``netns`` (a namespace file) the server runs in that network
     namespace and is probed from it.
 
-    Returns the handle with build_info complete (greeting, startup_s, pid, rlimit_nofile).
+    The server joins a cgroup v2 of its own (runner.metrics.server_cgroup) before it
+    execs; ``build_info["cpu_cgroup"]`` is that cgroup's folder, or ``"none: REASON"``
+    when none could be made or joined (its CPU is then the process tree's).
+
+    Returns the handle with build_info complete (greeting, startup_s, pid, rlimit_nofile,
+    cpu_cgroup).
     Raises ServerFailed (argv and log tail in the message) when it cannot be executed,
     exits, or does not answer in time; the server is stopped then."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(launch.env)
     log = open(run.logs / "server.log", "wb")
     ns_fd = os.open(netns, os.O_RDONLY | os.O_CLOEXEC) if netns else None
+    cgroup: server_cgroup.ServerCgroup | None = None
+    try:
+        cgroup = server_cgroup.make()
+        cgroup_note = str(cgroup.path)
+    except server_cgroup.NoServerCgroup as e:
+        cgroup_note = f"none: {e}"
     try:
         proc = subprocess.Popen(launch.argv, cwd=run.path, env=env, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=make_preexec(cpu, ns_fd), close_fds=True)
+                                preexec_fn=make_preexec(cpu, ns_fd, cgroup.procs_file if cgroup else None),
+                                close_fds=True)
     except OSError as e:
+        if cgroup is not None:
+            cgroup.remove()
         raise ServerFailed(f"{req.label}: cannot execute {launch.argv[0]}: {e}") from e
     finally:
         log.close()
@@ -194,7 +233,12 @@ def spawn(req: ServerRequest, launch: Launch, run: RunDir, cpu: list[int] | None
             "requested_version": req.version, "storage": run.storage, "storage_fs": run.fs_type,
             **({"tls_mode": launch.target.tls.mode, "tls_key_type": launch.target.tls.key_type}
                if launch.target.tls is not None else {})}
-    handle = LocalServerHandle(proc, launch.target, info, run, keep_run_dir, stop_timeout)
+    if cgroup is not None and not cgroup.contains(proc.pid):
+        cgroup_note = f"none: the server did not join {cgroup.path}"
+        cgroup.remove(timeout=0)
+        cgroup = None
+    info["cpu_cgroup"] = cgroup_note
+    handle = LocalServerHandle(proc, launch.target, info, run, keep_run_dir, stop_timeout, cgroup)
     t = launch.target
 
     def probe() -> tuple[str, float]:

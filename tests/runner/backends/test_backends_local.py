@@ -14,6 +14,7 @@ from runner.backends.base import ServerFailed, ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
 from runner.spec.request import ServerRequest
 from tests.runner.support import assert_gone, start_or_skip
+from tests.support.skips import machine_lacks
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -230,7 +231,7 @@ def test_storage_tmpfs_puts_the_home_on_a_tmpfs(backend, name):
     """storage: tmpfs: the FTP home is on a tmpfs (a forking server that switches user,
     vsftpd, still reaches it); the default is on disk. Both recorded in build_info."""
     if local.filesystem_type(Path("/dev/shm")) != "tmpfs":
-        pytest.skip("/dev/shm is not a tmpfs here")
+        machine_lacks("a tmpfs on /dev/shm")
     req = ServerRequest(name, "2.2.0" if name == "pyftpdlib" else None, variant={"storage": "tmpfs"})
     h = start_or_skip(backend, req)
     try:
@@ -318,8 +319,82 @@ def test_exit_reason_and_cgroup_memory(backend):
     assert h.exit_reason() == "killed by SIGKILL"
 
 
-def test_servers_fetch_entry_point():
-    """`xferlab servers --fetch NAME` calls local.fetch_debian_server (runner/cli.py)."""
-    from runner.backends.local import debs
+def test_servers_fetch_extracts_the_debian_server(tmp_path):
+    """``xferlab servers --fetch vsftpd`` downloads and extracts Debian's vsftpd into the
+    cache: the extracted binary runs and reports the upstream version of the package
+    version recorded in info.json; an unknown name is refused with the valid ones."""
+    import json
+    import os
+    import subprocess
+    import sys
 
-    assert local.fetch_debian_server is debs.fetch_debian_server
+    env = {**os.environ, "XFERLAB_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-m", "runner.cli", "servers", "--fetch", "vsftpd"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    binary = tmp_path / "cache" / "debs" / "vsftpd" / "root" / "usr" / "sbin" / "vsftpd"
+    assert "extracted to" in run.stdout and os.access(binary, os.X_OK), run.stdout
+    recorded = json.loads((binary.parents[3] / "info.json").read_text())["packages"]["vsftpd"]
+    # vsftpd -v writes its version to file descriptor 0
+    v = subprocess.run(f"{binary} -v 0>&1", shell=True, capture_output=True, text=True, timeout=30)
+    upstream = recorded.split(":")[-1].split("-")[0]
+    assert f"vsftpd: version {upstream}" in v.stdout, (v.stdout, v.stderr, recorded)
+    bad = subprocess.run([sys.executable, "-m", "runner.cli", "servers", "--fetch", "nginx"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "not a Debian-packaged server" in bad.stdout + bad.stderr
+    assert "vsftpd" in bad.stdout + bad.stderr
+
+
+def test_local_server_runs_in_a_cgroup_of_its_own(backend):
+    """vsftpd under the local backend: the server joined the cgroup v2 the lab made before
+    it forked anything, so its session processes are born in it; three logins and QUITs
+    add to the cgroup's usage (each session costs the server CPU: at least 100 us, at most
+    0.5 s); stop() removes the cgroup."""
+    from runner.metrics.cgroup_cpu import v2_root
+
+    if v2_root() is None:
+        machine_lacks("a cgroup v2 hierarchy under the cgroup root (a v1-only host)")
+    h = start_or_skip(backend, ServerRequest("vsftpd"))
+    try:
+        where = h.build_info["cpu_cgroup"]
+        assert not where.startswith("none"), where
+        cg = Path(where)
+        before = h.cgroup_cpu()
+        assert before is not None
+        clients = []
+        for _ in range(3):
+            f = ftplib.FTP()
+            f.connect(h.target.host, h.target.port, timeout=10)
+            f.login(h.target.user, h.target.password)
+            clients.append(f)
+        members = set((cg / "cgroup.procs").read_text().split())
+        assert {str(p) for p in tree_pids(h.pid)} <= members and len(members) >= 4, members
+        for f in clients:
+            f.quit()
+        after = h.cgroup_cpu()
+        assert after is not None
+        assert 3 * 100 <= after.since(before).usage_usec <= 3 * 500_000
+    finally:
+        h.stop()
+    assert not cg.exists()
+    assert h.cgroup_cpu() is None
+
+
+def test_local_server_without_cgroup_v2_falls_back(backend, tmp_path, monkeypatch):
+    """No cgroup v2 hierarchy under XFERLAB_CGROUP_ROOT (here a v1-only layout): the server
+    starts all the same, without a cgroup, and its build info says why."""
+    from runner.config import get_settings
+
+    (tmp_path / "cpu").mkdir()
+    monkeypatch.setenv("XFERLAB_CGROUP_ROOT", str(tmp_path))
+    get_settings.cache_clear()
+    try:
+        h = start_or_skip(backend, ServerRequest("vsftpd"))
+        try:
+            assert h.build_info["cpu_cgroup"].startswith("none: no cgroup v2 hierarchy"), h.build_info["cpu_cgroup"]
+            assert h.cgroup_cpu() is None
+        finally:
+            h.stop()
+    finally:
+        monkeypatch.delenv("XFERLAB_CGROUP_ROOT")
+        get_settings.cache_clear()

@@ -3,10 +3,8 @@ backend's settings turn into for ``containers.run``, checked also through the SD
 translation into the engine's create request (HostConfig)."""
 from __future__ import annotations
 
+import docker  # noqa: F401 - a dependency of xferlab (pyproject.toml)
 import pytest
-
-pytest.importorskip("docker")
-
 from docker.models.containers import _create_container_args  # noqa: E402
 
 from runner.backends.base import ServerSkipped  # noqa: E402

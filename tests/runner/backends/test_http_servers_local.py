@@ -5,11 +5,12 @@ the storage axis, workers; a server whose binary is missing is skipped with its 
 from __future__ import annotations
 
 import http.client
+import shutil
 
 import psutil
 import pytest
 
-from runner.backends.base import ServerSkipped
+from runner.backends.base import ServerFailed, ServerSkipped
 from runner.backends.local import LocalBackend, available_servers
 from runner.backends.local.recipes import RECIPES
 from runner.backends.local.rundir import RunDir
@@ -141,6 +142,39 @@ def test_missing_binary_is_skipped_with_reason(monkeypatch, backend):
             b.check(ServerRequest(name))
     reasons = dict(available_servers(b))
     assert "apt-get install nginx" in (reasons["nginx"] or "")
+
+
+def test_a_go_http_source_that_does_not_compile_is_a_failure(monkeypatch, tmp_path, backend, request):
+    """servers/go-http with a syntax error, built by the real Go toolchain: check() raises
+    ServerFailed with the compiler's own lines, and the cell is ``failed`` with them, never
+    ``skipped``."""
+    from runner.backends import paths
+    from runner.backends.local.recipes.base import source_hash
+    from runner.backends.local.venvs import cache_dir
+    from runner.cell.local import run_local_cell
+    from runner.spec.model import parse_spec
+    from runner.store.models import Cell
+
+    check_or_skip(backend, ServerRequest("go-http"))  # the toolchain is there (the real source builds)
+    servers = tmp_path / "servers"
+    shutil.copytree(paths.SERVERS_DIR / "go-http", servers / "go-http")
+    main = servers / "go-http" / "main.go"
+    main.write_text(main.read_text() + "\nfunc broken( {\n")
+    monkeypatch.setattr(paths, "SERVERS_DIR", servers)
+    broken_out = cache_dir() / "go-http" / source_hash(servers / "go-http", frozenset({".go", ".mod"}))
+    request.addfinalizer(lambda: (shutil.rmtree(broken_out, ignore_errors=True),
+                                  broken_out.with_name(f"{broken_out.name}.lock").unlink(missing_ok=True)))
+    with pytest.raises(ServerFailed, match=r"(?s)go-http: go build failed \(exit \d+\):.*main\.go:\d+:\d+: syntax err"):
+        backend.check(ServerRequest("go-http"))
+    spec = parse_spec({"name": "broken", "repeats": 1, "warmup": False, "driver": "xferlab-http", "pinning": {},
+                       "servers": [{"name": "go-http"}],
+                       "workloads": [{"name": "http_download", "params": {"clients": 1, "duration": 0.2}}]})
+    srv, params = spec.servers[0], spec.workloads[0].params
+    cell = Cell(id=1, seq=0, server="go-http", server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
+                workload="http_download", params=params.model_dump(mode="json"), params_key="", repeat=0)
+    out = run_local_cell(cell, spec, backend)
+    assert out.status == "failed", (out.status, out.error)
+    assert "go-http: go build failed" in out.error and "syntax error" in out.error, out.error
 
 
 def test_catalogue_notes():

@@ -1,20 +1,17 @@
 """Cells over a shaped 100 Mbit link with the docker backend: the link's server end is
 put into the server container's own namespace (runner.backends.docker.backend
-.link_container). Uses the server images as they are (never builds one: skipped when an
-image is missing), needs root, ip and tc."""
+.link_container). Builds the server images it needs when they are missing (cached: a
+no-op when built), whatever ran before it; needs root, ip and tc."""
 from __future__ import annotations
 
 import pytest
 
 from runner.net import link as linknet
 from tests.runner.cell.test_link_cell import MIB, PAYLOAD_MIB_S, run_link_cell
+from tests.support.skips import not_root, skip_if_problem
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(300),
-              pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))]
-
-
-#: The images are used as they are (tests.runner.conftest's dbackend builds none).
-DOCKER_BUILD = False
+              skip_if_problem(linknet.base_problem(), machine=not_root())]
 
 
 def _cell(dbackend, server: str, driver: str, workload: str, link: str = "100mbit", variant=None, **params):

@@ -1,5 +1,6 @@
-"""Server and client CPU per unit of work: runner.cell.samples.efficiency_samples
-against a server that burns a known amount of CPU per login, and the campaign table's
+"""Server and client CPU per unit of work: the sampler's server CPU and
+runner.cell.samples.efficiency_samples against a forking server that burns a known amount
+of CPU per login, checked against its cgroup's own counter; and the campaign table's
 server CPU column."""
 from __future__ import annotations
 
@@ -16,71 +17,105 @@ from runner.cell.samples import GIB, efficiency_samples, phase_samples
 from runner.load.ftp.workloads import run_workload_sync
 from runner.load.result import PhaseResult
 from runner.load.target import Target
+from runner.metrics.sampler import TreeSampler
 from runner.report.data import CampaignData, Series
 from runner.report.tables import campaign_table
+from tests.support.cpu_cgroup import CpuCgroup
 
 BURN_MS = 8.0
+LOGINS = 60
 
-# A single-threaded FTP server on loopback that spins BURN_MS of CPU time on each PASS.
+# An FTP server on loopback that forks one process per session, as vsftpd and proftpd do;
+# each session spins BURN_MS of its own CPU time on PASS. The parent reaps its children
+# every 50 ms (their CPU then counts in its cutime/cstime, as the sampler's docstring says).
 _SERVER = textwrap.dedent(f"""
-    import selectors, socket, sys, time
-    sel = selectors.DefaultSelector()
+    import os, select, socket, time
     ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", 0)); ls.listen(1024); ls.setblocking(False)
+    ls.bind(("127.0.0.1", 0)); ls.listen(1024)
     print(ls.getsockname()[1], flush=True)
-    sel.register(ls, selectors.EVENT_READ)
-    bufs = {{}}
+
+    def session(c):
+        c.settimeout(30)
+        c.sendall(b"220 burn\\r\\n")
+        for line in c.makefile("rb"):
+            cmd = line.split(b" ")[0].strip().upper()
+            if cmd == b"USER": c.sendall(b"331 pass\\r\\n")
+            elif cmd == b"PASS":
+                t = time.process_time()
+                while time.process_time() - t < {BURN_MS} / 1000: pass
+                c.sendall(b"230 ok\\r\\n")
+            elif cmd == b"QUIT":
+                c.sendall(b"221 bye\\r\\n"); return
+            else: c.sendall(b"502 no\\r\\n")
+
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        for key, _ in sel.select(1.0):
-            s = key.fileobj
-            if s is ls:
-                c, _ = ls.accept(); c.setblocking(True); c.sendall(b"220 burn\\r\\n")
-                sel.register(c, selectors.EVENT_READ); bufs[c] = b""
-                continue
-            data = s.recv(4096)
-            if not data:
-                sel.unregister(s); s.close(); continue
-            bufs[s] += data
-            while b"\\r\\n" in bufs[s]:
-                line, bufs[s] = bufs[s].split(b"\\r\\n", 1)
-                cmd = line.split(b" ")[0].upper()
-                if cmd == b"USER": s.sendall(b"331 pass\\r\\n")
-                elif cmd == b"PASS":
-                    t = time.process_time()
-                    while time.process_time() - t < {BURN_MS} / 1000: pass
-                    s.sendall(b"230 ok\\r\\n")
-                elif cmd == b"QUIT": s.sendall(b"221 bye\\r\\n")
-                else: s.sendall(b"502 no\\r\\n")
+        ready, _, _ = select.select([ls], [], [], 0.05)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0: break
+            except ChildProcessError: break
+        if ready:
+            c, _ = ls.accept()
+            if os.fork() == 0:
+                ls.close()
+                try: session(c)
+                finally: os._exit(0)
+            c.close()
 """)
 
 
 @pytest.fixture
 def burner():
-    p = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(p.stdout.readline())
-        yield p, port
-    finally:
-        p.kill()
-        p.wait(10)
+    """The forking server, in a cgroup of its own: ``(process, port, cgroup)``."""
+    with CpuCgroup() as cg:
+        p = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True)
+        try:
+            cg.add(p.pid)
+            port = int(p.stdout.readline())
+            yield p, port, cg
+        finally:
+            p.kill()
+            p.wait(10)
+
+
+def _children_reaped(pid: int, timeout: float = 10.0) -> None:
+    """Wait until ``pid`` has no child left, zombies included (bounded)."""
+    deadline = time.monotonic() + timeout
+    while psutil.Process(pid).children():
+        assert time.monotonic() < deadline, "the server's session processes did not exit"
+        time.sleep(0.05)
 
 
 def test_server_cpu_per_login_matches_the_cpu_the_server_burns(burner):
-    proc, port = burner
-    ps = psutil.Process(proc.pid)
-    c0 = ps.cpu_times()
-    r = run_workload_sync("login", Target("127.0.0.1", port, "u", "p"),
-                          WorkloadParams(clients=60, op_timeout=20, phase_timeout=60))
-    time.sleep(0.2)
-    c1 = ps.cpu_times()
-    assert r.ops == 60 and not r.errors, (r.errors, r.notes)
-    cpu = (c1.user - c0.user, c1.system - c0.system)
+    """The lab's own path (TreeSampler over the server's process tree, its helper process
+    started, then phase_samples) against two references: the CPU the sessions burn by
+    construction (LOGINS x BURN_MS of process time) and the cgroup's ``usage_usec``, which
+    counts every process of the server, exited sessions included."""
+    proc, port, cg = burner
+    sampler = TreeSampler(proc.pid).start()
+    try:
+        ref0 = cg.usage_s()
+        c0 = sampler.cpu_times()
+        r = run_workload_sync("login", Target("127.0.0.1", port, "u", "p"),
+                              WorkloadParams(clients=LOGINS, op_timeout=20, phase_timeout=60))
+        _children_reaped(proc.pid)
+        c1 = sampler.cpu_times()
+        ref = cg.usage_s() - ref0
+    finally:
+        sampler.stop()
+    assert r.ops == LOGINS and not r.errors, (r.errors, r.notes)
+    cpu = (c1[0] - c0[0], c1[1] - c0[1])
     rows = {x.metric: x for x in phase_samples(r, server_cpu=cpu)}
     per_op = rows["server_cpu_per_op"]
     assert per_op.unit == "us/op"
-    # 8 ms burnt per login, plus the server's own accept/recv/send (about 0.1-0.5 ms)
-    assert BURN_MS * 1000 <= per_op.value < BURN_MS * 1000 * 1.4, per_op.value
+    lab = per_op.value * LOGINS / 1e6
+    # the cgroup: at least the burn; at most the burn plus 3 ms per session of fork,
+    # accept, five replies and exit (measured about 1 ms)
+    assert LOGINS * BURN_MS / 1000 <= ref <= LOGINS * (BURN_MS + 3) / 1000, ref
+    # /proc counts in clock ticks of 10 ms, four counters of the root (user, system, and
+    # its reaped children's): the lab's figure within 5% + 40 ms of the cgroup's
+    assert abs(lab - ref) <= 0.05 * ref + 0.04, (lab, ref)
     assert "client_cpu_per_op" in rows and "server_cpu_per_gib" not in rows
 
 

@@ -14,9 +14,10 @@ from runner.spec.model import parse_spec
 from runner.spec.request import ServerRequest
 from runner.store.models import Cell
 from tests.runner.support import check_or_skip, driver_or_skip
+from tests.support.skips import machine_lacks, not_root, skip_if_problem
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
-              pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))]
+              skip_if_problem(linknet.base_problem(), machine=not_root())]
 
 MIB = 1 << 20
 #: 100 Mbit/s as payload: tbf counts whole Ethernet frames, 1448 payload bytes in 1514
@@ -106,7 +107,7 @@ def test_loopback_cell_has_no_link_rows(backend):
 def test_delay_is_skipped_with_the_reason_without_netem(backend):
     why = linknet.link_problem(linknet.LinkSpec(100_000_000, 0.001))
     if why is None:
-        pytest.skip("this kernel has netem: a delay can be applied")
+        machine_lacks("a kernel without netem (this one has it: a delay can be applied)")
     _srv, out = run_link_cell(backend, "tpd", "xferlab-ftp", "retr", "100mbit/1ms", transfer_size=MIB, duration=0.3)
     assert out.status == "skipped"
     assert "netem" in out.error and "tpd [link=100mbit/1ms]" in out.error

@@ -17,6 +17,7 @@ from runner.spec.model import CampaignSpec, SpecError, parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Campaign, Cell, Sample
 from tests.runner.support import local_server_or_skip
+from tests.support.skips import lacks_if
 
 
 class _Handle:
@@ -127,7 +128,7 @@ def _campaign(engine, policy: str):
         return [(c.workload, c.repeat, c.id in started) for c in cells], started, with_memory, cpu
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the local backend's tpd needs Linux")
+@lacks_if(not sys.platform.startswith("linux"), "Linux: the local backend's tpd needs it")
 @pytest.mark.parametrize("policy", ["none", "repeats", "workloads"])
 def test_campaign_under_each_policy(engine, policy):
     local_server_or_skip("tpd")

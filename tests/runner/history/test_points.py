@@ -1,6 +1,7 @@
 """History points kept at store time (runner.store.points, table ``series_point``) on a
-real PostgreSQL: the same points and the same verdicts as the per-request aggregation
-they replace (tests/runner/history/history_before.py), kept by finish_cell under concurrent
+real PostgreSQL: the same points and the same verdicts as a reference written apart
+from the code (tests/runner/history/history_before.py: one SQL aggregation per request,
+and plain re-computations of the runs, steps and tests), kept by finish_cell under concurrent
 writers, filled by migration 0004, removed with their campaign."""
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from runner.history.changes import _notable
 from runner.spec.model import parse_spec
 from runner.store import campaigns as crud
 from runner.store.models import Cell, Sample, SeriesPoint
-from runner.store.points import CPU_COST, refresh_points, track_expr
+from runner.store.points import CPU_COST, CPU_COST_TREE, TREE_SUFFIX, refresh_points, track_expr
 from tests.runner.history import history_before as before
 
 SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 0.2}
@@ -164,6 +165,23 @@ def _points_of(n: int, rnd: random.Random, *, step_at: int | None = None, env_at
     return out
 
 
+def test_the_reference_on_hand_worked_series():
+    """The reference itself on series worked out on paper. Flat: no step (one segment costs
+    0 and every other segment only adds beta). Four points at 10 then four at 20: one
+    segment costs S_1 = 8 x 5 = 40 (median 15), objective beta + ln(0.015 + 40/8) = 2.65
+    with beta = 4 ln 8 / 8 = 1.04; two segments cost 0, objective 2 beta + ln(0.015) =
+    -2.12: the step at index 4. Three against three wholly separated samples: exact
+    two-sided p = 2 / C(6, 3) = 0.1."""
+    assert before._steps((10.0,) * 8) == ()
+    assert before._steps((10.0,) * 4 + (20.0,) * 4) == (4,)
+    assert before._steps((10.0,) * 5 + (20.0,) * 5 + (10.0,) * 5) == (5, 10)
+    assert before._mann_whitney_p([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)
+    assert before._worse_by(100.0, 80.0, True) == pytest.approx(0.25)  # throughput down: worse
+    assert before._worse_by(1.0, 1.25, False) == pytest.approx(0.25)  # time up: worse
+    pts = _points_of(6, random.Random(1), env_at=4)
+    assert before._env_runs(pts) == [(0, 4), (4, 6)]
+
+
 def test_verdicts_equal_the_old_code():
     """The verdicts of every series at once (step detection batched, changes made only
     where one can be reported) equal the old code's, series by series and all together."""
@@ -252,8 +270,10 @@ def _point_rows(engine) -> list[tuple]:
 
 
 def test_migration_backfill_and_rebuild_give_the_stored_points(engine):
-    """Migration 0004 (downgraded, then upgraded over the stored samples) and
-    rebuild_points recompute exactly what finish_cell stored."""
+    """Migration 0004 (downgraded, then upgraded over the stored samples) recomputes
+    exactly what finish_cell stored; migration 0005 then marks the cells with server CPU
+    rows as process-tree cells and moves their CPU cost points to the ``_tree`` series,
+    which is what rebuild_points computes from the marked cells."""
     from alembic import command
     from alembic.config import Config
 
@@ -269,17 +289,27 @@ def test_migration_backfill_and_rebuild_give_the_stored_points(engine):
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "0003")
         assert conn.scalar(text("SELECT to_regclass('series_point')")) is None
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, "0004")
     assert _point_rows(engine) == kept
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")  # 0005: every cell with server CPU rows is a process-tree cell
+    moved = sorted((*r[:5], r[5] + TREE_SUFFIX if r[5] in CPU_COST else r[5], *r[6:]) for r in kept)
+    assert sum(r[5] in CPU_COST_TREE for r in moved) > 5
+    assert sorted(_point_rows(engine)) == moved
     with Session(engine) as s:
+        cells = s.scalars(select(Cell)).all()
+        assert {c.server_cpu_source for c in cells if any(x.metric == "server_cpu" for x in c.samples)} == {"tree"}
+        assert {c.server_cpu_source for c in cells if not c.samples} == {None}
         assert rebuild_points(s) == len(kept)
         s.commit()
-    assert _point_rows(engine) == kept
+    assert sorted(_point_rows(engine)) == moved
 
 
 def test_model_matches_migration(engine):
-    """The SeriesPoint model and migration 0004 describe the same table (Alembic's
-    autogenerate comparison finds nothing to change)."""
+    """The SeriesPoint model and migration 0004, ``cell.server_cpu_source`` and migration
+    0005, describe the same schema (Alembic's autogenerate comparison finds nothing to
+    change)."""
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
@@ -287,7 +317,7 @@ def test_model_matches_migration(engine):
 
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
-    mine = [d for d in diff if "series_point" in repr(d)]
+    mine = [d for d in diff if "series_point" in repr(d) or "server_cpu_source" in repr(d)]
     assert mine == []
 
 
@@ -304,3 +334,23 @@ def test_bad_input_is_refused_and_nothing_changes(engine):
             refresh_points(s, cell=ghost)
         s.rollback()
     assert _point_rows(engine) == kept
+
+
+def test_cgroup_and_tree_cells_feed_separate_cost_series(engine):
+    """A cell whose server CPU came from its cgroup feeds the plain CPU cost series, a
+    process-tree cell the ``_tree`` one: a history never compares the two."""
+    def outcome(c, rnd):
+        return "done", _samples(c, rnd), "envA"
+
+    cid = _campaign(engine, [DEV, {"name": "tpd"}], outcome, workloads=("retr",), repeats=2)
+    with Session(engine) as s:
+        for c in s.scalars(select(Cell).where(Cell.campaign_id == cid)).all():
+            c.server_cpu_source = "tree" if c.server == "tpd" else "cgroup"
+            refresh_points(s, cell=c)
+        s.commit()
+        points = load_points(s)
+    cost = {(k.server, k.metric) for k in points if k.metric in CPU_COST + CPU_COST_TREE}
+    assert cost == {("pyftpdlib", "server_cpu_per_gib"), ("tpd", "server_cpu_per_gib_tree")}
+    tree_key = next(k for k in points if k.metric == "server_cpu_per_gib_tree")
+    assert tree_key.benchmark == "RETR (server -> client), server CPU per GiB (process tree)"
+    assert len(points[tree_key][0].samples) == 2

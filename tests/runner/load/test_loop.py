@@ -14,8 +14,6 @@ from runner.config import get_settings
 from runner.load import loop as event_loop
 from runner.load.ftp.workloads import run_workload, run_workload_sync
 
-pytest.importorskip("uvloop")
-
 
 @pytest.mark.parametrize("name", event_loop.EVENT_LOOPS)
 @pytest.mark.parametrize("workload", ["stor", "retr", "login", "stor_concurrent", "retr_concurrent"])

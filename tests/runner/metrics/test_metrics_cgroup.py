@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
+from tests.support.skips import machine_lacks
 
 
 def _proc(tmp: Path, pid: int, text: str) -> Path:
@@ -69,7 +70,7 @@ def test_this_process_for_real():
     that cover at least this process's anonymous memory (a 64 MiB buffer held now)."""
     found = cgroup_dir(os.getpid())
     if found is None:
-        pytest.skip("no memory cgroup of this process is visible under /sys/fs/cgroup")
+        machine_lacks("a memory cgroup of this process visible under /sys/fs/cgroup")
     buf = bytearray(os.urandom(1)) * (64 << 20)  # touched: counts as anonymous memory
     mem = read_cgroup_memory(*found)
     assert mem["anon"] >= len(buf) and mem["current"] >= mem["anon"]

@@ -31,6 +31,7 @@ from runner.metrics.tcpstats import (
     parse_ss_listen,
     read_counters,
 )
+from tests.support.skips import machine_lacks
 
 # Listens with the backlog given in argv[1] on 127.0.0.1, prints the port, never
 # accepts; exits when stdin closes or after 60 s.
@@ -87,13 +88,13 @@ def _stop(p: subprocess.Popen) -> None:
 def netns():
     """A fresh network namespace with lo up; yields its name; deleted afterwards."""
     if os.geteuid() != 0:
-        pytest.skip("needs root: ip netns add / nsenter need CAP_SYS_ADMIN")
+        machine_lacks("root: ip netns add / nsenter need CAP_SYS_ADMIN")
     if shutil.which("ip") is None:
         pytest.skip("iproute2's ip is not installed")
     name = f"xfl-tcpstats-{uuid.uuid4().hex[:8]}"
     r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True, timeout=20)
     if r.returncode != 0:
-        pytest.skip(f"ip netns add failed: {r.stderr.strip()}")
+        machine_lacks(f"network namespaces for this process: ip netns add failed: {r.stderr.strip()}")
     try:
         subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True, timeout=20)
         yield name

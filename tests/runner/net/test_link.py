@@ -13,8 +13,9 @@ import pytest
 from runner.net import link as linknet
 from runner.net.conditions import parse_link
 from runner.net.netns import call_in_netns
+from tests.support.skips import not_root, skip_if_problem
 
-pytestmark = pytest.mark.skipif(linknet.base_problem() is not None, reason=str(linknet.base_problem()))
+pytestmark = skip_if_problem(linknet.base_problem(), machine=not_root())
 
 PORT = 5001
 #: The receiver's recv size and both ends' socket buffers, bytes: the kernel keeps the link

@@ -22,9 +22,11 @@ from runner.load.target import Target
 from runner.net.netns import NetnsError, call_in_netns, can_join_netns
 from tests.support import SUPPORT_DIR
 from tests.support.pyftpd import PASSWORD, USER, stop
+from tests.support.skips import lacks_if, not_root
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None,
-                                reason="needs root, unshare and ip (util-linux, iproute2)")
+pytestmark = [lacks_if(not_root(), "root: unshare --net and setns need CAP_SYS_ADMIN"),
+              pytest.mark.skipif(shutil.which("unshare") is None or shutil.which("ip") is None,
+                                 reason="unshare and ip not installed (util-linux, iproute2)")]
 
 
 @pytest.fixture

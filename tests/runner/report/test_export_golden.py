@@ -12,133 +12,19 @@ run the test again (it passes), and say so in the commit.
 from __future__ import annotations
 
 import difflib
+import json
+import math
 import os
+from itertools import combinations
 from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.runner.report.fixtures import SMALL, store_fixed_campaign, store_sweep_campaign, value
+
 GOLDEN = Path(__file__).parent / "golden"
 FORMATS = ("text", "rst", "html", "md", "csv", "json")
-
-SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 0.2, "op_timeout": 20,
-         "phase_timeout": 60}
-
-#: workload -> (primary metric, unit, base value of server 0)
-PRIMARY = {"stor": ("throughput", "MiB/s", 600.25), "retr": ("throughput", "MiB/s", 1500.5),
-           "login": ("elapsed", "s", 0.25), "stor_idle": ("throughput", "MiB/s", 550.0),
-           "retr_idle": ("throughput", "MiB/s", 1400.75), "retr_concurrent": ("elapsed", "s", 1.5),
-           "stor_concurrent": ("elapsed", "s", 2.25), "quit": ("elapsed", "s", 0.125)}
-
-
-def _value(base: float, server: int, repeat: int, seq: int) -> float:
-    """A fixed, server-dependent value with some spread across repeats."""
-    return round(base * (1.0 + 0.15 * server) * (1.0 + 0.01 * ((seq * 7 + repeat * 3) % 5)), 6)
-
-
-def store_fixed_campaign(engine) -> int:
-    """Store the fixed campaign: 3 servers, the classic suite plus retr_concurrent with
-    20 clients (a second parameter set), 3 repeats; a failed and a skipped cell; memory
-    (tree and cgroup), latency, fairness, client CPU and error samples. Returns its id."""
-    from runner.spec.model import parse_spec
-    from runner.store import campaigns as crud
-    from runner.store.models import Cell, Sample
-
-    spec = parse_spec({
-        "name": "golden exports", "repeats": 3, "backend": "local",
-        "servers": [{"name": "pyftpdlib", "version": "2.2.0"},
-                    {"name": "pyftpdlib", "version": "1.5.10", "variant": {"use_sendfile": False}},
-                    {"name": "vsftpd", "label": "vsftpd 3.0.3"}],
-        "workloads": [{"preset": "classic", "params": SMALL},
-                      {"name": "retr_concurrent", "params": {**SMALL, "clients": 20}}]})
-    with Session(engine, expire_on_commit=False) as s:
-        camp = crud.create_campaign(s, spec=spec, backend="local")
-        s.commit()
-        env = crud.get_or_create_environment(
-            s, data={"kernel": "6.1.0-test", "cores": 2, "cpu": "Test CPU @ 2.0GHz", "backend": "local"},
-            env_class="golden-env")
-        build = crud.get_or_create_build(s, info={"name": "pyftpdlib", "version": "2.2.0", "variant": {}})
-        cells = list(s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq))
-        labels = list(dict.fromkeys(c.server_label for c in cells))
-        for c in cells:
-            c.status = "running"
-            c.started_at = crud.now()
-            idx = labels.index(c.server_label)
-            if idx == 2 and c.workload == "stor_concurrent":
-                crud.finish_cell(s, cell=c, status="skipped", error="skipped: vsftpd: no such binary here")
-                continue
-            if idx == 1 and c.workload == "retr" and c.repeat == 1:
-                crud.finish_cell(s, cell=c, status="failed",
-                                 error="3 failed operations (timeout=3): first timeout: 421 Timeout", build=build,
-                                 environment=env)
-                continue
-            metric, unit, base = PRIMARY[c.workload]
-            v = _value(base, idx, c.repeat, c.seq)
-            samples = [Sample(metric=metric, stat="value", value=v, unit=unit),
-                       Sample(metric="errors", stat="total", value=float((c.seq % 4 == 0) * idx), unit="count"),
-                       Sample(metric="client_cpu", stat="utilization",
-                              value=round(0.3 + 0.2 * idx + 0.01 * c.repeat, 4), unit="ratio"),
-                       Sample(metric="ops_rate", stat="value", value=round(100.0 / (1 + idx) + c.repeat, 3),
-                              unit="1/s")]
-            if metric == "elapsed":
-                samples.append(Sample(metric="throughput", stat="value", value=round(10.0 / v, 6), unit="MiB/s"))
-            if c.workload.endswith("concurrent"):
-                samples += [Sample(metric="latency", stat="p50", value=round(v * 100, 3), unit="ms"),
-                            Sample(metric="latency", stat="p99", value=round(v * 180, 3), unit="ms"),
-                            Sample(metric="fairness", stat="jain", value=round(0.99 - 0.05 * idx, 4),
-                                   unit="ratio")]
-            for stat, mem in (("start", 5_000_000), ("peak", 9_000_000 + idx * 1_500_000), ("end", 8_000_000)):
-                samples.append(Sample(metric="server_mem_uss", stat=stat, value=float(mem + 4096 * c.repeat),
-                                      unit="bytes"))
-                samples.append(Sample(metric="server_mem_rss_minus_shared", stat=stat,
-                                      value=float(mem * 1.1 + 8192 * idx), unit="bytes"))
-            if idx == 2:
-                samples.append(Sample(metric="server_cgroup_mem", stat="peak", value=float(20_000_000 + c.seq),
-                                      unit="bytes"))
-            crud.finish_cell(s, cell=c, status="done", samples=samples, build=build, environment=env)
-        return camp.id
-
-
-#: server index -> N -> (throughput MiB/s, p99 ms, users at rate R): server 0 saturates at
-#: N=4 (its p99 doubles at 8); server 1 still rises at the end of the sweep.
-SWEEP = {0: {1: (100.0, 2.0, 1), 2: (190.0, 2.2, 2), 4: (380.0, 3.1, 4), 8: (385.0, 4.4, 6)},
-         1: {1: (80.0, 1.0, 0), 2: (160.0, 1.1, 1), 4: (300.0, 1.2, 3), 8: (590.0, 1.5, 8)}}
-
-
-def store_sweep_campaign(engine) -> int:
-    """Store a saturation sweep: ``retr_sustained`` at 1, 2, 4, 8 clients on two
-    servers, 2 repeats, with the figures of :data:`SWEEP` (the second repeat 1% higher).
-    Returns its id."""
-    from runner.spec.model import parse_spec
-    from runner.store import campaigns as crud
-    from runner.store.models import Cell, Sample
-
-    spec = parse_spec({
-        "name": "golden sweep", "repeats": 2, "backend": "local",
-        "servers": [{"name": "tpd"}, {"name": "pyftpdlib", "version": "2.2.0"}],
-        "workloads": [{"name": "retr_sustained", "params": {"clients": [1, 2, 4, 8], "duration": 2, "file_size": "1M",
-                                                            "user_rate": "4M"}}]})
-    with Session(engine, expire_on_commit=False) as s:
-        camp = crud.create_campaign(s, spec=spec, backend="local")
-        s.commit()
-        env = crud.get_or_create_environment(s, data={"kernel": "6.1.0-test", "cores": 2, "backend": "local"},
-                                             env_class="golden-env")
-        cells = list(s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq))
-        labels = list(dict.fromkeys(c.server_label for c in cells))
-        for c in cells:
-            c.status = "running"
-            c.started_at = crud.now()
-            tp, p99, users = SWEEP[labels.index(c.server_label)][c.params["clients"]]
-            k = 1.0 + 0.01 * c.repeat
-            samples = [Sample(metric="throughput", stat="value", value=round(tp * k, 6), unit="MiB/s"),
-                       Sample(metric="ops_rate", stat="value", value=round(tp * k, 6), unit="1/s"),
-                       Sample(metric="latency", stat="p50", value=round(p99 / 2, 6), unit="ms"),
-                       Sample(metric="latency", stat="p99", value=round(p99 * k, 6), unit="ms"),
-                       Sample(metric="service_time", stat="p99", value=round(p99 * k / 2, 6), unit="ms"),
-                       Sample(metric="users_at_rate", stat="value", value=float(users), unit="count"),
-                       Sample(metric="errors", stat="total", value=0.0, unit="count")]
-            crud.finish_cell(s, cell=c, status="done", samples=samples, environment=env)
-        return camp.id
 
 
 def exports(engine) -> dict[str, str]:
@@ -159,6 +45,15 @@ def exports(engine) -> dict[str, str]:
         for fmt in FORMATS:
             out[f"sweep.{fmt}"] = campaign_report(sweep, fmt=fmt)
     return out
+
+
+@pytest.fixture(autouse=True)
+def chartjs_stand_in(tmp_path, monkeypatch):
+    """The HTML goldens inline this stand-in for Chart.js (XFERLAB_CHARTJS_PATH): the bytes
+    of Debian's build are the package's, not the export's."""
+    stub = tmp_path / "chart.min.js"
+    stub.write_text("/* Chart.js stand-in of the golden exports */\n")
+    monkeypatch.setenv("XFERLAB_CHARTJS_PATH", str(stub))
 
 
 def _diff(name: str, want: bytes, got: bytes, most: int = 200) -> str:
@@ -211,3 +106,119 @@ def test_row_of_a_workload_whose_every_cell_failed_has_its_title(engine):
     table = campaign_table(data)
     assert [r.cells[1].text for r in table.rows] == ["10 concurrent clients (STOR 256K file)"]
     assert table.records[0]["failed"] == 1
+
+
+# -- figures of the goldens worked by hand -------------------------------------------------
+# Raw samples of three rows, from the fixture's formula (fixtures.value) worked out on
+# paper: base x level x (1 + step / 100), the steps 0..5 in the order (5 * repeat + shift) % 6.
+
+#: pyftpdlib 2.2.0, STOR: 600.25 MiB/s x (1.00, 1.05, 1.04, 1.03, 1.02, 1.01), repeats 0..5.
+STOR_A = [600.25, 630.2625, 624.26, 618.2575, 612.255, 606.2525]
+#: vsftpd 3.0.3, STOR: the same steps at 1.30 x 600.25 = 780.325 MiB/s.
+STOR_B = [780.325, 819.34125, 811.538, 803.73475, 795.9315, 788.12825]
+#: pyftpdlib 1.5.10, RETR: 1.15 x 1500.5 = 1725.575 MiB/s x (1.01, [failed], 1.05, 1.04, 1.03, 1.02).
+RETR_1510 = [1742.83075, 1811.85375, 1794.598, 1777.34225, 1760.0865]
+#: Logins (s): pyftpdlib 2.2.0 at 0.25 x (1.02, 1.01, 1.00, 1.05, 1.04, 1.03); vsftpd 3.0.3 at
+#: 0.5% above (0.25125 x the same steps), so the two interleave.
+LOGIN_A = [0.255, 0.2525, 0.25, 0.2625, 0.26, 0.2575]
+LOGIN_B = [0.256275, 0.253763, 0.25125, 0.263813, 0.2613, 0.258788]
+
+
+def _median_and_ci(samples: list[float]) -> tuple[float, float, float, float]:
+    """``(median, ci_low, ci_high, coverage)`` by the textbook: the middle order statistic
+    (mean of the two middle ones for even n); the CI ``[x_(j), x_(n+1-j)]`` with the
+    largest ``j`` whose coverage ``1 - 2 P(B <= j - 1)``, B ~ Binomial(n, 1/2), is still
+    >= 95%, or ``[min, max]`` when none reaches it (Hollander & Wolfe 3.6, as
+    docs/methodology.md "The confidence interval" states)."""
+    x = sorted(samples)
+    n = len(x)
+    median = x[n // 2] if n % 2 else (x[n // 2 - 1] + x[n // 2]) / 2
+
+    def below(k: int) -> float:  # P(B <= k)
+        return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+
+    j = 1
+    while j + 1 <= (n + 1) // 2 and 1 - 2 * below(j) >= 0.95:
+        j += 1
+    return median, x[j - 1], x[n - j], 1 - 2 * below(j - 1)
+
+
+def _exact_mann_whitney_p(a: list[float], b: list[float]) -> float:
+    """Two-sided exact Mann-Whitney p for samples without ties: U counts the pairs with
+    a > b; under the null every split of the pooled values into |a| and |b| is equally
+    likely, so p = 2 x (splits whose U is as far from its mean or farther, one side) /
+    C(n, |a|), capped at 1 (Mann & Whitney 1947)."""
+    pooled = a + b
+    assert len(set(pooled)) == len(pooled), "the enumeration below assumes no ties"
+
+    def u(xs, ys):
+        return sum(x > y for x in xs for y in ys)
+
+    observed = u(a, b)
+    mean = len(a) * len(b) / 2
+    tail = 0
+    for idx in combinations(range(len(pooled)), len(a)):
+        xs = [pooled[i] for i in idx]
+        ys = [pooled[i] for i in range(len(pooled)) if i not in idx]
+        tail += u(xs, ys) <= min(observed, 2 * mean - observed)
+    return min(1.0, 2 * tail / math.comb(len(pooled), len(a)))
+
+
+def test_the_hand_worked_samples_are_the_fixtures():
+    assert STOR_A == [value(0, "stor", 10, r) for r in range(6)]
+    assert STOR_B == [value(2, "stor", 10, r) for r in range(6)]
+    assert RETR_1510 == [value(1, "retr", 10, r) for r in (0, 2, 3, 4, 5)]
+    assert LOGIN_A == [value(0, "login", 10, r) for r in range(6)]
+    assert LOGIN_B == [value(2, "login", 10, r) for r in range(6)]
+
+
+def _golden(name: str) -> dict:
+    return json.loads((GOLDEN / name).read_text())
+
+
+def test_golden_medians_and_intervals_equal_the_hand_computed_ones():
+    """Medians, CI bounds and coverage of the campaign golden equal the textbook values:
+    n = 6 gives [min, max] at 96.9% (the first n whose [min, max] passes 95%), the row with
+    a failed repeat n = 5 at 93.75%."""
+    series = {(s["server"], s["workload"], s["metric"], s["checkpoint"]): s for s in _golden("campaign.json")["series"]}
+    for (server, workload, metric), samples in {
+            ("pyftpdlib 2.2.0", "stor", "throughput"): STOR_A,
+            ("vsftpd 3.0.3", "stor", "throughput"): STOR_B,
+            ("pyftpdlib 1.5.10 [use_sendfile=False]", "retr", "throughput"): RETR_1510,
+            ("pyftpdlib 2.2.0", "login", "elapsed"): LOGIN_A}.items():
+        got = series[(server, workload, metric, None)]
+        assert sorted(got["samples"]) == sorted(samples), (server, workload)
+        median, lo, hi, coverage = _median_and_ci(samples)
+        summary = got["summary"]
+        assert summary["n"] == len(samples)
+        assert (summary["median"], summary["ci_low"], summary["ci_high"]) == pytest.approx((median, lo, hi),
+                                                                                         rel=1e-12)
+        assert summary["ci_coverage"] == pytest.approx(coverage, rel=1e-12)
+    assert _median_and_ci(STOR_A) == pytest.approx((615.25625, 600.25, 630.2625, 62 / 64))
+    assert _median_and_ci(RETR_1510) == pytest.approx((1777.34225, 1742.83075, 1811.85375, 30 / 32))
+
+
+def test_golden_comparison_holds_a_significant_and_a_not_significant_row():
+    """pyftpdlib 2.2.0 vs vsftpd 3.0.3: STOR wholly separated (exact p = 2 / C(12, 6)),
+    significant, 1.30x; the logins interleave (U = 15 of 36), not significant."""
+    records = {r["workload"]: r for r in _golden("compare.json")["tables"][0]["records"]}
+    stor, login = records["stor"], records["login"]
+    assert _exact_mann_whitney_p(STOR_A, STOR_B) == pytest.approx(2 / 924)
+    assert stor["p_value"] == pytest.approx(2 / 924, rel=1e-9) and stor["significant"] is True
+    assert stor["a_median"] == pytest.approx(615.25625) and stor["b_median"] == pytest.approx(615.25625 * 1.3)
+    assert stor["norm"] == pytest.approx(1.3)
+    p_login = _exact_mann_whitney_p(LOGIN_A, LOGIN_B)
+    assert 0.05 < p_login < 1 and login["significant"] is False
+    assert login["p_value"] == pytest.approx(p_login, rel=1e-9)
+    rows = {row[0]["text"]: row[3]["text"] for row in _golden("compare.json")["tables"][0]["rows"]}
+    assert rows["STOR (client -> server)"] == "1.30x faster"
+    assert rows["10 concurrent clients (connect, login)"] == "not significant"
+
+
+def test_golden_setup_shows_each_servers_own_build():
+    setups = _golden("campaign.json")["campaign"]["setups"]
+    assert setups["vsftpd 3.0.3"]["version"] == "3.0.3-13+b2"
+    assert setups["vsftpd 3.0.3"]["obtained"].startswith("debian-extract")
+    assert setups["pyftpdlib 1.5.10 [use_sendfile=False]"]["version"] == "1.5.10"
+    assert setups["pyftpdlib 2.2.0"]["version"] == "2.2.0"
+    assert len({s["config_hash"] for s in setups.values()}) == 3

@@ -69,7 +69,8 @@ def test_migrations_create_schema(empty_db_url):
     assert {"campaign", "cell", "sample", "server_build", "environment", "series_point", "alembic_version"} <= names
     with engine.connect() as c:
         version = c.execute(text("select version_num from alembic_version")).scalar()
-    assert version == _script_head() == "0004"  # 0002 dashboard indexes, 0003 campaign.owner, 0004 series_point
+    # 0002 dashboard indexes, 0003 campaign.owner, 0004 series_point, 0005 cell.server_cpu_source
+    assert version == _script_head() == "0005"
 
 
 def test_migrate_is_idempotent(empty_db_url):

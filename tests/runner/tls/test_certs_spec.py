@@ -183,6 +183,33 @@ def test_docker_container_gets_the_certificates(tmp_path):
         _tls_problem(ServerRequest("twisted", variant={"tls": "explicit"}))
 
 
+def test_every_https_server_gets_https_in_its_container(tmp_path):
+    """The docker backend accepts ``tls: https`` for every HTTPS server of the catalogue
+    and gives its container the HTTPS interface (TLS_MODE=https, the certificate files
+    under TLS_DIR, mounted read-only, and an HTTP port); an FTP-only server is refused
+    with its reason."""
+    from runner.backends.base import ServerSkipped
+    from runner.backends.docker.backend import _tls_problem
+    from runner.backends.docker.container import TLS_DIR, ContainerSettings, container_spec
+    from runner.catalogue.servers import HTTPS_SERVERS
+    from runner.spec.request import ServerRequest
+
+    files = make_certificates(tmp_path / "c")
+    settings = ContainerSettings(network="bridge", bind="127.0.0.1", labels={}, nofile=1024)
+    assert HTTPS_SERVERS, "no HTTPS server in the catalogue"
+    for name in sorted(HTTPS_SERVERS):
+        req = ServerRequest(name, variant={"tls": "https"}, tls=files)
+        _tls_problem(req)
+        c = container_spec(req, settings, image_id="i", image_tag="t", built=False, name="n", password="p",
+                           pick_port=lambda: 4242)
+        assert c.env["TLS_MODE"] == "https" and c.env["TLS_CERT"] == f"{TLS_DIR}/{files.cert.name}", name
+        assert c.env["TLS_KEY"] == f"{TLS_DIR}/{files.key.name}", name
+        assert c.kwargs["volumes"][str(files.cert.parent)] == {"bind": TLS_DIR, "mode": "ro"}, name
+        assert c.http_port and c.env["HTTP_PORT"] == str(c.http_port), name
+    with pytest.raises(ServerSkipped, match="vsftpd"):
+        _tls_problem(ServerRequest("vsftpd", variant={"tls": "https"}))
+
+
 class _StallingServer:
     """A TCP server on loopback that greets, answers ``AUTH TLS`` with ``reply`` and then
     says nothing (no TLS handshake), for ``tls_refused`` / ``tls_timeout``."""

@@ -16,6 +16,7 @@ from runner.load.base import LoadError
 from runner.load.ftp.driver import DRIVER
 from runner.spec.request import ServerRequest
 from runner.tls.certs import make_certificates
+from tests.runner.support import start_or_skip
 from tests.support.tls_reference import assert_handshakes_within, reference_handshakes_ms
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -25,10 +26,9 @@ SMALL = dict(duration=0.2, transfer_size=1 << 20, op_timeout=20, connect_timeout
 
 
 def _start(server: str, mode: str, files):
-    try:
-        return LocalBackend(auto_fetch=True).start(ServerRequest(server, variant={"tls": mode}, tls=files))
-    except ServerSkipped as e:
-        pytest.skip(str(e))
+    """The server started over FTPS ``mode``; skipped as tests.runner.support.start_or_skip
+    says (a build that fails is a failure)."""
+    return start_or_skip(LocalBackend(auto_fetch=True), ServerRequest(server, variant={"tls": mode}, tls=files))
 
 
 @pytest.mark.parametrize("server,mode", CASES, ids=[f"{s}-{m}" for s, m in CASES])
@@ -57,16 +57,42 @@ def test_login_retr_stor_over_ftps(server, mode, certs):
 
 
 def test_both_event_loops(certs, monkeypatch):
+    """RETR and STOR over FTPS under each XFERLAB_EVENT_LOOP, and the loop the phase's
+    coroutine ran on, seen from inside it (``asyncio.get_running_loop()``), is the one
+    asked for: uvloop's ``Loop``, or asyncio's own selector loop."""
+    import asyncio
+
+    import uvloop
+
     from runner.config import get_settings
 
+    seen: list[type] = []
+
+    class ObservedRunner(asyncio.Runner):
+        def run(self, coro, **kw):
+            async def observed():
+                seen.append(type(asyncio.get_running_loop()))
+                return await coro
+
+            return super().run(observed(), **kw)
+
+    monkeypatch.setattr(asyncio, "Runner", ObservedRunner)
     h = _start("pyftpdlib", "explicit", certs)
     try:
         for loop in ("asyncio", "uvloop"):
             monkeypatch.setenv("XFERLAB_EVENT_LOOP", loop)
             get_settings.cache_clear()
+            assert DRIVER.details() == {"event_loop": loop}
             for wl in ("retr", "stor"):
+                seen.clear()
                 r = DRIVER.run(wl, h.target, WorkloadParams(**SMALL))
                 assert r.ops >= 1 and not r.errors, (loop, wl, r.notes)
+                assert seen, f"{loop} {wl}: no phase ran on an event loop"
+                if loop == "uvloop":
+                    assert all(issubclass(t, uvloop.Loop) for t in seen), (wl, seen)
+                else:
+                    assert all(issubclass(t, asyncio.SelectorEventLoop) and not issubclass(t, uvloop.Loop)
+                               for t in seen), (wl, seen)
     finally:
         h.stop()
         get_settings.cache_clear()

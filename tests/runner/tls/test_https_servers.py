@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from runner.backends.base import ServerSkipped
 from runner.backends.local.backend import LocalBackend
 from runner.catalogue.servers import HTTPS_SERVERS
 from runner.spec.request import ServerRequest
+from tests.runner.support import start_or_skip
 from tests.runner.tls.https_checks import check_https_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -24,10 +24,8 @@ CASES = [(s, {}) for s in sorted(HTTPS_SERVERS)] + [("node-http", {"workers": 2}
 @pytest.mark.parametrize(("server", "extra"), CASES, ids=[s + "".join(f"-{k}{v}" for k, v in e.items())
                                                           for s, e in CASES])
 def test_download_and_upload_over_https(server, extra, certs, tmp_path):
-    try:
-        h = LocalBackend(auto_fetch=True).start(ServerRequest(server, variant={"tls": "https", **extra}, tls=certs))
-    except ServerSkipped as e:
-        pytest.skip(str(e))
+    h = start_or_skip(LocalBackend(auto_fetch=True), ServerRequest(server, variant={"tls": "https", **extra},
+                                                                   tls=certs))
     try:
         t = h.target
         check_https_target(t, tmp_path)

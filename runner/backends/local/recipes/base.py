@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from filelock import FileLock
 
 from runner.backends import paths
-from runner.backends.base import ServerSkipped, target_tls, tls_mode  # noqa: F401 - the recipes take them from here
+from runner.backends.base import ServerFailed, ServerSkipped, target_tls, tls_mode  # noqa: F401 - the recipes take them from here
 from runner.catalogue import variants
 from runner.load.target import Target
 from runner.spec.request import ServerRequest
@@ -78,8 +78,9 @@ class Recipe:
         return None
 
     def check(self, req: ServerRequest) -> None:
-        """Raise ServerSkipped if ``req`` cannot run: with :meth:`quick_check`'s reason when
-        it gives one, else whatever :meth:`prepare` raises."""
+        """Raise ServerSkipped if ``req`` cannot run here: with :meth:`quick_check`'s reason
+        when it gives one (a tool absent), else whatever :meth:`prepare` raises
+        (ServerFailed when a build fails)."""
         reason = self.quick_check()
         if reason:
             raise ServerSkipped(reason)
@@ -87,7 +88,8 @@ class Recipe:
 
     def prepare(self, req: ServerRequest) -> None:
         """What :meth:`check` does once :meth:`quick_check` passed: download or build what
-        ``req`` needs (cached); raise ServerSkipped when it cannot. Nothing by default."""
+        ``req`` needs (cached). Raises ServerSkipped when something it needs is absent,
+        ServerFailed when a build fails. Nothing by default."""
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
         """Write the server's config into ``run`` and say how to start it on ``port``."""
@@ -122,18 +124,25 @@ def run_build(what: str, argv: list[str], timeout: int, *, done: Callable[[int],
     """Run the build command ``argv`` (output captured; ``run``: more subprocess.run
     arguments such as ``cwd`` and ``env``) for at most ``timeout`` s.
 
+    A build that was run and did not succeed is a failure of the server, never a skip: the
+    tools were there (the recipe's :meth:`Recipe.quick_check` said so) and the source did
+    not build.
+
     Raises:
-        ServerSkipped: ``"<what> timed out after <timeout> s"``, or, when ``done(exit
+        ServerFailed: ``"<what> timed out after <timeout> s"``, or, when ``done(exit
             status)`` is false (default: a non-zero status), ``"<what> failed (<failed>exit
             N):"`` and the last 15 lines of its output.
+        ServerSkipped: ``argv[0]`` cannot be executed (OSError: the builder is absent).
     """
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **run)
     except subprocess.TimeoutExpired as e:
-        raise ServerSkipped(f"{what} timed out after {timeout} s") from e
+        raise ServerFailed(f"{what} timed out after {timeout} s") from e
+    except OSError as e:
+        raise ServerSkipped(f"{what}: cannot run {argv[0]}: {e}") from e
     if not done(r.returncode):
         tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
-        raise ServerSkipped(f"{what} failed ({failed}exit {r.returncode}):\n{tail}")
+        raise ServerFailed(f"{what} failed ({failed}exit {r.returncode}):\n{tail}")
 
 
 def command_output(argv: list[str]) -> str:

@@ -84,7 +84,7 @@ class GoHttpRecipe(Recipe):
 
     def build(self) -> Path:
         """The binary, built once per source hash (file lock against parallel builds; Go's
-        build cache in ``<cache>/go-build``). Raises ServerSkipped with the compiler's
+        build cache in ``<cache>/go-build``). Raises ServerFailed with the compiler's
         output tail on failure or timeout (600 s)."""
         out = cache_dir() / "go-http" / source_hash(self.src, frozenset({".go", ".mod"}))
         binary = out / "go-http"

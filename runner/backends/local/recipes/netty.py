@@ -53,7 +53,7 @@ class NettyRecipe(Recipe):
 
     def build(self) -> Path:
         """The folder of compiled classes, built once per source hash (file lock). Raises
-        ServerSkipped with javac's output tail on failure or timeout (300 s)."""
+        ServerFailed with javac's output tail on failure or timeout (300 s)."""
         src = server_file("netty")
         out = cache_dir() / "netty" / source_hash(src, frozenset({".java"}))
 

@@ -96,7 +96,7 @@ class TpdRecipe(Recipe):
 
     def build(self) -> Path:
         """The tpd binary, built once per source hash (file lock against parallel
-        builds). Raises ServerSkipped with the build log tail on failure or timeout (600 s)."""
+        builds). Raises ServerFailed with the build log tail on failure or timeout (600 s)."""
         out = self.out_dir()
         binary = out / "tpd"
 

@@ -16,6 +16,7 @@ from runner.load.ftp.workloads import LoadError, run_workload, run_workload_sync
 from runner.load.target import Target
 from tests.support.fakeftp import FakeFTP
 from tests.support.pyftpd import PASSWORD, USER
+from tests.support.skips import lacks_if
 
 pytestmark = pytest.mark.timeout(60)
 KIB, MIB = 1 << 10, 1 << 20
@@ -306,7 +307,7 @@ def _has_ipv6_loopback() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback (::1)")
+@lacks_if(not _has_ipv6_loopback(), "an IPv6 loopback (::1)")
 def test_epsv_over_ipv6(tmp_path):
     """EPSV (RFC 2428) is what works over IPv6: RETR and STOR against pyftpdlib on ::1."""
     from tests.support.pyftpd import start_pyftpd, stop

@@ -27,8 +27,9 @@ from tests.runner.load.tools.test_ftp_clients import MIB, check_result, pyftpd  
 from tests.runner.support import assert_gone, driver_or_skip
 from tests.support.httpserver import HttpTestServer
 from tests.support.pyftpd import PASSWORD, USER
+from tests.support.skips import lacks_if, not_root
 
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the drop to the lab user happens only as root")
+root_only = lacks_if(not_root(), "root: the drop to the lab user happens only as root")
 IDS_AND_FDS = ["sh", "-c", "id -u; id -g; id -G; ls /proc/self/fd"]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from runner.backends import paths
 from runner.catalogue.workloads import WorkloadParams
 from runner.spec.request import ServerRequest
 from tests.runner.load.tools.test_ftp_clients import MIB, RUNS, check_result
@@ -15,8 +14,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 @pytest.fixture(scope="module")
 def tpd(backend):
-    if not (paths.SERVERS_DIR / "tpd" / "Makefile").is_file():
-        pytest.skip("servers/tpd not in this checkout")
     handle = start_or_skip(backend, ServerRequest("tpd"))
     try:
         yield handle

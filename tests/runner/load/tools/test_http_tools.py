@@ -19,6 +19,7 @@ from tests.runner.support import driver_or_skip
 from tests.support import REPO_ROOT, SUPPORT_DIR
 from tests.support.httpserver import HttpTestServer
 from tests.support.ports import free_port
+from tests.support.skips import lacks_if, not_root
 
 SERVER = SUPPORT_DIR / "httpserver.py"
 
@@ -107,8 +108,9 @@ def test_h2load_refuses_put_and_no_keepalive():
         d.run("retr", _target(1), WorkloadParams())
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None,
-                    reason="needs root, unshare and ip (util-linux, iproute2)")
+@lacks_if(not_root(), "root: unshare --net needs CAP_SYS_ADMIN")
+@pytest.mark.skipif(shutil.which("unshare") is None or shutil.which("ip") is None,
+                    reason="unshare and ip not installed (util-linux, iproute2)")
 @pytest.mark.parametrize("driver", ["xferlab-http", "wrk", "h2load"])
 def test_in_a_network_namespace(tmp_path, driver):
     d = driver_or_skip(driver)

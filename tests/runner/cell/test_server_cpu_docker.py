@@ -1,0 +1,99 @@
+"""Whole RETR/STOR cells of the forking FTP servers (vsftpd, proftpd, pure-ftpd) on the
+docker backend, like the classic campaign's but shorter: the cell's server CPU per GiB
+comes from the container's cgroup and is within 10% of this test's own reading of the
+container cgroup's ``cpu.stat`` (tests.docker_support.container_usage_usec, taken at the
+instants the cell reads), and vsftpd's sendfile RETR costs no less than tpd's.
+Needs a Docker engine and the servers' images (`xferlab images build`)."""
+from __future__ import annotations
+
+import pytest
+
+from runner.cell.local import run_local_cell
+from runner.spec.model import parse_spec
+from runner.spec.request import ServerRequest
+from runner.store.models import Cell
+from tests.docker_support import container_usage_usec
+from tests.runner.support import check_or_skip
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+DOCKER_BUILD = False  # the images `xferlab images build` made
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+class _SpyHandle:
+    """The backend's handle, unchanged, except that each time the cell reads the server's
+    cgroup (``cgroup_cpu``) this test reads the container cgroup too, on its own path."""
+
+    def __init__(self, inner, own: list[int]) -> None:
+        self._inner = inner
+        self._own = own
+
+    def cgroup_cpu(self):
+        self._own.append(container_usage_usec(self._inner.container_id))
+        return self._inner.cgroup_cpu()
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
+class _SpyBackend:
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self.own: list[int] = []
+
+    def check(self, req):
+        return self._inner.check(req)
+
+    def start(self, req, *, cpu=None):
+        return _SpyHandle(self._inner.start(req, cpu=cpu), self.own)
+
+
+def run_cell(dbackend, server: str, workload: str) -> tuple[dict, float]:
+    """One ``workload`` cell of ``server`` (64 MiB fixture, 2 s; the classic's 256 MiB
+    and 3 s shortened) on ``dbackend``; returns (its rows by (metric, stat), this test's
+    own container-cgroup CPU seconds over the phase)."""
+    check_or_skip(dbackend, ServerRequest(server))
+    spec = parse_spec({"name": "cpu", "repeats": 1, "warmup": True, "backend": "docker",
+                       "servers": [{"name": server}],
+                       "workloads": [{"name": workload, "params": {"transfer_size": 64 * MIB, "duration": 2.0}}]})
+    srv = spec.servers[0]
+    cell = Cell(id=1, seq=0, server=server, server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
+                workload=workload, params=spec.workloads[0].params.model_dump(mode="json"), params_key="", repeat=0)
+    spy = _SpyBackend(dbackend)
+    out = run_local_cell(cell, spec, spy)
+    assert out.status == "done", out.error
+    assert out.server_cpu_source == "cgroup"
+    assert len(spy.own) == 2, spy.own  # one reading before the phase, one after
+    return {(s.metric, s.stat): s for s in out.samples}, (spy.own[1] - spy.own[0]) / 1e6
+
+
+@pytest.mark.parametrize("server", ["vsftpd", "proftpd", "pureftpd"])
+@pytest.mark.parametrize("workload", ["retr", "stor"])
+def test_forking_server_cpu_per_gib_is_the_container_cgroup(dbackend, server, workload):
+    rows, own_s = run_cell(dbackend, server, workload)
+    gib = rows[("bytes", "value")].value / GIB
+    per_gib = rows[("server_cpu_per_gib", "value")].value
+    own_per_gib = own_s / gib
+    print(f"{server} {workload}: {per_gib:.4f} s/GiB, own cpu.stat {own_per_gib:.4f} s/GiB, "
+          f"tree {rows[('server_cpu', 'tree')].value / gib:.4f} s/GiB")
+    assert own_s > 0
+    assert abs(per_gib - own_per_gib) <= 0.10 * own_per_gib
+    assert rows[("server_cpu", "user")].raw["source"] == "cgroup"
+    assert rows[("server_cpu", "usage")].value == pytest.approx(per_gib * gib, rel=1e-9)
+
+
+def test_vsftpd_sendfile_retr_costs_no_less_than_tpd(dbackend):
+    """Both send with sendfile(2) over the same path; per GiB, vsftpd's session process
+    and listener cannot cost less than tpd's one process. Medians of three interleaved
+    cells each, so that a burst of other load on the machine lands on both."""
+    per: dict[str, list[float]] = {"vsftpd": [], "tpd": []}
+    for _ in range(3):
+        for server in per:
+            rows, _own = run_cell(dbackend, server, "retr")
+            per[server].append(rows[("server_cpu_per_gib", "value")].value)
+    med = {k: sorted(v)[1] for k, v in per.items()}
+    print(f"RETR server CPU per GiB: {per}")
+    assert med["vsftpd"] >= med["tpd"], per

@@ -1,0 +1,142 @@
+"""runner.metrics.cgroup_cpu and runner.metrics.server_cgroup: finding and reading a
+cgroup's CPU counters on synthetic v1/v2/hybrid trees, and, for real, a forking server
+in a cgroup the lab made, whose workers burn a known CPU time and exit unwaited-for: the
+cgroup figure matches the burn, the process-tree figure does not."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.backends.local.process import make_preexec
+from runner.cell.server_cpu import phase_cpu
+from runner.metrics import server_cgroup
+from runner.metrics.cgroup_cpu import CpuCgroup, CpuStat, cpu_cgroup, from_engine_cpu_stats, v2_root
+from runner.metrics.sampler import TreeSampler
+from tests.support.skips import machine_lacks
+
+SCRIPT = Path(__file__).resolve().parents[2] / "support" / "forking_server.py"
+WORKERS = 4
+BURN_S = 0.25
+
+
+def _proc(tmp: Path, pid: int, text: str) -> Path:
+    proc = tmp / "proc"
+    (proc / str(pid)).mkdir(parents=True)
+    (proc / str(pid) / "cgroup").write_text(text)
+    return proc
+
+
+def test_v2_cpu_stat(tmp_path: Path):
+    root = tmp_path / "cg"
+    (root).mkdir()
+    for f in ("cgroup.procs", "cgroup.controllers"):
+        (root / f).write_text("")
+    d = root / "system.slice" / "docker-abc.scope"
+    d.mkdir(parents=True)
+    (d / "cgroup.procs").write_text("7\n")
+    (d / "cpu.stat").write_text("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 9\n"
+                                "nr_throttled 3\nthrottled_usec 250\n")
+    proc = _proc(tmp_path, 7, "0::/system.slice/docker-abc.scope\n")
+    cg = cpu_cgroup(7, root, proc)
+    assert cg == CpuCgroup(d, 2, None)
+    assert cg.read() == CpuStat(1500, 1000, 500, 3, 250, str(d))
+    assert v2_root(root) == root
+    # the root cgroup counts the whole machine: never taken as a server's
+    assert cpu_cgroup(8, root, _proc(tmp_path / "b", 8, "0::/\n")) is None
+
+
+def test_v1_and_hybrid(tmp_path: Path):
+    root = tmp_path / "cg"
+    acct = root / "cpuacct" / "docker" / "abc"
+    cpu = root / "cpu" / "docker" / "abc"
+    for d in (acct, cpu):
+        d.mkdir(parents=True)
+    (acct / "cpuacct.usage").write_text("3000000\n")
+    (acct / "cpuacct.usage_user").write_text("2000000\n")
+    (acct / "cpuacct.usage_sys").write_text("1000000\n")
+    (cpu / "cpu.shares").write_text("1024\n")
+    (cpu / "cpu.stat").write_text("nr_periods 4\nnr_throttled 2\nthrottled_time 5000000\n")
+    text = "2:cpuacct:/docker/abc\n1:cpu:/docker/abc\n0::/\n"
+    cg = cpu_cgroup(5, root, _proc(tmp_path, 5, text))
+    assert cg == CpuCgroup(acct, 1, cpu)
+    assert cg.read() == CpuStat(3000, 2000, 1000, 2, 5000, str(acct))
+    # hybrid: the container is in the v2 hierarchy too; usage from there, throttling from v1
+    u = root / "unified" / "docker" / "abc"
+    u.mkdir(parents=True)
+    (u / "cgroup.procs").write_text("5\n")
+    (u / "cpu.stat").write_text("usage_usec 3100\nuser_usec 2100\nsystem_usec 1000\n")
+    cg = cpu_cgroup(5, root, _proc(tmp_path / "h", 5, text.replace("0::/", "0::/docker/abc")))
+    assert cg == CpuCgroup(u, 2, cpu)
+    assert cg.read() == CpuStat(3100, 2100, 1000, 2, 5000, str(u))
+    assert CpuStat(3100, 2100, 1000, 2, 5000).since(CpuStat(100, 100, 0, 1, 0)) == CpuStat(3000, 2000, 1000, 1, 5000)
+    assert cpu_cgroup(6, root, tmp_path / "proc") is None  # no such process
+
+
+def test_engine_cpu_stats():
+    stats = {"cpu_usage": {"total_usage": 3_000_000, "usage_in_usermode": 2_000_000, "usage_in_kernelmode": 1_000_000},
+             "throttling_data": {"periods": 9, "throttled_periods": 2, "throttled_time": 7_000_000}}
+    assert from_engine_cpu_stats(stats) == CpuStat(3000, 2000, 1000, 2, 7000, "engine")
+    assert from_engine_cpu_stats({}) is None
+
+
+def test_no_v2_hierarchy_says_why(tmp_path: Path):
+    (tmp_path / "cpu").mkdir()  # a v1-only layout
+    with pytest.raises(server_cgroup.NoServerCgroup, match="no cgroup v2 hierarchy"):
+        server_cgroup.make(tmp_path)
+
+
+def _wait_for(check, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not within {seconds:g} s")
+        time.sleep(0.01)
+
+
+def test_forking_server_cgroup_counts_the_workers_the_tree_loses(tmp_path: Path):
+    """Four workers each burn 0.25 s of CPU and exit after their session process exited
+    unwaited-for. The cgroup's usage over the phase is the 1.0 s burnt plus the forks'
+    and the listener's small cost (upper bound: 0.05 s per worker + 0.1 s); the
+    process-tree figure sees at most a quarter of it (the listener and its reaped session
+    processes only)."""
+    try:
+        cg = server_cgroup.make()
+    except server_cgroup.NoServerCgroup as e:
+        machine_lacks(f"a cgroup v2 this process can make: {e}")
+    fifo, out = tmp_path / "fifo", tmp_path / "out"
+    os.mkfifo(fifo)
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(fifo), str(out), str(BURN_S)],
+                            preexec_fn=make_preexec(None, None, cg.procs_file))
+    try:
+        assert cg.contains(proc.pid)
+        sampler = TreeSampler(proc.pid)  # in-process readings, as the helper takes them
+        tree0, cg0 = sampler.cpu_times(), cg.cpu.read()
+        with open(fifo, "w") as f:
+            f.writelines(f"go {k}\n" for k in range(WORKERS))
+        _wait_for(lambda: len(list(out.iterdir())) == WORKERS, 30, "the workers' done files")
+        _wait_for(lambda: cg.path.joinpath("cgroup.procs").read_text().split() == [str(proc.pid)], 10,
+                  "the workers' exit")
+        tree1, cg1 = sampler.cpu_times(), cg.cpu.read()
+        cpu = phase_cpu((tree1[0] - tree0[0], tree1[1] - tree0[1]), cg1.since(cg0))
+        burnt = WORKERS * BURN_S
+        assert all(float(p.read_text()) >= BURN_S for p in out.iterdir())
+        assert cpu is not None and cpu.source == "cgroup"
+        assert burnt <= cpu.total_s <= burnt + 0.05 * WORKERS + 0.1, cpu
+        assert abs(cpu.user_s + cpu.system_s - cpu.total_s) <= 0.05 * cpu.total_s, cpu
+        assert cpu.tree_s is not None and cpu.tree_s <= 0.25 * burnt, cpu
+        assert cpu.tree_diff is not None and cpu.tree_diff < -0.75
+    finally:
+        try:
+            with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "w") as f:
+                f.write("quit\n")
+        except OSError:
+            proc.kill()
+        proc.wait(timeout=10)
+        assert cg.remove()
+        assert not cg.path.exists()
