@@ -157,18 +157,24 @@ def _loopback(host: str, port: int, user: str, password: str, name: str) -> None
 
 def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: float = 1.0, *,
                      size: int | None = None, host: str = "127.0.0.1", receiver: Receiver = "recv",
-                     cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE,
+                     cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE, rcvlowat: int = 0,
                      binary: Path | None = None) -> LimitResult:
     """A server's RETR throughput into the C receiver: log in once, then PASV + ``RETR
     name`` + drain, repeated for ``duration`` seconds (at least once); the receiver pinned
-    to ``cpu``. ``size`` (bytes), when given, is checked for every download.
+    to ``cpu``. ``size`` (bytes), when given, is checked for every download. ``rcvlowat``
+    (bytes, 0 = the kernel's 1 byte): ``SO_RCVLOWAT`` on each data socket, as the load
+    generator's RETR sets it (half its splice pipe).
 
     Raises ValueError on a bad argument (host not in 127.0.0.0/8, port outside 1..65535,
-    CR/LF in user/password/name, and as :func:`measure_pair`), NetlimitError when the
+    CR/LF in user/password/name, rcvlowat outside [0, 256 MiB], and as
+    :func:`measure_pair`), NetlimitError when the
     login, a transfer or the build fails (the FTP reply is in the message)."""
     _loopback(host, port, user, password, name)
+    if not 0 <= rcvlowat <= 1 << 28:
+        raise ValueError(f"rcvlowat must be in [0, 2**28] bytes, got {rcvlowat!r}")
     args = ["ftp", "--host", host, "--port", str(port), "--user", user, "--password", password,
-            "--name", name, *_common(duration, receiver, bufsize), *_cpu("--cpu", "cpu", cpu)]
+            "--name", name, *_common(duration, receiver, bufsize), *_cpu("--cpu", "cpu", cpu),
+            "--rcvlowat", str(rcvlowat)]
     if size is not None:
         args += ["--size", str(size)]
     return run_tool(args, binary, duration + 150.0)

@@ -5,7 +5,7 @@
  *                 [--recv recv|splice] [--bufsize BYTES]
  *   netlimit ftp  --port P --user U --password W --name NAME [--host 127.x.y.z]
  *                 [--size BYTES] [--duration S] [--cpu N] [--recv recv|splice]
- *                 [--bufsize BYTES]
+ *                 [--bufsize BYTES] [--rcvlowat BYTES]
  *   netlimit stor --port P --user U --password W --name NAME --file PATH
  *                 [--host 127.x.y.z] [--duration S] [--cpu N]
  *
@@ -18,7 +18,9 @@
  *
  * ftp: the same receiver against an FTP server: USER/PASS/TYPE I once, then per
  * download PASV, connect, RETR NAME, the 1xx reply, drain the data connection
- * to EOF, the 2xx reply. Same loop and clock as pair.
+ * to EOF, the 2xx reply. Same loop and clock as pair. --rcvlowat sets SO_RCVLOWAT on
+ * each data socket (a receive returns when that many bytes are queued, or at EOF), as
+ * the load generator's RETR does; 0 (the default) leaves the kernel's 1 byte.
  *
  * stor: the same FTP session uploading instead: per upload PASV, connect, STOR NAME,
  * the 1xx reply, the whole --file sent with blocking sendfile(2) (zero-copy, the
@@ -72,7 +74,7 @@ struct opts {
     const char *mode, *file, *host, *user, *password, *name;
     double duration;
     int port, sender_cpu, receiver_cpu, recv_mode;
-    long long size, bufsize;
+    long long size, bufsize, rcvlowat;
 };
 
 struct drain {
@@ -469,6 +471,9 @@ static void run_ftp(struct opts *o)
             || h[4] > 255 || h[5] > 255)
             die(1, "PASV: cannot parse %s", line);
         int s = connect_to(addr, (int)(h[4] * 256 + h[5]));
+        int low = (int)o->rcvlowat;
+        if (low > 0 && setsockopt(s, SOL_SOCKET, SO_RCVLOWAT, &low, sizeof(low)) < 0)
+            die(1, "SO_RCVLOWAT %d: %s", low, strerror(errno));
         double t0 = now();
         if (stor) {
             long long sent = upload(ctl, s, fd, st.st_size, o->name, t0, line, sizeof(line));
@@ -506,7 +511,7 @@ static void usage(void)
     die(2, "usage: netlimit pair --file PATH [--duration S] [--sender-cpu N] [--receiver-cpu N] "
            "[--recv recv|splice] [--bufsize BYTES] | netlimit ftp --port P --user U --password W "
            "--name NAME [--host 127.0.0.1] [--size BYTES] [--duration S] [--cpu N] "
-           "[--recv recv|splice] [--bufsize BYTES] | netlimit stor --port P --user U --password W "
+           "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES] | netlimit stor --port P --user U --password W "
            "--name NAME --file PATH [--host 127.0.0.1] [--duration S] [--cpu N]");
 }
 
@@ -555,6 +560,8 @@ int main(int argc, char **argv)
             o.password = v;
         else if (!strcmp(k, "--name") && !pair)
             o.name = v;
+        else if (!strcmp(k, "--rcvlowat") && !pair && !stor)
+            o.rcvlowat = parse_int(k, v, 0, 1LL << 28);
         else if (!strcmp(k, "--size") && !pair && !stor)
             o.size = parse_int(k, v, 0, 1LL << 50);
         else
