@@ -217,11 +217,12 @@ def test_retr_matches_the_c_receiver_and_curl(lab, server):
 
 @pytest.mark.parametrize("server", ["tpd", "pyftpdlib"])
 def test_stor_matches_the_c_uploader_and_curl(lab, server):
-    """STOR: the lab's client sends the file with sendfile(2), as the C uploader does; curl
-    read()s it into a buffer and send()s it (a copy). The server's receiving and writing
-    into tmpfs bound all three, so the lab's stored figure must match both within 10%.
-    The C uploader's clock starts at STOR, curl's and the lab's at PASV: the difference is
-    one round trip to the server per 64 MiB."""
+    """STOR: the lab's client sends the file with sendfile(2), as the C uploader does, so
+    the two must match within 10% (the C uploader's clock starts at STOR, the lab's at
+    PASV: one round trip per 256 MiB). curl read()s the file into a buffer and send()s it,
+    a copy per byte: at 1 GiB/s and more into tpd or pyftpdlib on tmpfs it was 20% slower
+    than both (lab / curl 1.23 and 1.27 at load 2.4, with lab / C 0.97-1.0), so against
+    curl the lab is held one-sided, to at least 90% of curl's figure."""
     s = lab(server, "stor")
     src = client_source(SIZE)
     rounds: list[tuple[float, ...]] = []
@@ -234,4 +235,4 @@ def test_stor_matches_the_c_uploader_and_curl(lab, server):
         rounds.append((mine, c, curl))
     c_ratio, curl_ratio = _ratios(rounds)
     _in_band("C uploader (sendfile)", c_ratio, rounds)
-    _in_band("curl", curl_ratio, rounds)
+    assert curl_ratio >= BAND[0], f"lab / curl = {curl_ratio:.3f}: the sendfile lab slower than curl ({rounds})"
