@@ -16,6 +16,10 @@ as the server being judged:
 - socket buffers: kernel autotuning (no ``SO_SNDBUF``/``SO_RCVBUF``), as tpd and the
   load generator leave them.
 
+The same process uploads as an FTP client (:func:`measure_ftp_stor`: PASV + STOR per
+upload, the file sent with blocking ``sendfile(2)``, the load generator's STOR syscall),
+a reference for a server's STOR throughput.
+
 A server is judged by the same C receiver as an FTP client (:func:`measure_ftp_retr`:
 PASV + RETR per download), so ``server / limit`` compares senders only and is <= 1 up
 to noise. Throughput = payload bytes / summed per-download time (from just before the
@@ -219,18 +223,9 @@ def measure_pair(file: Path, duration: float = 1.0, *, receiver: Receiver = "rec
     return run_tool(args, binary, duration + 150.0)
 
 
-def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: float = 1.0, *,
-                     size: int | None = None, host: str = "127.0.0.1", receiver: Receiver = "recv",
-                     cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE, rcvlowat: int = 0,
-                     binary: Path | None = None) -> LimitResult:
-    """A server's RETR throughput into the C receiver (``receiver``, ``bufsize``,
-    ``rcvlowat``: :class:`Variant`): log in once, then PASV + ``RETR name`` + drain,
-    repeated for ``duration`` seconds (at least once); the receiver pinned to ``cpu``.
-    ``size`` (bytes), when given, is checked for every download.
-
-    Raises ValueError on a bad argument (host not in 127.0.0.0/8, port outside 1..65535,
-    CR/LF in user/password/name, and as :func:`measure_pair`), NetlimitError when the
-    login, a transfer or the build fails (the FTP reply is in the message)."""
+def _loopback(host: str, port: int, user: str, password: str, name: str) -> None:
+    """Raise ValueError unless ``host`` is in 127.0.0.0/8, ``port`` in 1..65535 and no
+    CR or LF is in ``user``, ``password`` or ``name``."""
     try:
         addr = ipaddress.IPv4Address(host)
     except ValueError as e:
@@ -241,8 +236,50 @@ def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: f
         raise ValueError(f"port must be in 1..65535, got {port!r}")
     if any(c in s for s in (user, password, name) for c in "\r\n"):
         raise ValueError("user, password and name must not contain CR or LF")
+
+
+def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: float = 1.0, *,
+                     size: int | None = None, host: str = "127.0.0.1", receiver: Receiver = "recv",
+                     cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE, rcvlowat: int = 0,
+                     binary: Path | None = None) -> LimitResult:
+    """A server's RETR throughput into the C receiver: log in once, then PASV + ``RETR
+    name`` + drain, repeated for ``duration`` seconds (at least once); the receiver pinned
+    to ``cpu``. ``size`` (bytes), when given, is checked for every download. ``rcvlowat``
+    (bytes, 0 = the kernel's 1 byte): ``SO_RCVLOWAT`` on each data socket, as the load
+    generator's RETR sets it (half its splice pipe).
+
+    Raises ValueError on a bad argument (host not in 127.0.0.0/8, port outside 1..65535,
+    CR/LF in user/password/name, rcvlowat outside [0, 256 MiB], and as
+    :func:`measure_pair`), NetlimitError when the
+    login, a transfer or the build fails (the FTP reply is in the message)."""
+    _loopback(host, port, user, password, name)
+    if not 0 <= rcvlowat <= 1 << 28:
+        raise ValueError(f"rcvlowat must be in [0, 2**28] bytes, got {rcvlowat!r}")
     args = ["ftp", "--host", host, "--port", str(port), "--user", user, "--password", password,
             "--name", name, *_common(duration, receiver, bufsize, rcvlowat), *_cpu("--cpu", "cpu", cpu)]
     if size is not None:
         args += ["--size", str(size)]
+    return run_tool(args, binary, duration + 150.0)
+
+
+def measure_ftp_stor(port: int, user: str, password: str, name: str, file: Path, duration: float = 1.0, *,
+                     host: str = "127.0.0.1", cpu: int | None = None, binary: Path | None = None) -> LimitResult:
+    """A server's STOR throughput from the C uploader: log in once, then PASV + ``STOR
+    name`` + ``file`` whole with blocking ``sendfile(2)`` + close + the 2xx reply, repeated
+    for ``duration`` seconds (at least once); after each upload, untimed, ``SIZE name`` must
+    equal the file's size. Throughput = bytes / summed time from just before ``STOR`` to
+    the 2xx reply; the uploader pinned to ``cpu``. The result's ``receiver`` is
+    ``"sendfile"``.
+
+    Raises ValueError on a bad argument (as :func:`measure_ftp_retr`; ``file`` not a
+    non-empty regular file), NetlimitError when the login, an upload, the size check or
+    the build fails (the FTP reply is in the message)."""
+    file = Path(file)
+    if not file.is_file() or file.stat().st_size == 0:
+        raise ValueError(f"file must be a non-empty regular file: {file}")
+    _loopback(host, port, user, password, name)
+    if not 0 < duration <= MAX_DURATION:
+        raise ValueError(f"duration must be in (0, {MAX_DURATION:g}] seconds, got {duration!r}")
+    args = ["stor", "--host", host, "--port", str(port), "--user", user, "--password", password,
+            "--name", name, "--file", str(file), "--duration", repr(float(duration)), *_cpu("--cpu", "cpu", cpu)]
     return run_tool(args, binary, duration + 150.0)

@@ -6,6 +6,8 @@
  *   netlimit ftp  --port P --user U --password W --name NAME [--host 127.x.y.z]
  *                 [--size BYTES] [--duration S] [--cpu N] [--recv recv|splice]
  *                 [--bufsize BYTES] [--rcvlowat BYTES]
+ *   netlimit stor --port P --user U --password W --name NAME --file PATH
+ *                 [--host 127.x.y.z] [--duration S] [--cpu N]
  *
  * pair: a forked sender (pinned to --sender-cpu) listens on 127.0.0.1:0; for each
  * connection it reads one request byte, then sends the whole file with blocking
@@ -16,7 +18,15 @@
  *
  * ftp: the same receiver against an FTP server: USER/PASS/TYPE I once, then per
  * download PASV, connect, RETR NAME, the 1xx reply, drain the data connection
- * to EOF, the 2xx reply. Same loop and clock as pair.
+ * to EOF, the 2xx reply. Same loop and clock as pair; --rcvlowat as below, as the
+ * load generator's RETR does.
+ *
+ * stor: the same FTP session uploading instead: per upload PASV, connect, STOR NAME,
+ * the 1xx reply, the whole --file sent with blocking sendfile(2) (zero-copy, the
+ * syscall of the load generator's STOR), close, the 2xx reply; then, untimed, SIZE
+ * NAME must equal the file's size. Clock per upload: from just before "STOR" is sent
+ * to the 2xx reply (the server confirmed every byte). "receiver" in the output is
+ * "sendfile", "chunk_bytes" 0.
  *
  * Receivers: "recv" = recv(2) into one BYTES buffer (a copy to user space, as a
  * real client does); "splice" = splice(2) socket -> pipe -> /dev/null (no copy;
@@ -277,7 +287,7 @@ static void tally_add(struct tally *t, long long n, double dt)
     t->seconds += dt;
 }
 
-static void print_json(const struct opts *o, const struct tally *t, const struct drain *d,
+static void print_json(const struct opts *o, const struct tally *t, const char *rname, size_t chunk,
                        double recv_cpu, double send_cpu)
 {
     double g = t->seconds > 0 ? t->bytes * 8 / t->seconds / 1e9 : 0;
@@ -286,8 +296,8 @@ static void print_json(const struct opts *o, const struct tally *t, const struct
            "\"transfers\": %ld, \"bytes\": %lld, \"seconds\": %.6f, \"gbps\": %.4f, "
            "\"mib_s\": %.2f, \"min_gbps\": %.4f, \"max_gbps\": %.4f, "
            "\"receiver_cpu_s\": %.4f, \"rcvlowat\": %d, ",
-           o->mode, d->mode == R_RECV ? "recv" : "splice", d->chunk, t->transfers, t->bytes,
-           t->seconds, g, mib, t->min_gbps, t->max_gbps, recv_cpu, d->rcvlowat);
+           o->mode, rname, chunk, t->transfers, t->bytes,
+           t->seconds, g, mib, t->min_gbps, t->max_gbps, recv_cpu, (int)o->rcvlowat);
     if (send_cpu >= 0)
         printf("\"sender_cpu_s\": %.4f, ", send_cpu);
     else
@@ -381,7 +391,7 @@ static void run_pair(struct opts *o)
     int status;
     if (wait4(child, &status, 0, &kid) < 0)
         die(1, "wait for the sender: %s", strerror(errno));
-    print_json(o, &t, &d, cpu_seconds(&self), cpu_seconds(&kid));
+    print_json(o, &t, d.mode == R_RECV ? "recv" : "splice", d.chunk, cpu_seconds(&self), cpu_seconds(&kid));
 }
 
 /* ---- ftp: the C receiver as an FTP RETR client --------------------------- */
@@ -433,14 +443,53 @@ static void ftp_cmd(int ctl, const char *cmd, const char *arg, int want, char *l
         die(1, "%s: unexpected reply %s", cmd, line);
 }
 
+/* STOR NAME on the data socket s: the whole file fd (size bytes) with sendfile(2), close,
+ * the 2xx reply. Returns the bytes sent; dies on a failure or after TRANSFER_MAX_S. */
+static long long upload(int ctl, int s, int fd, long long size, const char *name, double t0, char *line, size_t cap)
+{
+    ftp_cmd(ctl, "STOR", name, 1, line, cap);
+    off_t off = 0;
+    while (off < size) {
+        ssize_t n = sendfile(s, fd, &off, (size_t)(size - off));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            die(1, "sendfile on the data socket after %lld bytes: %s", (long long)off,
+                n < 0 ? strerror(errno) : "no progress");
+        if (now() - t0 > TRANSFER_MAX_S)
+            die(1, "one upload took more than %.0f s", TRANSFER_MAX_S);
+    }
+    close(s);
+    int code = ftp_reply(ctl, line, cap);
+    if (code / 100 != 2)
+        die(1, "STOR %s: %s", name, line);
+    return size;
+}
+
+/* Untimed: SIZE NAME must be size (RFC 3659 "213 N"); dies otherwise. */
+static void check_size(int ctl, const char *name, long long size, char *line, size_t cap)
+{
+    ftp_cmd(ctl, "SIZE", name, 2, line, cap);
+    long long held = -1;
+    if (sscanf(line, "213 %lld", &held) != 1 || held != size)
+        die(1, "short upload: the server holds %s for %lld bytes sent", line, size);
+}
+
 static void run_ftp(struct opts *o)
 {
     struct in_addr addr;
     if (inet_pton(AF_INET, o->host, &addr) != 1 || (ntohl(addr.s_addr) >> 24) != 127)
         die(2, "--host %s: not a 127.0.0.0/8 address (loopback only)", o->host);
-    pin(o->receiver_cpu, "receiver");
-    struct drain d;
-    drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat);
+    int stor = !strcmp(o->mode, "stor"), fd = -1;
+    struct stat st = { 0 };
+    if (stor && ((fd = open(o->file, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0))
+        die(2, "--file %s: %s", o->file, strerror(errno));
+    if (stor && (!S_ISREG(st.st_mode) || st.st_size == 0))
+        die(2, "--file %s: not a non-empty regular file", o->file);
+    pin(o->receiver_cpu, stor ? "uploader" : "receiver");
+    struct drain d = { .mode = o->recv_mode };
+    if (!stor)
+        drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat);
     char line[512];
     int ctl = connect_to(addr, o->port);
     if (ftp_reply(ctl, line, sizeof(line)) != 220)
@@ -466,8 +515,17 @@ static void run_ftp(struct opts *o)
             || h[4] > 255 || h[5] > 255)
             die(1, "PASV: cannot parse %s", line);
         int s = connect_to(addr, (int)(h[4] * 256 + h[5]));
-        drain_socket(&d, s);
+        if (!stor)
+            drain_socket(&d, s);
         double t0 = now();
+        if (stor) {
+            long long sent = upload(ctl, s, fd, st.st_size, o->name, t0, line, sizeof(line));
+            tally_add(&t, sent, now() - t0);
+            check_size(ctl, o->name, st.st_size, line, sizeof(line));
+            if (now() >= deadline)
+                break;
+            continue;
+        }
         ftp_cmd(ctl, "RETR", o->name, 1, line, sizeof(line));
         long long n = drain(&d, s, t0);
         double dt = now() - t0;
@@ -485,7 +543,10 @@ static void run_ftp(struct opts *o)
     close(ctl);
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
-    print_json(o, &t, &d, cpu_seconds(&self), -1);
+    if (stor)
+        print_json(o, &t, "sendfile", 0, cpu_seconds(&self), -1);
+    else
+        print_json(o, &t, d.mode == R_RECV ? "recv" : "splice", d.chunk, cpu_seconds(&self), -1);
 }
 
 static void usage(void)
@@ -493,7 +554,8 @@ static void usage(void)
     die(2, "usage: netlimit pair --file PATH [--duration S] [--sender-cpu N] [--receiver-cpu N] "
            "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES] | netlimit ftp --port P --user U --password W "
            "--name NAME [--host 127.0.0.1] [--size BYTES] [--duration S] [--cpu N] "
-           "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES]");
+           "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES] | netlimit stor --port P --user U --password W "
+           "--name NAME --file PATH [--host 127.0.0.1] [--duration S] [--cpu N]");
 }
 
 int main(int argc, char **argv)
@@ -504,13 +566,14 @@ int main(int argc, char **argv)
         usage();
     o.mode = argv[1];
     int pair = !strcmp(o.mode, "pair");
-    if (!pair && strcmp(o.mode, "ftp"))
-        die(2, "unknown mode '%s' (pair or ftp)", o.mode);
+    int stor = !strcmp(o.mode, "stor");
+    if (!pair && !stor && strcmp(o.mode, "ftp"))
+        die(2, "unknown mode '%s' (pair, ftp or stor)", o.mode);
     for (int i = 2; i < argc; i += 2) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
             die(2, "%s needs a value", k);
-        if (!strcmp(k, "--file") && pair)
+        if (!strcmp(k, "--file") && (pair || stor))
             o.file = v;
         else if (!strcmp(k, "--duration")) {
             char *end;
@@ -521,16 +584,16 @@ int main(int argc, char **argv)
             o.sender_cpu = (int)parse_int(k, v, 0, CPU_SETSIZE - 1);
         else if (!strcmp(k, "--receiver-cpu") || (!strcmp(k, "--cpu") && !pair))
             o.receiver_cpu = (int)parse_int(k, v, 0, CPU_SETSIZE - 1);
-        else if (!strcmp(k, "--recv")) {
+        else if (!strcmp(k, "--recv") && !stor) {
             if (!strcmp(v, "recv"))
                 o.recv_mode = R_RECV;
             else if (!strcmp(v, "splice"))
                 o.recv_mode = R_SPLICE;
             else
                 die(2, "--recv: expected recv or splice, got '%s'", v);
-        } else if (!strcmp(k, "--bufsize"))
+        } else if (!strcmp(k, "--bufsize") && !stor)
             o.bufsize = parse_int(k, v, 4096, 1LL << 28);
-        else if (!strcmp(k, "--rcvlowat"))
+        else if (!strcmp(k, "--rcvlowat") && !stor)
             o.rcvlowat = parse_int(k, v, 0, 1LL << 28);
         else if (!strcmp(k, "--host") && !pair)
             o.host = v;
@@ -542,15 +605,15 @@ int main(int argc, char **argv)
             o.password = v;
         else if (!strcmp(k, "--name") && !pair)
             o.name = v;
-        else if (!strcmp(k, "--size") && !pair)
+        else if (!strcmp(k, "--size") && !pair && !stor)
             o.size = parse_int(k, v, 0, 1LL << 50);
         else
             die(2, "unknown option '%s' for mode %s", k, o.mode);
     }
-    if (pair && !o.file)
-        die(2, "pair needs --file");
+    if ((pair || stor) && !o.file)
+        die(2, "%s needs --file", o.mode);
     if (!pair && (!o.port || !o.user || !o.password || !o.name))
-        die(2, "ftp needs --port, --user, --password and --name");
+        die(2, "%s needs --port, --user, --password and --name", o.mode);
     if (!pair && (strpbrk(o.user, "\r\n") || strpbrk(o.password, "\r\n") || strpbrk(o.name, "\r\n")))
         die(2, "--user, --password and --name must not contain CR or LF");
     if (pair)

@@ -6,12 +6,15 @@ picks (201), ``GET /<path>`` serves ``<home>/<path>`` (404 when missing). Modes:
 
 * ``write`` (default): as above.
 * ``nowrite``: answers 201 to every upload without writing anything.
+* ``dropthird``: answers 201 to every upload but writes only the first and second of
+  every three (``srv.written`` counts the files written).
 * ``limit``: uploads with a body over ``limit`` bytes get 413 and the connection closed.
 * ``close``: like ``write``, but every response says ``Connection: close`` and closes.
 * ``chunked``: like ``write``, but GET bodies are sent chunked (16 KiB chunks).
 
 Runs in a thread with its own asyncio loop; ``with HttpTestServer(home) as srv:`` gives
-``srv.port`` and counters ``srv.uploads`` (bodies received) and ``srv.requests``.
+``srv.port`` and counters ``srv.uploads`` (bodies received), ``srv.written`` (files
+written) and ``srv.requests``.
 """
 from __future__ import annotations
 
@@ -74,8 +77,9 @@ class _Proto(asyncio.Protocol):
             srv.uploads += 1
             if path.startswith("/uploads/"):
                 name = path[len("/uploads/"):] or f"post-{next(srv.seq)}"
-                if srv.mode != "nowrite":
+                if srv.mode != "nowrite" and not (srv.mode == "dropthird" and srv.uploads % 3 == 0):
                     (srv.home / "uploads" / name).write_bytes(body)
+                    srv.written += 1
                 self._reply(201, b"")
             else:
                 self._reply(403, b"")
@@ -107,7 +111,7 @@ class HttpTestServer:
         self.home, self.mode, self.limit = Path(home), mode, limit
         (self.home / "uploads").mkdir(parents=True, exist_ok=True)
         self.port = 0
-        self.uploads = self.requests = 0
+        self.uploads = self.requests = self.written = 0
         self.seq = itertools.count()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()

@@ -60,7 +60,10 @@ def test_xferlab_ftp_retr_over_100mbit(backend, server):
     assert out.status == "done", out.error
     rows = _rows(out)
     mib_s = rows[("throughput", "value")].value
-    assert 0.9 * PAYLOAD_MIB_S <= mib_s <= 1.1 * PAYLOAD_MIB_S, f"{mib_s:.2f} MiB/s over 100mbit"
+    # within 2% (a band that excludes the raw line rate, 11.92 MiB/s): each 8 MiB RETR may
+    # start with tbf's refilled 64 KiB bucket (+0.8% at most) and spends a few round trips
+    # on PASV, RETR and 226 (under 0.1%)
+    assert 0.98 * PAYLOAD_MIB_S <= mib_s <= 1.02 * PAYLOAD_MIB_S, f"{mib_s:.3f} MiB/s over 100mbit"
     sent = rows[("link_qdisc", "server_sent_bytes")]
     assert sent.value >= rows[("bytes", "value")].value  # the RETR's bytes went through the server's tbf
     assert rows[("link_qdisc", "client_sent_bytes")].value < sent.value / 10  # ACKs and commands
@@ -77,7 +80,8 @@ def test_xferlab_ftp_stor_is_shaped_too(backend):
     _srv, out = run_link_cell(backend, "tpd", "xferlab-ftp", "stor", "100mbit", transfer_size=8 * MIB, duration=1.5)
     assert out.status == "done", out.error
     rows = _rows(out)
-    assert rows[("throughput", "value")].value <= 1.1 * PAYLOAD_MIB_S
+    mib_s = rows[("throughput", "value")].value
+    assert 0.98 * PAYLOAD_MIB_S <= mib_s <= 1.02 * PAYLOAD_MIB_S, f"{mib_s:.3f} MiB/s over 100mbit"
     assert rows[("link_qdisc", "client_sent_bytes")].value >= rows[("bytes", "value")].value
 
 

@@ -31,7 +31,7 @@ class _Handle(RunningHandle):
         remove_stored_files(self.home / subdir, names)
 
 
-def _run(tmp_path: Path, mode: str, warmup: bool = False):
+def _run(tmp_path: Path, mode: str, warmup: bool = False, served: list | None = None):
     spec = parse_spec({"name": "u", "repeats": 1, "warmup": warmup, "driver": "xferlab-http",
                        "servers": [{"name": "go-http"}],
                        "workloads": [{"name": "http_upload", "params": {"clients": 2, "duration": 0.3,
@@ -43,7 +43,10 @@ def _run(tmp_path: Path, mode: str, warmup: bool = False):
     (tmp_path / "uploads").mkdir(exist_ok=True)
     (tmp_path / "uploads" / "earlier.bin").write_bytes(b"x" * 7)  # a reused server's earlier upload
     with HttpTestServer(tmp_path, mode=mode) as srv:
-        return run_local_cell(cell, spec, FixedBackend(_Handle(tmp_path, srv.port)))
+        out = run_local_cell(cell, spec, FixedBackend(_Handle(tmp_path, srv.port)))
+    if served is not None:
+        served.append(srv)
+    return out
 
 
 def _rows(outcome) -> dict[str, float]:  # noqa: ANN001
@@ -56,6 +59,20 @@ def test_server_answering_201_without_writing_fails_the_cell(tmp_path):
     assert n > 0 and out.status == "failed"
     assert out.error == f"server answered 2xx to {n:,} uploads but stored 0 files of 100 bytes"
     assert _rows(out) == {"before": 1.0, "new": 0.0, "new_right_size": 0.0, "expected": float(n), "slack": 0.0}
+
+
+def test_server_dropping_every_third_upload_fails_the_cell(tmp_path):
+    """A server that answers 201 to every upload but writes only two of every three: the
+    cell fails, naming the 2xx count and the files actually written (xferlab-http leaves
+    nothing in flight, so the counts must be equal and a third are missing)."""
+    served: list = []
+    out = _run(tmp_path, "dropthird", served=served)
+    n, written = out.result.successful, served[0].written
+    assert served[0].uploads == n and n >= 3 and written == n - n // 3
+    assert out.status == "failed"
+    assert out.error == f"server answered 2xx to {n:,} uploads but stored {written:,} files of 100 bytes"
+    assert _rows(out) == {"before": 1.0, "new": float(written), "new_right_size": float(written),
+                          "expected": float(n), "slack": 0.0}
 
 
 def test_server_storing_every_upload_passes_and_its_uploads_are_deleted(tmp_path):

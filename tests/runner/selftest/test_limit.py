@@ -19,6 +19,7 @@ from runner.selftest.limit import (
     best,
     build,
     measure_ftp_retr,
+    measure_ftp_stor,
     measure_pair,
     run_tool,
     share_of_limit,
@@ -161,6 +162,32 @@ def test_ftp_size_mismatch_is_a_short_download(binary, pyftpd):
     (home / "netlimit-small.bin").write_bytes(b"x" * 1000)
     with pytest.raises(NetlimitError, match="short download: 1000 of 2000"):
         measure_ftp_retr(port, USER, PASSWORD, "netlimit-small.bin", 0.3, size=2000, binary=binary)
+
+
+def test_stor_uploads_whole_files_and_checks_their_size(binary, pyftpd, payload):
+    """The C uploader's files arrive whole (the server's copy equals the source), each
+    upload counted once; a server that loses uploads is caught by the SIZE check."""
+    host, port, home = pyftpd
+    r = measure_ftp_stor(port, USER, PASSWORD, "netlimit-stor.bin", payload, 0.3, host=host, binary=binary)
+    assert r.mode == "stor" and r.receiver == "sendfile" and r.chunk_bytes == 0
+    assert r.transfers >= 1 and r.bytes == r.transfers * SIZE and r.seconds > 0
+    assert r.mib_s == pytest.approx(r.bytes / r.seconds / 2**20, rel=1e-3)
+    assert (home / "netlimit-stor.bin").read_bytes() == payload.read_bytes()
+    with pytest.raises(NetlimitError, match="530"):
+        measure_ftp_stor(port, USER, "wrong", "x.bin", payload, 0.3, binary=binary)
+    with pytest.raises(ValueError, match="non-empty regular file"):
+        measure_ftp_stor(port, USER, PASSWORD, "x.bin", home / "missing.bin", 0.3, binary=binary)
+
+
+def test_stor_on_a_server_dropping_uploads_is_a_short_upload(binary, payload, tmp_path):
+    from tests.support.pyftpd import start_pyftpd, stop
+
+    proc, port = start_pyftpd(tmp_path, drop_third=True)
+    try:
+        with pytest.raises(NetlimitError, match=r"SIZE: unexpected reply 550|short upload"):
+            measure_ftp_stor(port, USER, PASSWORD, "dropped.bin", payload, 5.0, binary=binary)
+    finally:
+        stop(proc)
 
 
 def test_build_is_cached_by_source_hash(tmp_path, binary):

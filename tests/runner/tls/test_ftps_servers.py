@@ -17,6 +17,7 @@ from runner.load.ftp.driver import DRIVER
 from runner.spec.request import ServerRequest
 from runner.tls.certs import make_certificates
 from tests.runner.support import start_or_skip
+from tests.support.tls_reference import assert_handshakes_within, reference_handshakes_ms
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -36,11 +37,13 @@ def test_login_retr_stor_over_ftps(server, mode, certs):
     try:
         t = h.target
         assert t.tls is not None and t.tls.mode == mode and t.tls.ca_file == str(certs.ca_cert)
-        login = DRIVER.run("login", t, WorkloadParams(clients=5, **SMALL))
+        reference = reference_handshakes_ms(t)
+        # one session after another: each handshake alone, as the reference's
+        login = DRIVER.run("login", t, WorkloadParams(clients=5, login_mode="sequential", **SMALL))
         assert login.ops == 5 and not login.errors, login.notes
         assert len(login.tls_handshake_ms) == 5
-        # plausible: a loopback handshake costs more than 50 µs of crypto and less than the connect timeout
-        assert all(0.05 < x < 20_000 for x in login.tls_handshake_ms), login.tls_handshake_ms
+        reference += reference_handshakes_ms(t)
+        assert_handshakes_within(login.tls_handshake_ms, reference, concurrent=1)
         assert login.tls["protocol"] in ("TLSv1.2", "TLSv1.3") and login.tls["cipher"], login.tls
         assert login.tls["mode"] == mode and login.tls["key_type"] == "ecdsa-p256"
         for wl in ("retr", "stor"):

@@ -171,6 +171,24 @@ def test_concurrent_transfers(target, workload, passive):
     assert fair["jain"].value == pytest.approx(1 / (1 + fair["cv"].value ** 2))
 
 
+def test_stor_concurrent_caught_by_the_size_check_when_a_server_drops_uploads(tmp_path):
+    """A pyftpdlib that deletes every third file it receives (after its 226): of 6
+    concurrent STORs, 2 files are gone when the phase checks each with SIZE, so 2 are
+    errors and only the 4 stored count (operations, bytes, per-client figures)."""
+    from tests.support.pyftpd import start_pyftpd, stop
+
+    proc, port = start_pyftpd(tmp_path, drop_third=True)
+    try:
+        p = small(clients=6)
+        r, _, _ = run("stor_concurrent", Target("127.0.0.1", port, USER, PASSWORD, root=tmp_path), p)
+    finally:
+        stop(proc)
+    assert r.errors == {"reply_5xx": 2}, (r.errors, r.notes)  # SIZE: 550 ... is not retrievable
+    assert r.ops == 4 and r.bytes == 4 * p.file_size
+    assert sorted(c.ok for c in r.clients) == [False, False, True, True, True, True]
+    assert sum(c.bytes for c in r.clients) == r.bytes
+
+
 def test_stor_concurrent_same_file(target, ftp_home):
     p = small(same_file=True, clients=10)
     r, _, _ = run("stor_concurrent", target, p)

@@ -151,3 +151,26 @@ def test_early_413_to_a_big_body(tmp_path):
     _identity(r)
     # the server answers 413 and closes before reading the body: the answer, or a reset, ends each request
     assert r.successful == 0 and r.requests > 0 and set(r.non_2xx) <= {"413"}
+
+
+def test_latency_percentiles_of_a_server_with_a_fixed_delay():
+    """Against a server that answers every GET exactly D = 40 ms after reading it (a timer
+    on its event loop, in its own process: tests/support/delay_http.py), each request's
+    latency is D plus the loopback round trip and the 1 KiB body: the stored p50 and p99
+    lie in [D, D + 5 ms] and [D, D + 15 ms] (the server's timer fires about 1 ms late on an
+    idle machine; the rest is room for a busy one). 4 clients for 1 s."""
+    from runner.cell.samples import phase_samples
+    from tests.support.delay_http import delay_server
+
+    d_ms = 40.0
+    with delay_server(d_ms, 1024) as port:
+        r = get_driver("xferlab-http").run("http_download", _target(port),
+                                           WorkloadParams(clients=4, duration=1.0, file_size=1024))
+    _identity(r)
+    # no request is faster than D: at most 4 clients x 1 s / D, plus the 4 in flight at the stop
+    assert r.network_failed == 0 and not r.non_2xx and 40 <= r.successful <= 4 * 1000 / d_ms + 4, r.successful
+    rows = {(s.metric, s.stat): s for s in phase_samples(r)}
+    p50, p99 = rows[("latency", "p50")], rows[("latency", "p99")]
+    assert p50.unit == "ms"
+    assert d_ms <= p50.value <= d_ms + 5.0, p50.value
+    assert d_ms <= p99.value <= d_ms + 15.0, p99.value
