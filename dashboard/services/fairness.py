@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from dashboard.services.campaigns import workload_title
 from runner.catalogue.workloads import WORKLOADS
-from runner.metrics.fairness import figures_from_raw, sorted_curve
+from runner.metrics.fairness import stored_curve
 from runner.store import queries
 
 #: Most points of one curve in a response: a cell of more clients is thinned to evenly
@@ -49,16 +49,10 @@ def campaign_fairness(session: Session, *, campaign_id: int, server: str | None 
     groups: dict[tuple[str, str, str], dict[str, Any]] = {}
     for seq, repeat, label, wl, pkey, params, raw in rows:
         info = WORKLOADS.get(wl)
-        http = info is not None and info.protocol == "http"
-        if not isinstance(raw, list):
+        got = stored_curve(raw, http=info is not None and info.protocol == "http")
+        if got is None:
             continue
-        try:
-            figs = figures_from_raw(raw, http=http)
-            curve = sorted_curve(raw, http=http)
-        except (TypeError, ValueError):
-            continue
-        if figs is None:
-            continue
+        figs, curve = got
         g = groups.setdefault((label, wl, pkey), {"server": label, "workload": wl, "params_key": pkey,
                                                   "title": workload_title(wl, params or {}),
                                                   "rate_unit": figs.rate_unit, "repeats": []})

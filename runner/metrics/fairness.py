@@ -150,3 +150,18 @@ def sorted_curve(raw: Sequence[Sequence[Any]], *, http: bool) -> list[float]:
     dashboard draws (clients on x by rank, rate on y). A fair server gives a flat line;
     seed 004's "one client at full bandwidth, then the next" a steep drop."""
     return sorted(client_rates(raw, http=http), reverse=True)
+
+
+def stored_curve(raw: Any, *, http: bool) -> tuple[FairnessFigures, list[float]] | None:
+    """The fairness figures and the sorted per-client curve (:func:`figures_from_raw`,
+    :func:`sorted_curve`) of one cell's stored list, or None when there is none to draw:
+    ``raw`` not a list, malformed rows (TypeError, ValueError), or fewer than
+    :data:`MIN_CLIENTS` clients."""
+    if not isinstance(raw, list):
+        return None
+    try:
+        figs = figures_from_raw(raw, http=http)
+        curve = sorted_curve(raw, http=http)
+    except (TypeError, ValueError):
+        return None
+    return None if figs is None else (figs, curve)

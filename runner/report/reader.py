@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
-from runner.metrics.fairness import cv_from_jain, figures_from_raw, sorted_curve
+from runner.metrics.fairness import cv_from_jain, stored_curve
 from runner.report.data import CampaignData, CellTcp, ClientCurve, MemoryTimeline, Series, WorkloadFacts
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
@@ -210,16 +210,10 @@ def _client_curves(session: Session, done: dict[int, Cell], titles: dict) -> lis
     out = []
     for cell_id, raw in sorted(rows, key=lambda r: done[r[0]].seq):
         c = done[cell_id]
-        http = WORKLOADS[c.workload].protocol == "http"
-        if not isinstance(raw, list):
+        got = stored_curve(raw, http=WORKLOADS[c.workload].protocol == "http")
+        if got is None:
             continue
-        try:
-            figs = figures_from_raw(raw, http=http)
-            curve = sorted_curve(raw, http=http)
-        except (TypeError, ValueError):
-            continue
-        if figs is None:
-            continue
+        figs, curve = got
         points = tuple((i + 1, curve[i]) for i in _thin(len(curve), MAX_CURVE_POINTS))
         out.append(ClientCurve(c.server_label, c.workload, c.params_key, titles[(c.workload, c.params_key)],
                                c.repeat, figs.rate_unit, figs.jain, figs.clients, points))

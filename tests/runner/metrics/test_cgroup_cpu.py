@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from runner.metrics import server_cgroup
 from runner.metrics.cgroup_cpu import CpuCgroup, CpuStat, cpu_cgroup, from_engine_cpu_stats, v2_root
 from runner.metrics.sampler import TreeSampler
 from tests.support.skips import machine_lacks
+from tests.support.waiting import wait_for
 
 SCRIPT = Path(__file__).resolve().parents[2] / "support" / "forking_server.py"
 WORKERS = 4
@@ -90,14 +90,6 @@ def test_no_v2_hierarchy_says_why(tmp_path: Path):
         server_cgroup.make(tmp_path)
 
 
-def _wait_for(check, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {seconds:g} s")
-        time.sleep(0.01)
-
-
 def test_forking_server_cgroup_counts_the_workers_the_tree_loses(tmp_path: Path):
     """Four workers each burn 0.25 s of CPU and exit after their session process exited
     unwaited-for. The cgroup's usage over the phase is the 1.0 s burnt plus the forks'
@@ -119,8 +111,8 @@ def test_forking_server_cgroup_counts_the_workers_the_tree_loses(tmp_path: Path)
         tree0, cg0 = sampler.cpu_times(), cg.cpu.read()
         with open(fifo, "w") as f:
             f.writelines(f"go {k}\n" for k in range(WORKERS))
-        _wait_for(lambda: len(list(out.iterdir())) == WORKERS, 30, "the workers' done files")
-        _wait_for(lambda: cg.path.joinpath("cgroup.procs").read_text().split() == [str(proc.pid)], 10,
+        wait_for(lambda: len(list(out.iterdir())) == WORKERS, 30, "the workers' done files")
+        wait_for(lambda: cg.path.joinpath("cgroup.procs").read_text().split() == [str(proc.pid)], 10,
                   "the workers' exit")
         tree1, cg1 = sampler.cpu_times(), cg.cpu.read()
         cpu = phase_cpu((tree1[0] - tree0[0], tree1[1] - tree0[1]), cg1.since(cg0))

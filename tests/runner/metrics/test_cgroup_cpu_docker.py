@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 from runner.backends.docker.handle import DockerServerHandle
@@ -18,19 +17,12 @@ from runner.config import get_settings
 from runner.load.target import Target
 from runner.metrics.sampler import TreeSampler
 from tests.docker_support import SESSION_LABEL, container_usage_usec
+from tests.support.waiting import wait_for
 
 DOCKER_BUILD = False  # uses an image with python3 that `xferlab images build` made
 SCRIPT = Path(__file__).resolve().parents[2] / "support" / "forking_server.py"
 WORKERS = 4
 BURN_S = 0.25
-
-
-def _wait_for(check, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {seconds:g} s")
-        time.sleep(0.01)
 
 
 def test_container_cgroup_counts_the_workers_the_tree_loses(client, tmp_path: Path):
@@ -56,8 +48,8 @@ def test_container_cgroup_counts_the_workers_the_tree_loses(client, tmp_path: Pa
         assert cg0 is not None and handle.build_info["cpu_cgroup"].startswith(str(get_settings().cgroup_root))
         with open(tmp_path / "fifo", "w") as f:
             f.writelines(f"go {k}\n" for k in range(WORKERS))
-        _wait_for(lambda: len(list((tmp_path / "out").iterdir())) == WORKERS, 30, "the workers' done files")
-        _wait_for(lambda: len(container.top()["Processes"]) == 2, 10, "the workers' exit")  # init and the server
+        wait_for(lambda: len(list((tmp_path / "out").iterdir())) == WORKERS, 30, "the workers' done files")
+        wait_for(lambda: len(container.top()["Processes"]) == 2, 10, "the workers' exit")  # init and the server
         tree1, cg1, own1 = sampler.cpu_times(), handle.cgroup_cpu(), container_usage_usec(container.id)
         assert cg1 is not None
         cpu = phase_cpu((tree1[0] - tree0[0], tree1[1] - tree0[1]), cg1.since(cg0))
