@@ -1,0 +1,58 @@
+"""A CPU profile of the server under test over one measured phase, as the lab stores it.
+
+The profilers (Linux ``perf`` for native servers, ``py-spy`` for Python ones) write their
+samples as *folded stacks*: one line per distinct stack, frames from the root to the leaf
+joined by ``;``, then a space and the number of samples, e.g.
+``vsftpd;main;do_sendfile;[k] tcp_sendmsg 42`` (Brendan Gregg's format, the input of
+``flamegraph.pl`` and of inferno). Kernel frames carry the ``[k]`` prefix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SyscallRow:
+    """One system call of the server during the phase.
+
+    Attributes:
+        name: the call's name, e.g. ``sendfile``, ``epoll_wait``.
+        count: calls made.
+        total_s: time spent in the call, seconds (None when the tracer gives counts only).
+        errors: calls that returned an error (e.g. ``-EAGAIN``); None when unknown.
+    """
+
+    name: str
+    count: int
+    total_s: float | None = None
+    errors: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerProfile:
+    """The profile of one cell's measured phase.
+
+    Attributes:
+        profiler: ``perf`` or ``py-spy``.
+        profiler_version: the profiler's own version string.
+        rate_hz: sampling frequency, samples per second per CPU.
+        duration_s: seconds the profiler ran (the measured phase).
+        on_cpu: folded stacks of on-CPU samples (lines ``frame;frame;... N``).
+        off_cpu: folded stacks of off-CPU time (weights in microseconds), or None.
+        on_cpu_s: CPU seconds the samples stand for (samples / rate_hz).
+        off_cpu_s: seconds the server's threads spent blocked, or None when not measured.
+        syscalls: the server's system calls during the phase, most time (or count) first.
+        notes: what the profile could not see (unresolved JIT frames, no off-CPU
+            tracepoints, a process that ended before it was attached), one line each.
+    """
+
+    profiler: str
+    profiler_version: str
+    rate_hz: int
+    duration_s: float
+    on_cpu: str
+    off_cpu: str | None = None
+    on_cpu_s: float = 0.0
+    off_cpu_s: float | None = None
+    syscalls: tuple[SyscallRow, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
