@@ -58,10 +58,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 
-# inferno: the flame graphs of profiled cells (runner/report/flamegraph.py). Pinned; a build
-# from source takes about TIME_PLACEHOLDER on one core; later runs only check the version.
+# inferno: the flame graphs of profiled cells (runner/report/flamegraph.py). Pinned; the build
+# from source took 3 min 40 s with one job on a busy 2-core machine (1 min 5 s of CPU); later
+# runs only check cargo's record of what it installed (.venv/.crates.toml).
 INFERNO_VERSION=0.12.8
-if ! .venv/bin/inferno-flamegraph --version 2>/dev/null | grep -qx "inferno-flamegraph $INFERNO_VERSION"; then
+if ! { [ -x .venv/bin/inferno-flamegraph ] && [ -x .venv/bin/inferno-diff-folded ] &&
+       grep -q "^\"inferno $INFERNO_VERSION " .venv/.crates.toml 2>/dev/null; }; then
     if command -v cargo >/dev/null; then
         echo "install.sh: building inferno $INFERNO_VERSION into .venv/bin (cargo install; a few minutes)"
         cargo install --quiet inferno --locked --version "$INFERNO_VERSION" --root .venv

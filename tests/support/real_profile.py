@@ -1,14 +1,16 @@
 """A real CPU profile for the tests: a small C program runs busy under ``perf record``.
 
-The program (``busy.c`` below, built with frame pointers) spends its time in two
-functions of its own, ``xfl_hash_block`` (pure computation) and ``xfl_copy_block``
-(``memcpy`` then ``write(2)`` of the block to /dev/null, so kernel frames show), in
+The program (``busy.c`` below, built at ``-O0`` so that every function of its own keeps
+its frame pointer and perf's frame-pointer unwinding sees it) spends its time in two
+functions, ``xfl_hash_block`` (pure computation) and ``xfl_copy_block`` (a byte copy,
+then ``write(2)`` of the block to /dev/null, so kernel frames show), in
 the ratio its mode asks: ``a`` hashes 4 blocks for each copy, ``b`` copies 4 blocks
 for each hash. It prints how many ``write`` calls it made: the independent reference
 of the syscall table, which ``perf stat`` counts from the kernel's tracepoints.
 
 ``perf record -F RATE -g -e cpu-clock`` samples it (the event this VM exposes), and
-inferno's ``inferno-collapse-perf`` folds ``perf script``'s output into folded stacks.
+inferno's ``inferno-collapse-perf`` folds ``perf script``'s output into folded stacks
+(``perf script`` without the period field, so that each sample counts 1).
 """
 from __future__ import annotations
 
@@ -26,7 +28,6 @@ BUSY_C = r"""
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +40,8 @@ __attribute__((noinline)) unsigned long xfl_hash_block(unsigned long h) {
 }
 
 __attribute__((noinline)) void xfl_copy_block(int fd) {
-    for (int k = 0; k < 4; k++) memcpy(dst, src, sizeof src);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < (int)sizeof src; i++) dst[i] = src[i] ^ (unsigned char)k;
     if (write(fd, dst, sizeof dst) > 0) writes++;
 }
 
@@ -83,11 +85,11 @@ def _need(tool: str) -> str:
 
 
 def build_busy(workdir: Path) -> Path:
-    """Compile the busy program into ``workdir`` (gcc, ``-O1 -fno-omit-frame-pointer``)."""
+    """Compile the busy program into ``workdir`` (gcc, ``-O0 -fno-omit-frame-pointer``)."""
     src = workdir / "busy.c"
     src.write_text(BUSY_C)
     exe = workdir / "xfl-busy"
-    subprocess.run([_need("gcc"), "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True,
+    subprocess.run([_need("gcc"), "-O0", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True,
                    timeout=60)
     return exe
 
@@ -118,7 +120,7 @@ def record(workdir: Path, mode: str, *, seconds: float = 1.5, rate: int = 199) -
     if run.returncode != 0:
         pytest.fail(f"perf failed ({run.returncode}): {run.stderr[-2000:]}")
     writes = int(re.search(r"writes (\d+)", run.stdout).group(1))  # type: ignore[union-attr]
-    script = subprocess.run([perf, "script", "-i", str(data)], capture_output=True, text=True, check=True,
+    script = subprocess.run([perf, "script", "-F", "comm,tid,time,event,ip,sym,dso", "-i", str(data)], capture_output=True, text=True, check=True,
                             timeout=120).stdout
     folded = subprocess.run([collapse, "--all"], input=script, capture_output=True, text=True, check=True,
                             timeout=120).stdout
@@ -133,3 +135,41 @@ def record(workdir: Path, mode: str, *, seconds: float = 1.5, rate: int = 199) -
                             syscalls=(SyscallRow(name="write", count=counted),),
                             notes=("no off-CPU stacks in this test profile",))
     return profile, writes
+
+
+#: The environment snapshot stored with the test cells (the fields of an environment class).
+TEST_ENVIRONMENT = {"kernel": "test", "cpu_model": "test", "cores": 2, "sysctls": {}, "backend": "local"}
+
+
+def store_profiled_campaign(engine, profiles: dict[str, ServerProfile | None], *, name: str = "profiled",
+                            workload: str = "login", clients: int = 4) -> tuple[int, dict[str, int]]:
+    """A campaign with one ``done`` cell per server label of ``profiles`` (a pyftpdlib
+    server each, ``workload`` with ``clients`` clients), each cell stored as a run stores
+    it: a CellOutcome (runner.cell.outcome) with an ``elapsed`` sample and the label's
+    profile (None: not profiled), through runner.campaign.loop's store step.
+
+    Returns ``(campaign id, {label: cell id})``."""
+    from sqlalchemy.orm import Session
+
+    from runner.campaign.loop import _store
+    from runner.cell.outcome import CellOutcome
+    from runner.spec.model import parse_spec
+    from runner.store import campaigns as crud
+    from runner.store.models import Cell, Sample
+
+    spec = parse_spec({"name": name, "repeats": 1, "backend": "local",
+                       "servers": [{"name": "pyftpdlib", "version": "2.2.0", "label": label} for label in profiles],
+                       "workloads": [{"name": workload, "params": {"clients": clients}}]})
+    ids = {}
+    with Session(engine, expire_on_commit=False) as s:
+        camp = crud.create_campaign(s, spec=spec, backend="local")
+        s.commit()
+        for i, c in enumerate(s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq)):
+            c.status, c.started_at = "running", crud.now()
+            s.commit()
+            outcome = CellOutcome("done", samples=[Sample(metric="elapsed", stat="value", value=1.0 + i, unit="s")],
+                                  summary="test", environment=dict(TEST_ENVIRONMENT),
+                                  profile=profiles[c.server_label])
+            _store(s, c, outcome, spec, None, {})  # type: ignore[arg-type]  # no backend needed: environment given
+            ids[c.server_label] = c.id
+        return camp.id, ids
