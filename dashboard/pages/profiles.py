@@ -28,6 +28,7 @@ CellId = Annotated[int, PathParam(ge=1, le=INT4_MAX, description="cell id")]
 _SCRIPT_RE = re.compile(r"<script[^>]*>(.*?)</script>", re.S)
 _CDATA_RE = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
 _HANDLER_RE = re.compile(r'\son[a-z]+="([^"]*)"')
+_ROOT_RE = re.compile(r"<svg\s[^>]*>")
 
 
 def _sha256(text: str) -> str:
@@ -38,9 +39,11 @@ def svg_policy(svg: str) -> str:
     """The Content-Security-Policy of a served flame graph: no fetch of any kind, the
     SVG's own ``<script>`` elements by the sha256 of their text (their CDATA sections
     joined, as the browser hashes them; CSP level 2), its inline event attributes
-    (``onload="init(evt)"``) by ``'unsafe-hashes'`` of the same kind, inline styles."""
+    on the root element (``onload="init(evt)"``) by ``'unsafe-hashes'`` of the same kind,
+    inline styles. Frame names are text and attributes inferno escaped: never a source."""
     hashes = {_sha256(_CDATA_RE.sub(r"\1", inner)) for inner in _SCRIPT_RE.findall(svg)}
-    hashes |= {_sha256(handler) for handler in _HANDLER_RE.findall(svg)}
+    root = _ROOT_RE.search(svg)  # inferno's one handler sits on the root element
+    hashes |= {_sha256(handler) for handler in _HANDLER_RE.findall(root.group(0) if root else "")}
     sources = " ".join(f"'sha256-{h}'" for h in sorted(hashes))
     return (f"default-src 'none'; script-src 'unsafe-hashes' {sources}; style-src 'unsafe-inline'; "
             "img-src data:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'")

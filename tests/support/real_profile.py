@@ -173,3 +173,42 @@ def store_profiled_campaign(engine, profiles: dict[str, ServerProfile | None], *
             _store(s, c, outcome, spec, None, {})  # type: ignore[arg-type]  # no backend needed: environment given
             ids[c.server_label] = c.id
         return camp.id, ids
+
+
+_TITLE_RE = re.compile(r"^(?P<name>.*) \((?P<n>[\d,]+) (?:samples|us), (?P<pct>[\d.]+)%(?:; (?P<delta>[+-][\d.]+)%)?\)$")
+
+
+def svg_frames(svg: str) -> list[dict]:
+    """The frames of an inferno SVG, parsed as XML (raises ParseError when it is not):
+    ``[{"name", "samples", "pct", "delta" (percentage points, None outside a differential
+    graph), "fill" (the rect's colour), "x", "width" (the rect's, in percent or pixels
+    as drawn)}]``, from each ``<g>`` holding a ``<title>`` and a ``<rect>``."""
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(svg.encode())
+    out = []
+    for g in root.iter(f"{ns}g"):
+        title, rect = g.find(f"{ns}title"), g.find(f"{ns}rect")
+        if title is None or rect is None or title.text is None:
+            continue
+        m = _TITLE_RE.match(title.text)
+        if m is None:
+            continue
+        out.append({"name": m["name"], "samples": int(m["n"].replace(",", "")), "pct": float(m["pct"]),
+                    "delta": None if m["delta"] is None else float(m["delta"]), "fill": rect.get("fill"),
+                    "x": rect.get("x"), "width": rect.get("width")})
+    return out
+
+
+def frame_samples(folded: str, frame: str) -> tuple[int, int]:
+    """``(samples whose stack holds ``frame``, all samples)`` of folded stacks: the
+    independent reference of a flame graph's frame width."""
+    total = hit = 0
+    for line in folded.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack:
+            continue
+        total += int(n)
+        hit += int(n) if frame in stack.split(";") else 0
+    return hit, total
