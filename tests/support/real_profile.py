@@ -142,13 +142,15 @@ TEST_ENVIRONMENT = {"kernel": "test", "cpu_model": "test", "cores": 2, "sysctls"
 
 
 def store_profiled_campaign(engine, profiles: dict[str, ServerProfile | None], *, name: str = "profiled",
-                            workload: str = "login", clients: int = 4) -> tuple[int, dict[str, int]]:
-    """A campaign with one ``done`` cell per server label of ``profiles`` (a pyftpdlib
-    server each, ``workload`` with ``clients`` clients), each cell stored as a run stores
-    it: a CellOutcome (runner.cell.outcome) with an ``elapsed`` sample and the label's
-    profile (None: not profiled), through runner.campaign.loop's store step.
+                            workload: str = "login", clients: int = 4,
+                            elapsed: list[float] | None = None) -> tuple[int, dict[str, int]]:
+    """A campaign with ``len(elapsed)`` (default 1) ``done`` cells per server label of
+    ``profiles`` (a pyftpdlib server each, ``workload`` with ``clients`` clients), each cell
+    stored as a run stores it: a CellOutcome (runner.cell.outcome) with its ``elapsed``
+    sample (seconds, one per repeat) and the label's profile (None: not profiled), through
+    runner.campaign.loop's store step.
 
-    Returns ``(campaign id, {label: cell id})``."""
+    Returns ``(campaign id, {label: id of its first cell})``."""
     from sqlalchemy.orm import Session
 
     from runner.campaign.loop import _store
@@ -157,21 +159,23 @@ def store_profiled_campaign(engine, profiles: dict[str, ServerProfile | None], *
     from runner.store import campaigns as crud
     from runner.store.models import Cell, Sample
 
-    spec = parse_spec({"name": name, "repeats": 1, "backend": "local",
+    elapsed = elapsed or [1.0]
+    spec = parse_spec({"name": name, "repeats": len(elapsed), "backend": "local",
                        "servers": [{"name": "pyftpdlib", "version": "2.2.0", "label": label} for label in profiles],
                        "workloads": [{"name": workload, "params": {"clients": clients}}]})
     ids = {}
     with Session(engine, expire_on_commit=False) as s:
         camp = crud.create_campaign(s, spec=spec, backend="local")
         s.commit()
-        for i, c in enumerate(s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq)):
+        for c in s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq):
             c.status, c.started_at = "running", crud.now()
             s.commit()
-            outcome = CellOutcome("done", samples=[Sample(metric="elapsed", stat="value", value=1.0 + i, unit="s")],
+            value = elapsed[c.repeat]
+            outcome = CellOutcome("done", samples=[Sample(metric="elapsed", stat="value", value=value, unit="s")],
                                   summary="test", environment=dict(TEST_ENVIRONMENT),
                                   profile=profiles[c.server_label])
             _store(s, c, outcome, spec, None, {})  # type: ignore[arg-type]  # no backend needed: environment given
-            ids[c.server_label] = c.id
+            ids.setdefault(c.server_label, c.id)
         return camp.id, ids
 
 
