@@ -25,6 +25,8 @@ from dashboard.templating import render
 router = APIRouter()
 
 CellId = Annotated[int, PathParam(ge=1, le=INT4_MAX, description="cell id")]
+#: Width of a flame graph in pixels (inferno's ``--width``); the cell page embeds it at 900.
+SvgWidth = Annotated[int, Query(ge=400, le=4000, description="image width, pixels")]
 _SCRIPT_RE = re.compile(r"<script[^>]*>(.*?)</script>", re.S)
 _CDATA_RE = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
 _HANDLER_RE = re.compile(r'\son[a-z]+="([^"]*)"')
@@ -64,13 +66,13 @@ def page_cell_profile(request: Request, session: SessionDep, cell_id: CellId):
 
 
 @router.get("/cells/{cell_id}/flamegraph.svg")
-def svg_cell(session: SessionDep, cell_id: CellId, kind: Literal["on", "off"] = "on"):
-    return svg_response(svc.cell_svg(session, cell_id=cell_id, kind=kind))
+def svg_cell(session: SessionDep, cell_id: CellId, kind: Literal["on", "off"] = "on", width: SvgWidth = 1200):
+    return svg_response(svc.cell_svg(session, cell_id=cell_id, kind=kind, width=width))
 
 
 @router.get("/compare/flamegraph.svg")
 def svg_compare(session: SessionDep, a: str = Query(..., max_length=300), b: str = Query(..., max_length=300),
                 workload: str = Query(..., max_length=40), params_key: str = Query(..., max_length=400),
-                campaign: OptionalCampaign = None):
+                campaign: OptionalCampaign = None, width: SvgWidth = 1200):
     return svg_response(svc.compare_svg(session, a=a, b=b, campaign=campaign, workload=workload,
-                                        params_key=params_key))
+                                        params_key=params_key, width=width))

@@ -32,7 +32,7 @@ def test_campaign_cell_and_svg_pages(client, engine, profiles):
     assert f'<span id="profiler">perf {pa.profiler_version}</span>' in cell.text
     assert f"<td>write</td><td class=\"num\">{pa.syscalls[0].count}</td>" in cell.text
     assert f"{pa.on_cpu_s:.3f} s" in cell.text and "not measured" in cell.text  # no off-CPU in this profile
-    assert f'src="/cells/{ids["hash-heavy"]}/flamegraph.svg"' in cell.text
+    assert f'src="/cells/{ids["hash-heavy"]}/flamegraph.svg?width=900"' in cell.text
 
     svg = client.get(f"/cells/{ids['hash-heavy']}/flamegraph.svg")
     assert svg.status_code == 200 and svg.headers["content-type"].startswith("image/svg+xml")
@@ -46,6 +46,9 @@ def test_campaign_cell_and_svg_pages(client, engine, profiles):
     assert "has no profile" in client.get(f"/cells/{ids['plain']}/flamegraph.svg").text
     assert client.get(f"/cells/{ids['hash-heavy']}/flamegraph.svg?kind=off").status_code == 404
     assert client.get("/cells/0/profile").status_code == 422
+    assert client.get(f"/cells/{ids['hash-heavy']}/flamegraph.svg?width=99999").status_code == 422
+    narrow = client.get(f"/cells/{ids['hash-heavy']}/flamegraph.svg?width=900").text
+    assert '<svg version="1.1" width="900"' in narrow
 
 
 def test_compare_page_embeds_the_differential_graph(client, engine, profiles):
