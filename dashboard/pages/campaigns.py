@@ -35,8 +35,9 @@ def _tables(session: Session, campaign_id: int, *, context: bool = False):
     """The campaign table so far (and seed 002's upload table of a campaign with
     ``http_upload`` cells: runner.report.uploads; the real-client tables of seeds 003 and 004:
     runner.report.clients; the kernel TCP counters of the cells where one was non-zero:
-    runner.report.tcp; the profiled cells' profiler, version and rate: runner.report.profiles); with ``context``, ``(that list, the "Conducted on" and
-    "Setup" tables as the exports have them: runner.report.context)``."""
+    runner.report.tcp; the profiled cells' profiler, version and rate: runner.report.profiles);
+    with ``context``, ``(that list, the "Conducted on" and "Setup" tables as the exports have
+    them: runner.report.context)``."""
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
     from runner.report.profiles import profile_table

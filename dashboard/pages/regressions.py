@@ -20,5 +20,5 @@ def page_regressions(request: Request, session: SessionDep, settings: SettingsDe
     changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements, window=window)
     from dashboard.services.profiles import regression_links
 
-    return render(request, "regressions.html", changes=changes, flame_links=regression_links(session, changes), alpha=a, min_effect=m, improvements=improvements,
-                  window=window)
+    return render(request, "regressions.html", changes=changes, flame_links=regression_links(session, changes),
+                  alpha=a, min_effect=m, improvements=improvements, window=window)

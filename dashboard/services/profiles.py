@@ -88,8 +88,9 @@ def cell_svg(session: Session, *, cell_id: int, kind: str = "on", width: int = 1
 
 def compare_profiles(session: Session, *, a: str, b: str, campaign: int | None = None) -> list[dict[str, Any]]:
     """The workloads profiled on both sides of a comparison: ``[{"title", "workload",
-    "params_key", "a_samples", "b_samples", "a_cells", "b_cells", "url", "height"}]``, ``url`` the
-    differential SVG's (:func:`diff_url`), ``height`` its pixels (:func:`graph_height`). Raises CompareError as runner.report.render."""
+    "params_key", "a_samples", "b_samples", "a_cells", "b_cells", "url", "height"}]``, ``url``
+    the differential SVG's (:func:`diff_url`), ``height`` its pixels (:func:`graph_height`).
+    Raises CompareError as runner.report.render."""
     from runner.report.profile_pairs import profile_pairs
 
     return [{"title": p.title, "workload": p.workload, "params_key": p.params_key, "a_samples": p.a_samples,

@@ -68,9 +68,9 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     from runner.report.charts import chart_data
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
+    from runner.report.profiles import profile_table
     from runner.report.saturation import curves, knee_text, saturation_table, summary_lines
     from runner.report.tables import report_tables
-    from runner.report.profiles import profile_table
     from runner.report.tcp import tcp_table
     from runner.report.uploads import upload_tables
 

@@ -120,8 +120,8 @@ def record(workdir: Path, mode: str, *, seconds: float = 1.5, rate: int = 199) -
     if run.returncode != 0:
         pytest.fail(f"perf failed ({run.returncode}): {run.stderr[-2000:]}")
     writes = int(re.search(r"writes (\d+)", run.stdout).group(1))  # type: ignore[union-attr]
-    script = subprocess.run([perf, "script", "-F", "comm,tid,time,event,ip,sym,dso", "-i", str(data)], capture_output=True, text=True, check=True,
-                            timeout=120).stdout
+    script = subprocess.run([perf, "script", "-F", "comm,tid,time,event,ip,sym,dso", "-i", str(data)],
+                            capture_output=True, text=True, check=True, timeout=120).stdout
     folded = subprocess.run([collapse, "--all"], input=script, capture_output=True, text=True, check=True,
                             timeout=120).stdout
     samples = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines() if line.strip())
@@ -179,7 +179,8 @@ def store_profiled_campaign(engine, profiles: dict[str, ServerProfile | None], *
         return camp.id, ids
 
 
-_TITLE_RE = re.compile(r"^(?P<name>.*) \((?P<n>[\d,]+) (?:samples|us), (?P<pct>[\d.]+)%(?:; (?P<delta>[+-][\d.]+)%)?\)$")
+_TITLE_RE = re.compile(r"^(?P<name>.*) \((?P<n>[\d,]+) (?:samples|us), (?P<pct>[\d.]+)%"
+                       r"(?:; (?P<delta>[+-][\d.]+)%)?\)$")
 
 
 def svg_frames(svg: str) -> list[dict]:

@@ -35,7 +35,7 @@ def test_real_profile_is_what_the_program_did(profiles):
     """The profile itself is real: the program's frames by name, kernel frames under its
     write(2), a hash share that follows the mode's 4:1 ratio, and the tracepoint's write
     count equal to the program's own (plus its closing printf)."""
-    for mode, (p, writes) in profiles.items():
+    for p, writes in profiles.values():
         assert all(f in p.on_cpu for f in FRAMES), p.on_cpu[:500]
         assert "_[k]" in p.on_cpu  # inferno-collapse-perf's kernel-frame annotation (--all)
         # its block writes, plus the one write(2) of its closing printf to stdout
