@@ -76,3 +76,17 @@ def test_regression_links_to_the_differential_graph(client, engine, profiles):
     assert f"a={before}%3Asrv" in url and f"b={after}%3Asrv" in url
     frames = {f["name"]: f for f in svg_frames(client.get(url).text)}
     assert frames["xfl_copy_block"]["delta"] > 5
+
+
+def test_missing_inferno_is_named(client, engine, profiles, monkeypatch, tmp_path):
+    """Without inferno the SVG answers 503 naming the program and `make install`; the
+    cell page still shows the figures."""
+    from runner.report import flamegraph
+
+    _, ids = store_profiled_campaign(engine, {"hash-heavy": profiles["a"]})
+    monkeypatch.setattr(flamegraph.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    r = client.get(f"/cells/{ids['hash-heavy']}/flamegraph.svg", headers={"accept": "application/json"})
+    assert r.status_code == 503
+    assert "inferno-flamegraph is not installed: run `make install`" in r.json()["detail"]
+    assert client.get(f"/cells/{ids['hash-heavy']}/profile").status_code == 200
