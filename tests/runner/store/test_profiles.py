@@ -115,3 +115,44 @@ def test_json_export_and_report_carry_the_profile(engine, profiles):
     assert "Server CPU profiles" in report
     assert f"perf {pa.profiler_version}" in report and f"{pa.rate_hz} Hz" in report
     assert f"write {pa.syscalls[0].count}" in report
+
+
+def test_migration_down_and_up(empty_db_url):
+    """Revision 0006 makes ``cell_profile`` (cell_id primary key and foreign key with ON
+    DELETE CASCADE) and its downgrade drops it."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    from runner.config import get_settings
+    from runner.store.db import get_engine
+
+    engine = get_engine(url=empty_db_url)
+    fks = inspect(engine).get_foreign_keys("cell_profile")
+    assert [(f["constrained_columns"], f["referred_table"], f["options"].get("ondelete")) for f in fks] == [
+        (["cell_id"], "cell", "CASCADE")]
+    assert inspect(engine).get_pk_constraint("cell_profile")["constrained_columns"] == ["cell_id"]
+    cfg = Config()
+    cfg.set_main_option("script_location", str(get_settings().migrations_dir))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0005")
+    assert "cell_profile" not in inspect(engine).get_table_names()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    assert "cell_profile" in inspect(engine).get_table_names()
+
+
+def test_profile_notes_are_scrubbed_of_secrets(profiles):
+    """A note naming the spec's password (a server's command line, say) is stored
+    redacted; the stacks are kept as measured."""
+    from dataclasses import replace
+
+    from runner.campaign.loop import scrubbed_outcome
+    from runner.cell.outcome import CellOutcome
+
+    p = replace(profiles["a"][0], notes=("server argv: ftpd --password hunter2-secret",))
+    out = scrubbed_outcome(CellOutcome("done", profile=p), frozenset({"hunter2-secret"}))
+    assert out.profile is not None and "hunter2-secret" not in out.profile.notes[0]
+    assert out.profile.on_cpu == p.on_cpu
