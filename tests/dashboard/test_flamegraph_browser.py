@@ -97,6 +97,12 @@ def test_flame_graph_page_hover_zoom_search(server, browser, engine, profiles):
     page.screenshot(path=str(SHOTS / "flamegraph-search.png"), full_page=True)
     assert not violations, violations
 
+    # at phone width nothing sticks out sideways: the graph scrolls inside its frame
+    page.set_viewport_size({"width": 390, "height": 844})
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 2, f"the flame graph page is {overflow}px wider than a phone screen"
+    page.screenshot(path=str(SHOTS / "flamegraph-phone.png"), full_page=True)
+
 
 def test_compare_page_differential_graph(server, browser, engine, profiles):
     cid, _ = store_profiled_campaign(engine, {"hash-heavy": profiles["a"], "copy-heavy": profiles["b"]})
