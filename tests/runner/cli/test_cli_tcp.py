@@ -74,8 +74,8 @@ def test_repeats_of_one_cell_family_make_one_row_and_keep_every_repeat_in_the_re
 
     title = "RETR (server -> client)"
     cells = [CellTcp("a", "retr", title, "size=1", r, "done", c, b)
-             for r, c, b in ((0, {"RetransSegs": 3}, 128), (1, {}, 128), (2, {"RetransSegs": 4, "TCPSynRetrans": 1}, 64),
-                             (3, {}, None))]
+             for r, c, b in ((0, {"RetransSegs": 3}, 128), (1, {}, 128),
+                             (2, {"RetransSegs": 4, "TCPSynRetrans": 1}, 64), (3, {}, None))]
     cells.append(CellTcp("b", "retr", title, "size=1", 0, "done", {"RetransSegs": 2}, None))
     t = tcp_table(CampaignData(7, "c", ["a", "b"], [], tcp=cells))
     assert [[c.text for c in r.cells] for r in t.rows] == [
