@@ -18,9 +18,14 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
                                           # (runner.report.saturation); derived, ignored on load
      "tcp": [{"server": "a", "workload": "login", "title": ..., "params_key": ..., "repeat": 0,
               "status": "failed", "counters": {"ListenOverflows": 148, ...},
-              "listen_backlog": 32}]}     # only when a cell stored kernel TCP counters or a
+              "listen_backlog": 32}],     # only when a cell stored kernel TCP counters or a
                                           # backlog (runner.report.data.CellTcp): non-zero
                                           # counters only; loaded back
+     "mixed": [{"server": ..., "workload": "mixed", "title": ..., "params_key": ..., "group": "op",
+                "name": "retr", "repeats": 3, "ops": 258.0, "ops_rate": 128.8, "mib_s": 14.2,
+                "p50": 1.1, "p99": 9.8, "p999": 20.1, "errors": 0}]}
+                                          # only with mixed cells (runner.report.data.MixedRow),
+                                          # per operation and per size bucket; loaded back
 
 Table document (``render(Table or [Table, ...])``; not loadable, derived data)::
 
@@ -36,7 +41,7 @@ import dataclasses
 import json as _json
 from collections.abc import Sequence
 
-from runner.report.data import CampaignData, CellTcp, Series
+from runner.report.data import CampaignData, CellTcp, MixedRow, Series
 from runner.report.saturation import curves
 from runner.report.stats import summarize
 from runner.report.tables import Table, as_tables
@@ -70,6 +75,7 @@ def to_dict(data: CampaignData) -> dict:
         "series": [_series(s) for s in data.series],
         **({"saturation": sat} if (sat := [c.as_dict() for c in curves(data)]) else {}),
         **({"tcp": [dataclasses.asdict(c) for c in data.tcp]} if data.tcp else {}),
+        **({"mixed": [dataclasses.asdict(r) for r in data.mixed]} if data.mixed else {}),
     }
 
 
@@ -132,10 +138,12 @@ def from_dict(doc: dict) -> CampaignData:
                    status=t.get("status", ""), counters={str(k): int(v) for k, v in (t.get("counters") or {}).items()},
                    listen_backlog=None if t.get("listen_backlog") is None else int(t["listen_backlog"]))
            for t in doc.get("tcp") or []]
+    mixed = [MixedRow(**{f.name: _need(m, f.name, "mixed") for f in dataclasses.fields(MixedRow)})
+             for m in doc.get("mixed") or []]
     return CampaignData(campaign_id=_need(c, "id", "campaign"), name=_need(c, "name", "campaign"),
                         servers=list(_need(c, "servers", "campaign")), series=series,
                         environment=dict(c.get("environment") or {}), failures=failures,
-                        setups=dict(c.get("setups") or {}), tcp=tcp)
+                        setups=dict(c.get("setups") or {}), tcp=tcp, mixed=mixed)
 
 
 def load_json(text: str | bytes) -> CampaignData:
