@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runner.catalogue.mixed import MAX_DIR_ENTRIES, OpMix, SizeDist, default_mix, size_label
+
 KIB = 1 << 10
 MIB = 1 << 20
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.catalogue.mixed import SizeDist
-from runner.load.ftp.fixtures import _block, check_free_space, client_source, ensure_server_file
+from runner.load.ftp.fixtures import _block, check_free_space, client_source, ensure_server_file, server_name
 from runner.load.ftp.listing import listing_names
 from runner.load.ftp.session import FTPSession
 
@@ -86,9 +86,13 @@ async def _ftp_dir(session: FTPSession, name: str, names: list[str], size: int) 
 
 
 async def ensure_file_set(session: FTPSession | None, root: Path | None, dist: SizeDist, seed: int,
-                          dir_entries: int, progress: Callable[[str], None] | None = None) -> FileSet:
+                          dir_entries: int, progress: Callable[[str], None] | None = None, *,
+                          files_needed: bool = True, dir_needed: bool = True) -> FileSet:
     """Make and check every fixture of a mixed phase (module docstring); return the
     :class:`FileSet`. ``session`` (logged in, ``TYPE I``) is needed when ``root`` is None.
+    ``files_needed`` False (no RETR, resume, SIZE or MDTM in the mix): the size set's
+    files are named but not made (STOR only draws their sizes); ``dir_needed`` False (no
+    LIST, MLSD or CWD): the listing directory is named but not made.
     Raises FTPError / OSError (FixtureSpaceError) on failure."""
     if root is None and session is None:
         raise ValueError("ensure_file_set: need a session when the server root is unknown")
@@ -96,20 +100,23 @@ async def ensure_file_set(session: FTPSession | None, root: Path | None, dist: S
     if dist.kind == "storm":
         d = storm_dir(dist)
         names = [f"f{i}.bin" for i in range(dist.count)]
-        if progress is not None:
+        if progress is not None and files_needed:
             progress(f"storm directory {d}: {dist.count} files of {dist.size} bytes")
-        if root is not None:
+        if root is not None and files_needed:
             _local_dir(Path(root), d, names, dist.size)
-        else:
+        elif files_needed:
             assert session is not None
             await _ftp_dir(session, d, names, dist.size)
         files = [(f"{d}/{n}", dist.size, 1.0) for n in names]
     else:
         for size, weight in dist.fixture_set(seed):
-            name = await ensure_server_file(session if root is None else None, root, size, progress)
+            name = (await ensure_server_file(session if root is None else None, root, size, progress)
+                    if files_needed else server_name(size))
             files.append((name, size, weight))
     ld = listing_dir(dir_entries)
     entries = [f"e{i}" for i in range(dir_entries)]
+    if not dir_needed:
+        return FileSet(files, ld, dir_entries)
     if progress is not None:
         progress(f"listing directory {ld}: {dir_entries} entries")
     if root is not None:

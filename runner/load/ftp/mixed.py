@@ -318,8 +318,11 @@ async def run_mixed(ph: Phase) -> None:
         return
     scratch = f"xferlab-mix-{os.getpid()}"
     try:
+        w = p.mix.weights()
         fs = await ensure_file_set(setup if ph.target.root is None else None, ph.target.root, p.sizes, p.seed,
-                                   p.dir_entries, ph.progress)
+                                   p.dir_entries, ph.progress,
+                                   files_needed=any(w[k] > 0 for k in ("retr", "resume", "size", "mdtm")),
+                                   dir_needed=any(w[k] > 0 for k in ("list", "mlsd", "cwd")))
         await setup.mkd(scratch)
     except (FTPError, OSError) as e:
         ph.error(e)

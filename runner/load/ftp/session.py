@@ -28,6 +28,7 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
+from runner.load.ftp.listing import ListingCommands
 from runner.load.ftp.replies import (
     ERROR_KINDS,
     MAX_LINE,
@@ -43,7 +44,6 @@ from runner.load.ftp.replies import (
     parse_pasv,
     reply_error,
 )
-from runner.load.ftp.listing import ListingCommands
 from runner.load.ftp.retr import DEFAULT_RETR_MODE, RetrMode, RetrReceivers, scratch_buffer
 from runner.load.ftp.tls import TlsTransfers, client_context, tls_facts
 from runner.load.loop import sendfile

@@ -49,9 +49,9 @@ from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.load import loop as event_loop
 from runner.load.base import LoadError
 from runner.load.ftp.fixtures import client_source, ensure_server_file, server_name
+from runner.load.ftp.mixed import run_mixed
 from runner.load.ftp.phase import MAX_REPEATS, Phase, gc_paused, raise_nofile_limit
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
-from runner.load.ftp.mixed import run_mixed
 from runner.load.ftp.sustained import run_sustained
 from runner.load.result import ClientFigures, PhaseResult
 from runner.load.target import Target
