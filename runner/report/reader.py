@@ -157,7 +157,7 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
                         cpu_sources={k: tuple(v) for k, v in sources.items()},
                         timelines=_timelines(session, done, titles),
                         client_curves=_client_curves(session, done, titles),
-                        tcp=_tcp(session, cells, titles), mixed=_mixed(session, done, titles))
+                        tcp=_tcp(session, cells, titles), mixed=_mixed(session, done, titles, servers))
 
 
 #: Most points of one memory timeline and of one per-client curve in CampaignData: enough
@@ -252,9 +252,11 @@ _MIXED_METRICS = ("elapsed", "op_count", "ops_rate", "throughput", "latency", "o
                   "bucket_bytes", "bucket_latency")
 
 
-def _mixed(session: Session, done: dict[int, Cell], titles: dict[tuple[str, str], str]) -> list[MixedRow]:
+def _mixed(session: Session, done: dict[int, Cell], titles: dict[tuple[str, str], str],
+           servers: list[str]) -> list[MixedRow]:
     """The per-operation and per-bucket rows (runner.report.data.MixedRow) of the done
-    ``mixed`` cells: each figure the median over the repeats, errors summed."""
+    ``mixed`` cells: each figure the median over the repeats, errors summed; in parameter
+    order, then the campaign's server order, operations before buckets."""
     cells = {i: c for i, c in done.items() if c.workload == "mixed"}
     if not cells:
         return []
@@ -305,7 +307,7 @@ def _mixed(session: Session, done: dict[int, Cell], titles: dict[tuple[str, str]
                     int(sum(d.get("errors", 0.0) for d in ds)))
            for (server, workload, pkey, group, name), ds in groups.items()]
     order = {op: i for i, op in enumerate(("login", *OPS))}
-    out.sort(key=lambda r: (natural_key(r.params_key), r.server, r.group != "op",
+    out.sort(key=lambda r: (natural_key(r.params_key), servers.index(r.server), r.group != "op",
                             order.get(r.name, 99) if r.group == "op" else _bucket_bytes(r.name)))
     return out
 

@@ -175,24 +175,19 @@ class _Mixed:
         c.uploads.append((name, size))
         return n
 
-    async def run_op(self, s: FTPSession, c: _Client, kind: str) -> tuple[int, int, int | None]:
-        """Run one operation; returns (payload bytes, listing names, file size of a
-        transfer or None). Raises FTPError."""
+    async def run_op(self, s: FTPSession, c: _Client, kind: str) -> tuple[int, bytes | None, int | None]:
+        """Run one operation; returns (payload bytes, the listing of LIST/MLSD or None, file
+        size of a transfer or None). Raises FTPError."""
         if kind in ("retr", "resume"):
             name, size = self.draw_file(c)
             offset = c.file_rng.randint(1, size - 1) if kind == "resume" and size > 1 else 0
-            return await s.retr(name, size - offset, offset=offset), 0, size
+            return await s.retr(name, size - offset, offset=offset), None, size
         if kind == "stor":
             _, size = self.draw_file(c)
-            return await self._stor(s, c, size), 0, size
+            return await self._stor(s, c, size), None, size
         if kind in ("list", "mlsd"):
-            verb = kind.upper()
-            data = await s.listing(verb, self.fs.list_dir)
-            names = len(listing_names(data, verb))
-            if names != self.fs.list_entries:
-                raise FTPError("protocol", f"{verb} {self.fs.list_dir}: {names} names, "
-                                           f"the directory holds {self.fs.list_entries}")
-            return len(data), names, None
+            data = await s.listing(kind.upper(), self.fs.list_dir)
+            return len(data), data, None
         if kind == "cwd":
             await s.cwd_and_back(self.fs.list_dir)
         elif kind in ("size", "mdtm"):
@@ -208,7 +203,17 @@ class _Mixed:
                 self.deleted.append(name)
         else:
             await s.noop()
-        return 0, 0, None
+        return 0, None, None
+
+    def names_in(self, kind: str, data: bytes) -> int:
+        """The names of a LIST/MLSD listing (untimed: counted after the operation's end).
+        Raises FTPError(kind="protocol") unless they are all the listing directory's entries."""
+        verb = kind.upper()
+        names = len(listing_names(data, verb))
+        if names != self.fs.list_entries:
+            raise FTPError("protocol", f"{verb} {self.fs.list_dir}: {names} names, "
+                                       f"the directory holds {self.fs.list_entries}")
+        return names
 
     def record(self, kind: str, intended: float, start: float, end: float, n: int, items: int,
                size: int | None) -> None:
@@ -281,7 +286,9 @@ class _Mixed:
                 start = time.perf_counter()
                 ph.pending += 1
                 try:
-                    n, items, size = await self.run_op(s, c, kind)
+                    n, listing, size = await self.run_op(s, c, kind)
+                    end = time.perf_counter()
+                    items = 0 if listing is None else self.names_in(kind, listing)
                 except FTPError as e:
                     ph.pending -= 1
                     self.failed(kind, e)
@@ -289,7 +296,7 @@ class _Mixed:
                     end = c.last = time.perf_counter()
                     break
                 ph.pending -= 1
-                end = c.last = time.perf_counter()
+                c.last = end
                 self.record(kind, intended, start, end, n, items, size)
                 sess_ops += 1
                 sess_bytes += n
