@@ -5,6 +5,9 @@ round trip); and the same workload split over two client processes, whose per-ki
 are added exactly."""
 from __future__ import annotations
 
+import csv
+import io
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -67,6 +70,13 @@ def test_mixed_campaign_to_tables(engine):
     assert "Mixed sessions: per operation" in text and "Mixed sessions: per size bucket" in text
     assert "p99.9 ms" in text
     assert load_json(render(data)).mixed == data.mixed
+    tpd_retr = next(r for r in ops if r.server == "tpd" and r.name == "retr")
+    csv_rows = list(csv.DictReader(io.StringIO(campaign_report(data, fmt="csv"))))
+    [row] = [r for r in csv_rows if r["server"] == "tpd" and r["metric"] == "mixed_op_ops_rate"
+             and r["checkpoint"] == "retr"]
+    assert float(row["median"]) == tpd_retr.ops_rate and row["unit"] == "1/s" and row["n"] == "1"
+    for fmt in ("md", "html", "rst"):
+        assert "Mixed sessions: per size bucket" in campaign_report(data, fmt=fmt)
 
 
 def test_mixed_over_two_client_processes(engine):
