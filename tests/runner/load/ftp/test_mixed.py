@@ -173,3 +173,25 @@ def test_latency_from_the_intended_start_shows_a_client_stall(target):
     # the schedule: one NOOP per think time plus its service, minus what the stall took
     n = r.op_figures["noop"].ops
     assert (1.5 - stalled[0]) / (think_s + svc["max"] / 1000) - 2 <= n <= 1.5 / think_s + 1, n
+
+
+def test_fixtures_over_ftp_without_a_local_home(remote_target, pyftpd):
+    """Without the home as a local path, the storm directory and the listing directory are
+    made over FTP (NLST, then STOR of the missing names), checked on the server's disk, and
+    reused by the next phase (nothing uploaded twice: the files keep their modification time)."""
+    _, _, home = pyftpd
+    p = _params(mix={"retr": 2, "list": 1, "size": 1}, clients=2, duration=0.8, dir_entries=37,
+                sizes={"kind": "storm", "count": 50, "size": "4KiB"})
+    r = run_workload_sync("mixed", remote_target, p)
+    assert not r.errors, (r.errors, r.notes)
+    _check_totals(r)
+    storm = Path(home) / "xferlab-storm-50x4096"
+    assert sorted(os.listdir(storm)) == sorted(f"f{i}.bin" for i in range(50))
+    assert {(storm / n).stat().st_size for n in os.listdir(storm)} == {4096}
+    listing = Path(home) / "xferlab-dir-37"
+    assert sorted(os.listdir(listing)) == sorted(f"e{i}" for i in range(37))
+    assert r.op_figures["list"].items == 37 * r.op_figures["list"].ops
+    assert r.op_figures["retr"].bytes == 4096 * r.op_figures["retr"].ops
+    before = {n: (storm / n).stat().st_mtime_ns for n in os.listdir(storm)}
+    again = run_workload_sync("mixed", remote_target, p)
+    assert not again.errors and {n: (storm / n).stat().st_mtime_ns for n in os.listdir(storm)} == before
