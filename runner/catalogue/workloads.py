@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.catalogue.mixed import MAX_DIR_ENTRIES, OpMix, SizeDist, default_mix, size_label
 
@@ -156,6 +156,14 @@ class WorkloadParams(BaseModel):
             if (isinstance(k, str) and not 0 < len(k) <= 100) or (isinstance(out[k], str) and len(out[k]) > 100):
                 raise ValueError(f"client option {k!r}: names and values are 1..100 and 0..100 characters")
         return out
+
+    @model_validator(mode="after")
+    def _think(self) -> WorkloadParams:
+        if self.think == "none" and self.think_ms > 0:
+            raise ValueError(f"think_ms is {self.think_ms:g} but think is none: give think: fixed or exponential")
+        if self.think != "none" and self.think_ms <= 0:
+            raise ValueError(f"think is {self.think}: give think_ms > 0 (the think time in ms)")
+        return self
 
     @field_validator("file_size", "transfer_size", "buffer_size", "body_size", "user_rate", mode="before")
     @classmethod

@@ -62,6 +62,8 @@ def test_a_full_script_parses_and_expands():
     ({"think": "poisson"}, "workloads.0.params.think", "none"),
     ({"think_ms": -5}, "workloads.0.params.think_ms", "greater than or equal"),
     ({"seed": -1}, "workloads.0.params.seed", "greater than or equal"),
+    ({"think": "fixed"}, "workloads.0.params", "give think_ms > 0"),
+    ({"think_ms": 100}, "workloads.0.params", "think_ms is 100 but think is none"),
 ])
 def test_bad_fields_are_named(params, path, words):
     errors = _errors(params)
