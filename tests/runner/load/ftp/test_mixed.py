@@ -195,3 +195,21 @@ def test_fixtures_over_ftp_without_a_local_home(remote_target, pyftpd):
     before = {n: (storm / n).stat().st_mtime_ns for n in os.listdir(storm)}
     again = run_workload_sync("mixed", remote_target, p)
     assert not again.errors and {n: (storm / n).stat().st_mtime_ns for n in os.listdir(storm)} == before
+
+
+def test_log2_range_buckets_are_octaves(target):
+    """A log2 range of 1 KiB .. 256 KiB: each transfer's bytes lie in its bucket's octave
+    [2^k, 2^(k+1)), so a bucket of n transfers holds between n x 2^k and n x 2^(k+1) bytes;
+    the fixture set is the seeded draw of 16 sizes, every one of them on the server's disk."""
+    from runner.catalogue.workloads import parse_size
+
+    p = _params(mix={"retr": 1, "stor": 1}, sizes={"kind": "log2", "min": "1K", "max": "256K", "files": 16}, seed=21)
+    r = run_workload_sync("mixed", target, p)
+    assert not r.errors, (r.errors, r.notes)
+    _check_totals(r)
+    assert len(r.buckets) >= 4
+    for label, b in r.buckets.items():
+        lo, hi = (parse_size(x) for x in label.split("-"))
+        assert hi == 2 * lo and b.ops * lo <= b.bytes < b.ops * hi, (label, b)
+    for size, _ in p.sizes.fixture_set(21):
+        assert (Path(target.root) / f"xferlab-{size}.bin").stat().st_size == size
