@@ -21,8 +21,8 @@ for weighted operations, dkftpbench's user for the session).
   operation k plus the drawn think time; its latency counts from that due time, so a late
   timer, a busy event loop or a slow previous step shows in it (the coordinated-omission
   correction of runner.load.ftp.sustained applied to a closed loop with think times). A
-  session's login is due when the client's previous session ended. ``service`` counts from
-  the actual start.
+  session's login is due when the client's previous session has quit (its QUIT is untimed).
+  ``service`` counts from the actual start.
 * The phase: no operation starts after ``duration``; a session running then stops there.
   Figures (runner.load.result.PhaseResult): ``elapsed_s`` from the phase start to the last
   operation's end; ``ops`` and ``bytes`` over all kinds; ``op_figures`` per kind and
@@ -310,7 +310,7 @@ class _Mixed:
                     pass
             s.close()
             ph.sessions.discard(s)
-            intended = end
+            intended = time.perf_counter()  # the next session is due once this one has quit
 
 
 async def run_mixed(ph: Phase) -> None:
