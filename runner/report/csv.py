@@ -19,7 +19,7 @@
   ends with ``repeat`` (0 = first) and ``status`` (done, failed), filled in those rows.
   A campaign with ``mixed`` cells (runner.report.data.MixedRow) gets, per operation kind
   and per size bucket, rows of metric ``mixed_op_FIG`` / ``mixed_bucket_FIG`` (FIG: ``ops``,
-  ``ops_rate``, ``mib_s``, ``p50``, ``p99``, ``p999``, ``errors``), the kind or bucket in
+  ``ops_rate``, ``mib_s``, ``p50``, ``p99``, ``p999``, ``service_p99``, ``errors``), the kind or bucket in
   ``checkpoint``, the median over the repeats in ``median``, the repeats in ``n``.
 
 Formula injection (OWASP, "CSV Injection"): a *text* cell starting with ``=``, ``+``,
@@ -105,7 +105,7 @@ def render_data(data: CampaignData) -> str:
             rows.append({**cell, "metric": "listen_backlog", "checkpoint": None, "median": t.listen_backlog,
                          "sample_1": t.listen_backlog})
     units = {"ops": "count", "ops_rate": "1/s", "mib_s": "MiB/s", "p50": "ms", "p99": "ms", "p999": "ms",
-             "errors": "count"}
+             "service_p99": "ms", "errors": "count"}
     for m in data.mixed:
         for fig, unit in units.items():
             rows.append({"campaign": data.name, "server": m.server, "workload": m.workload,

@@ -75,6 +75,8 @@ class MixedRow:
         p50 / p99 / p999: latency from the intended start (ms; median over the repeats of
             each cell's percentile); None when not stored (p99.9 of a bucket).
         errors: failed operations, summed over the repeats (count).
+        service_p99: p99 of the service time, from the actual start (ms; median); None for a
+            bucket. Far below ``p99``: the operations started late (a busy client), not slow.
     """
 
     server: str
@@ -91,6 +93,7 @@ class MixedRow:
     p99: float | None
     p999: float | None
     errors: int
+    service_p99: float | None = None
 
 
 @dataclass(frozen=True)

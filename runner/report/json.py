@@ -23,7 +23,7 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
                                           # counters only; loaded back
      "mixed": [{"server": ..., "workload": "mixed", "title": ..., "params_key": ..., "group": "op",
                 "name": "retr", "repeats": 3, "ops": 258.0, "ops_rate": 128.8, "mib_s": 14.2,
-                "p50": 1.1, "p99": 9.8, "p999": 20.1, "errors": 0}]}
+                "p50": 1.1, "p99": 9.8, "p999": 20.1, "errors": 0, "service_p99": 4.2}]}
                                           # only with mixed cells (runner.report.data.MixedRow),
                                           # per operation and per size bucket; loaded back
 
@@ -138,7 +138,8 @@ def from_dict(doc: dict) -> CampaignData:
                    status=t.get("status", ""), counters={str(k): int(v) for k, v in (t.get("counters") or {}).items()},
                    listen_backlog=None if t.get("listen_backlog") is None else int(t["listen_backlog"]))
            for t in doc.get("tcp") or []]
-    mixed = [MixedRow(**{f.name: _need(m, f.name, "mixed") for f in dataclasses.fields(MixedRow)})
+    needed = [f.name for f in dataclasses.fields(MixedRow) if f.name != "service_p99"]  # optional: later field
+    mixed = [MixedRow(**{k: _need(m, k, "mixed") for k in needed}, service_p99=m.get("service_p99"))
              for m in doc.get("mixed") or []]
     return CampaignData(campaign_id=_need(c, "id", "campaign"), name=_need(c, "name", "campaign"),
                         servers=list(_need(c, "servers", "campaign")), series=series,

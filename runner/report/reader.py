@@ -248,8 +248,8 @@ def _tcp(session: Session, cells, titles: dict[tuple[str, str], str]) -> list[Ce
     return out
 
 
-_MIXED_METRICS = ("elapsed", "op_count", "ops_rate", "throughput", "latency", "op_errors", "bucket_ops",
-                  "bucket_bytes", "bucket_latency")
+_MIXED_METRICS = ("elapsed", "op_count", "ops_rate", "throughput", "latency", "service_time", "op_errors",
+                  "bucket_ops", "bucket_bytes", "bucket_latency")
 
 
 def _mixed(session: Session, done: dict[int, Cell], titles: dict[tuple[str, str], str],
@@ -272,9 +272,9 @@ def _mixed(session: Session, done: dict[int, Cell], titles: dict[tuple[str, str]
             fig[("op", stat)]["ops"] = value
         elif metric in ("ops_rate", "throughput") and stat != "value":
             fig[("op", stat)]["rate" if metric == "ops_rate" else "mib"] = value
-        elif metric == "latency" and ":" in stat:
+        elif metric in ("latency", "service_time") and ":" in stat:
             op, q = stat.split(":", 1)
-            fig[("op", op)][q] = value
+            fig[("op", op)][q if metric == "latency" else f"service_{q}"] = value
         elif metric == "op_errors":
             d = fig[("op", stat.split(":", 1)[0])]
             d["errors"] = d.get("errors", 0.0) + value
@@ -304,7 +304,7 @@ def _mixed(session: Session, done: dict[int, Cell], titles: dict[tuple[str, str]
 
     out = [MixedRow(server, workload, titles[(workload, pkey)], pkey, group, name, len(ds), med(ds, "ops") or 0.0,
                     med(ds, "rate") or 0.0, med(ds, "mib") or 0.0, med(ds, "p50"), med(ds, "p99"), med(ds, "p99.9"),
-                    int(sum(d.get("errors", 0.0) for d in ds)))
+                    int(sum(d.get("errors", 0.0) for d in ds)), med(ds, "service_p99"))
            for (server, workload, pkey, group, name), ds in groups.items()]
     order = {op: i for i, op in enumerate(("login", *OPS))}
     out.sort(key=lambda r: (natural_key(r.params_key), servers.index(r.server), r.group != "op",
