@@ -23,7 +23,8 @@ for weighted operations, dkftpbench's user for the session).
   correction of runner.load.ftp.sustained applied to a closed loop with think times). A
   session's login is due when the client's previous session has quit (its QUIT is untimed).
   ``service`` counts from the actual start.
-* The phase: no operation starts after ``duration``; a session running then stops there.
+* The phase: no operation starts after ``duration``; a session whose next operation would
+  be due after it ends there, and its client stops (no new session).
   Figures (runner.load.result.PhaseResult): ``elapsed_s`` from the phase start to the last
   operation's end; ``ops`` and ``bytes`` over all kinds; ``op_figures`` per kind and
   ``buckets`` per size bucket (runner.catalogue.mixed.SizeDist.bucket) of the transfers,
@@ -250,7 +251,7 @@ class _Mixed:
         for _ in range(MAX_REPEATS):
             if intended >= stop:
                 return
-            sess_start, sess_bytes, sess_ops, sess_ok = intended, 0, 0, True
+            sess_start, sess_bytes, sess_ops, sess_ok, finished = intended, 0, 0, True, False
             if c.first is None:
                 c.first = intended
             ph.pending += 1
@@ -280,7 +281,8 @@ class _Mixed:
                         break
                     end = time.perf_counter()
                 intended = end + self.think_s(c)
-                if intended >= stop:
+                if intended >= stop:  # the client's schedule has passed the end: its last session
+                    finished = True
                     break
                 await self._wait_until(intended)
                 start = time.perf_counter()
@@ -310,6 +312,8 @@ class _Mixed:
                     pass
             s.close()
             ph.sessions.discard(s)
+            if finished:
+                return
             intended = time.perf_counter()  # the next session is due once this one has quit
 
 

@@ -213,3 +213,24 @@ def test_log2_range_buckets_are_octaves(target):
         assert hi == 2 * lo and b.ops * lo <= b.bytes < b.ops * hi, (label, b)
     for size, _ in p.sizes.fixture_set(21):
         assert (Path(target.root) / f"xferlab-{size}.bin").stat().st_size == size
+
+
+def test_sessions_last_k_operations_or_t_seconds(target):
+    """K: with ``session_ops`` 5 every session that the phase's end did not cut holds its
+    login and 5 operations. T: with ``session_seconds`` 0.2 and a NOOP every 20 ms (fixed
+    think time), every session but the last of each client lasts at least 0.2 s and at most
+    0.2 s + one think time + one operation, and holds fewer than 0.2 / 0.02 + 2 operations."""
+    k = run_workload_sync("mixed", target, _params(mix={"noop": 1, "size": 1}, clients=2, session_ops=5,
+                                                    duration=1.0))
+    assert not k.errors and len(k.sessions) > 10
+    assert sum(s.ops == 6 for s in k.sessions) >= len(k.sessions) - 2  # at most one cut session per client
+    assert all(s.ops <= 6 for s in k.sessions)
+    p = _params(mix={"noop": 1}, clients=2, session_ops=1000, session_seconds=0.2, think="fixed", think_ms=20,
+                duration=1.5)
+    t = run_workload_sync("mixed", target, p)
+    assert not t.errors and len(t.sessions) >= 6
+    svc_max_s = hdr.percentiles_ms(t.op_figures["noop"].service)["max"] / 1000
+    whole = sorted(t.sessions, key=lambda s: s.seconds)[2:]  # the two cut by the phase's end are the shortest
+    for s in whole:
+        assert 0.2 <= s.seconds <= 0.2 + 0.02 + svc_max_s + 0.01, (s, svc_max_s)
+        assert s.ops < 0.2 / 0.02 + 2
