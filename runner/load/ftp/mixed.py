@@ -87,7 +87,8 @@ class _Kind:
 
 
 class _Client:
-    __slots__ = ("i", "ops_rng", "file_rng", "think_rng", "uploads", "stored", "bytes", "first", "last", "ok")
+    __slots__ = ("i", "ops_rng", "file_rng", "think_rng", "uploads", "failed_uploads", "stored", "bytes", "first",
+                 "last", "ok")
 
     def __init__(self, i: int, seed: int) -> None:
         self.i = i
@@ -95,6 +96,7 @@ class _Client:
         self.file_rng = random.Random(f"{seed}:{i}:files")
         self.think_rng = random.Random(f"{seed}:{i}:think")
         self.uploads: deque[tuple[str, int]] = deque()
+        self.failed_uploads: list[str] = []  # STORs that failed: a part of the file may be on the server
         self.stored = 0
         self.bytes = 0
         self.first: float | None = None
@@ -172,7 +174,12 @@ class _Mixed:
     async def _stor(self, s: FTPSession, c: _Client, size: int) -> int:
         name = f"{self.scratch}/c{c.i}-{c.stored}.bin"
         c.stored += 1
-        n = await _with_timeout(s.stor_transfer(name, self.source(size), size), self.ph.p.op_timeout, f"STOR {name}")
+        try:
+            n = await _with_timeout(s.stor_transfer(name, self.source(size), size), self.ph.p.op_timeout,
+                                    f"STOR {name}")
+        except FTPError:
+            c.failed_uploads.append(name)
+            raise
         c.uploads.append((name, size))
         return n
 
@@ -371,7 +378,8 @@ async def run_mixed(ph: Phase) -> None:
             ph.notes.append("teardown: no session to check and delete the uploaded files")
             return
         await _check_uploads(ph, check, left[:MAX_STOR_CHECKS])
-        await _clean_scratch(ph, check, scratch, [name for name, _ in left])
+        await _clean_scratch(ph, check, scratch, [name for name, _ in left] + [n for c in clients
+                                                                               for n in c.failed_uploads])
         await ph.teardown([check])
 
 
@@ -410,14 +418,17 @@ def _bucket_order(label: str) -> float:
 
 
 async def _check_uploads(ph: Phase, s: FTPSession, uploads: list[tuple[str, int]]) -> None:
-    """Untimed: each file left by the phase's STORs holds its size on the server (SIZE)."""
+    """Untimed: each file left by the phase's STORs holds its size on the server (SIZE); the
+    first that does not is counted as an error of ``stor`` (and stops the check)."""
     try:
         async with asyncio.timeout(max(1.0, ph.p.op_timeout)):
             for name, size in uploads:
                 try:
                     await s.verify_size(name, size)
-                except FTPError as e:
-                    ph.error(e)
+                except FTPError as e:  # a STOR the server did not keep whole: a stor error
+                    kind = ph.error(e)
+                    figs = ph.op_figures.setdefault("stor", OpFigures())
+                    figs.errors[kind] = figs.errors.get(kind, 0) + 1
                     ph.notes.append(f"after the phase: {e}")
                     return
     except TimeoutError:

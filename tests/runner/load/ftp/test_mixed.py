@@ -234,3 +234,22 @@ def test_sessions_last_k_operations_or_t_seconds(target):
     for s in whole:
         assert 0.2 <= s.seconds <= 0.2 + 0.02 + svc_max_s + 0.01, (s, svc_max_s)
         assert s.ops < 0.2 / 0.02 + 2
+
+
+def test_a_stor_the_server_did_not_keep_is_a_stor_error(tmp_path):
+    """pyftpdlib told to delete every third file it receives (after its 226): the untimed SIZE
+    check after the phase finds the loss and counts it as an error of ``stor``; per-kind
+    errors still add up to the phase's errors, and the scratch directory is emptied."""
+    from tests.support.pyftpd import PASSWORD, USER, start_pyftpd, stop
+
+    proc, port = start_pyftpd(tmp_path, drop_third=True)
+    try:
+        t = Target(host="127.0.0.1", port=port, user=USER, password=PASSWORD, root=tmp_path)
+        r = run_workload_sync("mixed", t, _params(mix={"stor": 1}, clients=1, duration=0.5))
+    finally:
+        stop(proc)
+    assert r.op_figures["stor"].ops >= 3
+    assert sum(r.errors.values()) == 1 and sum(r.op_figures["stor"].errors.values()) == 1, (r.errors, r.notes)
+    assert any(n.startswith("after the phase:") for n in r.notes)
+    _check_totals(r)
+    assert not list(tmp_path.glob("xferlab-mix-*"))
