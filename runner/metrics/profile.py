@@ -45,8 +45,13 @@ from pathlib import Path
 
 from runner.metrics.cgroup_cpu import v2_root
 from runner.metrics.profile_data import ServerProfile, SyscallRow
-from runner.metrics.profile_fold import off_cpu_stacks, on_cpu_stacks, parse_perf_script, perf_trace_summary, \
-    pyspy_stacks
+from runner.metrics.profile_fold import (
+    off_cpu_stacks,
+    on_cpu_stacks,
+    parse_perf_script,
+    perf_trace_summary,
+    pyspy_stacks,
+)
 
 log = logging.getLogger(__name__)
 

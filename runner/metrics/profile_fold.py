@@ -139,7 +139,8 @@ def off_cpu_stacks(samples: list[Sample], end: float | None = None) -> OffCpu:
     CPU, from the cgroup-filtered event) with the next ``sched:sched_switch`` whose
     ``next_pid`` is that thread (the system-wide event: it comes back). The interval is
     off-CPU time: *blocked* when ``prev_state`` is not ``R``/``R+`` (it slept), else
-    *runqueue* (preempted); a thread switched out as it exits (``X``, ``Z``) is not counted. An interval still open at the end counts up to ``end``
+    *runqueue* (preempted); a thread switched out as it exits (``X``, ``Z``) is not
+    counted. An interval still open at the end counts up to ``end``
     (default: the last sample's time)."""
     pending: dict[int, tuple[float, tuple[str, ...], bool]] = {}
     stacks: Counter[tuple[str, ...]] = Counter()
