@@ -1,15 +1,16 @@
 """What profiling a cell costs the figure it measures (docs/methodology.md, "Server profiles").
 
 For each of ``rounds`` rounds, each server of :data:`SERVERS` runs each workload of
-:data:`WORKLOADS` twice, unprofiled and profiled (``profile: true``: perf or py-spy at
-99 Hz, off-CPU and syscalls on), interleaved and in alternating order, as whole cells
+:data:`WORKLOADS` once per mode of :data:`MODES` (unprofiled; the on-CPU sampler alone,
+perf or py-spy at 99 Hz; the full profile, ``profile: true``, with off-CPU and syscalls),
+interleaved, the order of the modes rotating from round to round, as whole cells
 through ``run_local_cell`` on the local backend (one fresh server per cell, warm-up on):
 
 * ``retr``: 4 clients reading a 64 MiB fixture for 3 s: **MiB/s**;
 * ``login``: 300 concurrent logins: **seconds** for all of them.
 
-Printed: per (server, workload) the median of each mode, the ratio profiled/unprofiled
-and the spread (max/min - 1) of the unprofiled cells, so the cost can be set against the
+Printed: per (server, workload) the median of each mode, the ratio of each profiled mode
+to the unprofiled one and the spread (max/min - 1) of the unprofiled cells, so the cost can be set against the
 run-to-run noise. Run as root: ``PYTHONPATH=. .venv/bin/python benchmarks/profile_cost.py [ROUNDS]``.
 """
 from __future__ import annotations
@@ -26,9 +27,12 @@ MIB = 1 << 20
 SERVERS = ("tpd", "pyftpdlib")
 WORKLOADS = {"retr": {"clients": 4, "transfer_size": 64 * MIB, "duration": 3.0},
              "login": {"clients": 300, "login_mode": "concurrent"}}
+#: Modes: name -> the spec's ``profile`` value.
+MODES: dict[str, object] = {"plain": False, "sampling": {"rate_hz": 99, "off_cpu": False, "syscalls": False},
+                            "full": True}
 
 
-def run_cell(backend: LocalBackend, server: str, workload: str, profile: bool) -> tuple[float, float | None]:
+def run_cell(backend: LocalBackend, server: str, workload: str, profile: object) -> tuple[float, float | None]:
     """One cell; returns (its figure: MiB/s for retr, seconds for login; the profile's
     on-CPU seconds or None)."""
     spec = parse_spec({"name": "profile cost", "repeats": 1, "backend": "local", "profile": profile,
@@ -39,7 +43,7 @@ def run_cell(backend: LocalBackend, server: str, workload: str, profile: bool) -
     out = run_local_cell(cell, spec, backend)
     if out.status != "done" or out.result is None:
         raise SystemExit(f"{server} {workload} profile={profile}: {out.status}: {out.error}")
-    if profile and out.profile is None:
+    if profile is not False and out.profile is None:
         raise SystemExit(f"{server} {workload}: no profile recorded")
     r = out.result
     fig = r.bytes / MIB / r.elapsed_s if workload == "retr" else r.elapsed_s
@@ -49,24 +53,25 @@ def run_cell(backend: LocalBackend, server: str, workload: str, profile: bool) -
 def main(rounds: int = 5) -> None:
     """Run the rounds and print the table (see the module docstring)."""
     backend = LocalBackend(progress=lambda m: None)
-    figs: dict[tuple[str, str, bool], list[float]] = {}
+    figs: dict[tuple[str, str, str], list[float]] = {}
+    names = list(MODES)
     for i in range(rounds):
         for server in SERVERS:
             for workload in WORKLOADS:
-                order = (False, True) if i % 2 == 0 else (True, False)
-                for prof in order:
-                    fig, _ = run_cell(backend, server, workload, prof)
-                    figs.setdefault((server, workload, prof), []).append(fig)
-                    print(f"round {i + 1} {server:9} {workload:5} {'profiled' if prof else 'plain':8} {fig:10.3f}",
-                          flush=True)
-    print(f"\n{'server':9} {'workload':8} {'unit':5} {'plain':>10} {'profiled':>10} {'ratio':>7} {'plain spread':>12}")
+                for mode in names[i % len(names):] + names[:i % len(names)]:
+                    fig, _ = run_cell(backend, server, workload, MODES[mode])
+                    figs.setdefault((server, workload, mode), []).append(fig)
+                    print(f"round {i + 1} {server:9} {workload:5} {mode:8} {fig:10.3f}", flush=True)
+    head = "".join(f"{m:>10}" for m in names) + "".join(f"{m + '/plain':>15}" for m in names[1:])
+    print(f"\n{'server':9} {'workload':8} {'unit':5} {head} {'plain spread':>12}")
     for server in SERVERS:
         for workload in WORKLOADS:
-            plain, prof = figs[(server, workload, False)], figs[(server, workload, True)]
-            a, b = statistics.median(plain), statistics.median(prof)
+            med = {m: statistics.median(figs[(server, workload, m)]) for m in names}
+            plain = figs[(server, workload, "plain")]
             unit = "MiB/s" if workload == "retr" else "s"
-            spread = max(plain) / min(plain) - 1
-            print(f"{server:9} {workload:8} {unit:5} {a:10.3f} {b:10.3f} {b / a:7.3f} {spread:12.1%}")
+            cols = "".join(f"{med[m]:10.3f}" for m in names) + "".join(f"{med[m] / med['plain']:15.3f}"
+                                                                       for m in names[1:])
+            print(f"{server:9} {workload:8} {unit:5} {cols} {max(plain) / min(plain) - 1:12.1%}")
 
 
 if __name__ == "__main__":
