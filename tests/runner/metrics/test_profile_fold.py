@@ -5,33 +5,38 @@ from __future__ import annotations
 
 import pytest
 
-from runner.metrics.profile_fold import off_cpu_stacks, on_cpu_stacks, parse_perf_script, perf_trace_summary, \
-    pyspy_stacks
+from runner.metrics.profile_fold import (
+    off_cpu_stacks,
+    on_cpu_stacks,
+    parse_perf_script,
+    perf_trace_summary,
+    pyspy_stacks,
+)
 
-SCRIPT = """\
-tpd 23265   310.704216:   10101010 cpu-clock: \n\
-\tffffffff816b9ea6 do_sendfile+0x376 ([kernel.kallsyms])
-\t           fc80a __GI_sendfile64+0xa (inlined)
-\t            887f io_send_file+0x26f (/cache/tpd)
-\t            4931 main+0x131 (/cache/tpd)
 
-tpd 23265   310.714216:   10101010 cpu-clock: \n\
-\t            1234 [unknown] (/usr/sbin/vsftpd)
-\t            4931 main+0x131 (/cache/tpd)
+def _switch(comm: str, tid: int, t: float, prev_state: str, nxt: tuple[str, int], frames: tuple[str, ...] = ()) -> str:
+    """A ``sched:sched_switch`` sample as perf script prints it: with its call chain on
+    tab-indented lines, or (no call chain) its one ip on the header line."""
+    head = (f"{comm:>8} {tid:5} {t:10.6f}: sched:sched_switch: prev_comm={comm} prev_pid={tid} prev_prio=120 "
+            f"prev_state={prev_state} ==> next_comm={nxt[0]} next_pid={nxt[1]} next_prio=120")
+    if not frames:
+        return head + " ffffffff821facd8 __schedule ([kernel.kallsyms])\n"
+    return head + "\n" + "".join(f"\tffffffff821facd8 {f} ([kernel.kallsyms])\n" for f in frames) + "\n"
 
-     tpd 23265  10.000000: sched:sched_switch: prev_comm=tpd prev_pid=23265 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
-\tffffffff821facd8 __schedule ([kernel.kallsyms])
-\tffffffff8170000 do_epoll_wait ([kernel.kallsyms])
 
- swapper/0     0  10.250000: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=tpd next_pid=23265 next_prio=120 ffffffff821facd8 __schedule ([kernel.kallsyms])
-     tpd 23265  10.300000: sched:sched_switch: prev_comm=tpd prev_pid=23265 prev_prio=120 prev_state=R+ ==> next_comm=cat next_pid=7 next_prio=120
-\tffffffff821facd8 __schedule ([kernel.kallsyms])
-
- cat     7  10.400000: sched:sched_switch: prev_comm=cat prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=tpd next_pid=23265 next_prio=120 ffffffff821facd8 __schedule ([kernel.kallsyms])
-     tpd 23266  10.500000: sched:sched_switch: prev_comm=tpd prev_pid=23266 prev_prio=120 prev_state=D ==> next_comm=x next_pid=9 next_prio=120
-\tffffffff821facd8 __schedule ([kernel.kallsyms])
-\tffffffff82000000 io_schedule ([kernel.kallsyms])
-"""
+SCRIPT = ("tpd 23265   310.704216:   10101010 cpu-clock: \n"
+          "\tffffffff816b9ea6 do_sendfile+0x376 ([kernel.kallsyms])\n"
+          "\t           fc80a __GI_sendfile64+0xa (inlined)\n"
+          "\t            887f io_send_file+0x26f (/cache/tpd)\n"
+          "\t            4931 main+0x131 (/cache/tpd)\n\n"
+          "tpd 23265   310.714216:   10101010 cpu-clock: \n"
+          "\t            1234 [unknown] (/usr/sbin/vsftpd)\n"
+          "\t            4931 main+0x131 (/cache/tpd)\n\n"
+          + _switch("tpd", 23265, 10.0, "S", ("swapper/0", 0), ("__schedule", "do_epoll_wait"))
+          + _switch("swapper/0", 0, 10.25, "R", ("tpd", 23265))
+          + _switch("tpd", 23265, 10.3, "R+", ("cat", 7), ("__schedule",))
+          + _switch("cat", 7, 10.4, "S", ("tpd", 23265))
+          + _switch("tpd", 23266, 10.5, "D", ("x", 9), ("__schedule", "io_schedule")))
 
 
 def test_on_cpu_folds_root_first_with_kernel_prefix_and_unresolved_frames():
