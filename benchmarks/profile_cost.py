@@ -11,7 +11,8 @@ through ``run_local_cell`` on the local backend (one fresh server per cell, warm
 
 Printed: per (server, workload) the median of each mode, the ratio of each profiled mode
 to the unprofiled one and the spread (max/min - 1) of the unprofiled cells, so the cost can be set against the
-run-to-run noise. Run as root: ``PYTHONPATH=. .venv/bin/python benchmarks/profile_cost.py [ROUNDS]``.
+run-to-run noise. Run as root: ``PYTHONPATH=. .venv/bin/python benchmarks/profile_cost.py [ROUNDS]
+[SERVER:WORKLOAD,...]``.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ WORKLOADS = {"retr": {"clients": 4, "transfer_size": 64 * MIB, "duration": 3.0},
              "login": {"clients": 300, "login_mode": "concurrent"}}
 #: Modes: name -> the spec's ``profile`` value.
 MODES: dict[str, object] = {"plain": False, "sampling": {"rate_hz": 99, "off_cpu": False, "syscalls": False},
+                            "off_cpu": {"rate_hz": 99, "off_cpu": True, "syscalls": False},
+                            "syscalls": {"rate_hz": 99, "off_cpu": False, "syscalls": True},
                             "full": True}
 
 
@@ -50,29 +53,28 @@ def run_cell(backend: LocalBackend, server: str, workload: str, profile: object)
     return fig, out.profile.on_cpu_s if out.profile else None
 
 
-def main(rounds: int = 5) -> None:
-    """Run the rounds and print the table (see the module docstring)."""
+def main(rounds: int = 5, only: tuple[str, ...] = ()) -> None:
+    """Run the rounds and print the table (see the module docstring); ``only``: the
+    ``server:workload`` pairs to run (default: all)."""
     backend = LocalBackend(progress=lambda m: None)
     figs: dict[tuple[str, str, str], list[float]] = {}
     names = list(MODES)
+    pairs = [(s, w) for s in SERVERS for w in WORKLOADS if not only or f"{s}:{w}" in only]
     for i in range(rounds):
-        for server in SERVERS:
-            for workload in WORKLOADS:
-                for mode in names[i % len(names):] + names[:i % len(names)]:
-                    fig, _ = run_cell(backend, server, workload, MODES[mode])
-                    figs.setdefault((server, workload, mode), []).append(fig)
-                    print(f"round {i + 1} {server:9} {workload:5} {mode:8} {fig:10.3f}", flush=True)
+        for server, workload in pairs:
+            for mode in names[i % len(names):] + names[:i % len(names)]:
+                fig, _ = run_cell(backend, server, workload, MODES[mode])
+                figs.setdefault((server, workload, mode), []).append(fig)
+                print(f"round {i + 1} {server:9} {workload:5} {mode:8} {fig:10.3f}", flush=True)
     head = "".join(f"{m:>10}" for m in names) + "".join(f"{m + '/plain':>15}" for m in names[1:])
     print(f"\n{'server':9} {'workload':8} {'unit':5} {head} {'plain spread':>12}")
-    for server in SERVERS:
-        for workload in WORKLOADS:
-            med = {m: statistics.median(figs[(server, workload, m)]) for m in names}
-            plain = figs[(server, workload, "plain")]
-            unit = "MiB/s" if workload == "retr" else "s"
-            cols = "".join(f"{med[m]:10.3f}" for m in names) + "".join(f"{med[m] / med['plain']:15.3f}"
-                                                                       for m in names[1:])
-            print(f"{server:9} {workload:8} {unit:5} {cols} {max(plain) / min(plain) - 1:12.1%}")
+    for server, workload in pairs:
+        med = {m: statistics.median(figs[(server, workload, m)]) for m in names}
+        plain = figs[(server, workload, "plain")]
+        unit = "MiB/s" if workload == "retr" else "s"
+        cols = "".join(f"{med[m]:10.3f}" for m in names) + "".join(f"{med[m] / med['plain']:15.3f}" for m in names[1:])
+        print(f"{server:9} {workload:8} {unit:5} {cols} {max(plain) / min(plain) - 1:12.1%}")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5, tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ())

@@ -11,8 +11,8 @@ Inputs (all text):
   chain has its single ``ADDR SYMBOL (DSO)`` on the header line.
 * ``py-spy record --format raw``: already folded, one ``frame;frame;... N`` line per stack,
   the root frame ``process PID:"COMMAND LINE"``.
-* ``perf trace -s``: per-thread tables ``syscall calls errors total(msec) min avg max
-  stddev``.
+* ``raw_syscalls:sys_enter`` (``NR N (ARGS)``) and ``raw_syscalls:sys_exit`` (``NR N = RET``)
+  samples in the same ``perf script`` output, without call chains.
 
 Folded stacks are Brendan Gregg's format (``root;...;leaf COUNT``), kernel frames
 prefixed ``[k] ``, frames without a symbol written ``[DSO]`` (the binary's base name).
@@ -30,8 +30,6 @@ _FRAME = re.compile(r"^\s*(?P<addr>[0-9a-f]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)
 _OFFSET = re.compile(r"\+0x[0-9a-f]+$")
 _SWITCH = re.compile(r"prev_pid=(?P<prev>\d+) .*?prev_state=(?P<state>\S+) ==> .*?next_pid=(?P<next>\d+)")
 _PYSPY_ROOT = re.compile(r'^process (?P<pid>\d+):".*"$')
-_SYSCALL_ROW = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*)\s+(?P<calls>\d+)\s+(?P<errors>\d+)\s+"
-                          r"(?P<total>\d+(?:\.\d+)?)\s+")
 
 
 @dataclass
@@ -216,8 +214,7 @@ def pyspy_stacks(text: str, comms: dict[int, str] | None = None,
 
 @dataclass(frozen=True)
 class SyscallSum:
-    """One system call summed over the threads of ``perf trace -s``: calls, errors, total
-    time in seconds."""
+    """One system call summed over the server's threads: calls, errors, total time in seconds."""
 
     name: str
     count: int
@@ -225,17 +222,53 @@ class SyscallSum:
     total_s: float
 
 
-def perf_trace_summary(text: str) -> list[SyscallSum]:
-    """Sum the per-thread tables of ``perf trace -s`` by system call; most time first."""
+_RAW_ENTER = re.compile(r"^NR (\d+) \(")
+_RAW_EXIT = re.compile(r"^NR (\d+) = (-?\d+)")
+#: Error returns of a system call: -4095..-1 (the kernel's MAX_ERRNO).
+_MAX_ERRNO = 4095
+
+
+def raw_syscalls(samples: list[Sample], names: dict[int, str]) -> list[SyscallSum]:
+    """The syscall table from ``raw_syscalls:sys_enter`` / ``sys_exit`` samples: calls are
+    the enters; per thread, an exit closes that thread's open enter of the same number and
+    adds the interval to the call's time; an exit returning -4095..-1 is an error. A call
+    entered before the recording (its exit alone) adds nothing; ``names``: number -> name
+    (:func:`syscall_names`), an unknown number reads ``nr_N``. Most time first."""
     calls: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     total: dict[str, float] = {}
-    for line in text.splitlines():
-        m = _SYSCALL_ROW.match(line)
-        if not m or m["name"] in ("syscall",):
-            continue
-        calls[m["name"]] += int(m["calls"])
-        errors[m["name"]] += int(m["errors"])
-        total[m["name"]] = total.get(m["name"], 0.0) + float(m["total"]) / 1e3
-    rows = [SyscallSum(n, calls[n], errors[n], total[n]) for n in calls]
+    open_: dict[int, tuple[int, float]] = {}
+    for s in samples:
+        if s.event == "raw_syscalls:sys_enter":
+            m = _RAW_ENTER.match(s.rest)
+            if m:
+                nr = int(m[1])
+                calls[names.get(nr, f"nr_{nr}")] += 1
+                open_[s.tid] = (nr, s.time)
+        elif s.event == "raw_syscalls:sys_exit":
+            m = _RAW_EXIT.match(s.rest)
+            if not m:
+                continue
+            nr, ret = int(m[1]), int(m[2])
+            name = names.get(nr, f"nr_{nr}")
+            got = open_.pop(s.tid, None)
+            if got is None or got[0] != nr:
+                continue
+            total[name] = total.get(name, 0.0) + max(0.0, s.time - got[1])
+            if -_MAX_ERRNO <= ret < 0:
+                errors[name] += 1
+    rows = [SyscallSum(n, calls[n], errors[n], total.get(n, 0.0)) for n in calls]
     return sorted(rows, key=lambda r: (-r.total_s, -r.count, r.name))
+
+
+def syscall_names(header: str = "/usr/include/x86_64-linux-gnu/asm/unistd_64.h") -> dict[int, str]:
+    """System call number -> name from the kernel's user API header (``#define __NR_NAME N``,
+    Debian's linux-libc-dev); {} when it cannot be read."""
+    out: dict[int, str] = {}
+    try:
+        text = open(header).read()
+    except OSError:
+        return out
+    for m in re.finditer(r"^#define __NR_(\w+) (\d+)$", text, re.M):
+        out[int(m[2])] = m[1]
+    return out

@@ -1,6 +1,6 @@
 """Folding the profilers' output (runner.metrics.profile_fold), on text in the tools' own
 formats (``perf script -F comm,tid,time,event,trace,ip,sym,dso`` of perf 6.1, py-spy 0.4's
-raw format, ``perf trace -s``), with the expected sums worked out by hand."""
+raw format, ``raw_syscalls`` samples), with the expected sums worked out by hand."""
 from __future__ import annotations
 
 import pytest
@@ -9,8 +9,9 @@ from runner.metrics.profile_fold import (
     off_cpu_stacks,
     on_cpu_stacks,
     parse_perf_script,
-    perf_trace_summary,
     pyspy_stacks,
+    raw_syscalls,
+    syscall_names,
 )
 
 
@@ -68,22 +69,25 @@ def test_pyspy_root_frame_loses_the_command_line_and_idle_is_split():
     assert idle == "python3;[libc.so.6];poll (pyftpdlib/ioloop.py:548);epoll_wait (libc.so.6) 7\n"
 
 
-def test_perf_trace_summary_sums_threads():
-    text = """
- tpd (100), 10 events, 50.0%
+def test_raw_syscalls_pair_enter_and_exit_per_thread():
+    text = "".join(f"{'tpd':>8} {tid:5} {t:10.6f}: raw_syscalls:{ev}: {rest} ffffffff81417d70 x ([kernel.kallsyms])\n"
+                   for tid, t, ev, rest in [
+                       (1, 1.000, "sys_exit", "NR 40 = 5"),  # entered before the recording: no call
+                       (1, 1.001, "sys_enter", "NR 40 (5, 7, 0, 400000, 0, 0)"),
+                       (2, 1.002, "sys_enter", "NR 232 (4, 7ff, 64, 0, 0, 0)"),
+                       (1, 1.004, "sys_exit", "NR 40 = -11"),
+                       (1, 1.005, "sys_enter", "NR 40 (5, 7, 0, 400000, 0, 0)"),
+                       (1, 1.006, "sys_exit", "NR 40 = 4194304"),
+                       (2, 1.012, "sys_exit", "NR 232 = 1"),
+                       (2, 1.013, "sys_enter", "NR 999 (0)")])
+    rows = raw_syscalls(parse_perf_script(text), {40: "sendfile", 232: "epoll_wait"})
+    got = {r.name: (r.count, r.errors, round(r.total_s, 6)) for r in rows}
+    assert got == {"epoll_wait": (1, 0, 0.01), "sendfile": (2, 1, 0.004), "nr_999": (1, 0, 0.0)}
+    assert [r.name for r in rows] == ["epoll_wait", "sendfile", "nr_999"]
 
-   syscall            calls  errors  total       min       avg       max       stddev
-                                     (msec)    (msec)    (msec)    (msec)        (%)
-   --------------- --------  ------ -------- --------- --------- ---------     ------
-   sendfile             10      2     5.000     0.100     0.500     1.000      5.00%
-   epoll_wait            3      0     9.000     1.000     3.000     5.000     10.00%
 
- tpd (101), 4 events, 50.0%
-
-   syscall            calls  errors  total       min       avg       max       stddev
-   --------------- --------  ------ -------- --------- --------- ---------     ------
-   sendfile              4      1     1.000     0.100     0.250     0.400      5.00%
-"""
-    rows = perf_trace_summary(text)
-    assert [(r.name, r.count, r.errors) for r in rows] == [("epoll_wait", 3, 0), ("sendfile", 14, 3)]
-    assert rows[1].total_s == pytest.approx(0.006)
+def test_syscall_names_from_the_kernel_header():
+    names = syscall_names()
+    if not names:
+        pytest.skip("/usr/include/x86_64-linux-gnu/asm/unistd_64.h missing: apt-get install linux-libc-dev")
+    assert names[40] == "sendfile" and names[0] == "read" and names[232] == "epoll_wait"
