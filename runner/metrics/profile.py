@@ -13,7 +13,9 @@ start and off at its end, and turns their output into a
   holds ``sched:sched_switch`` of the cgroup with kernel stacks and, from every CPU,
   the switch back in of threads with the server's process names, which gives the
   off-CPU time and its stacks (:func:`runner.metrics.profile_fold.off_cpu_stacks`).
-  ``perf record`` starts with its events disabled (``-D -1``) and is switched on and off
+  ``perf script --no-inline``: frames of inlined functions are not shown (perf's
+  addr2line step cannot open a container's binary by its path inside the container,
+  and its failure ends the output early). ``perf record`` starts with its events disabled (``-D -1``) and is switched on and off
   through its control FIFO, so its start-up (reading every process's memory maps) is
   not in the phase.
 * **py-spy** (PyPI ``py-spy``) for Python servers: ``py-spy record --native
@@ -367,7 +369,8 @@ class PhaseProfiler:
             self.notes.append(f"perf record wrote nothing: {self._record.tail() if self._record else ''}")
             return ""
         try:
-            done = subprocess.run([PERF, "script", "-i", str(data), "-F", "comm,tid,time,event,trace,ip,sym,dso"],
+            done = subprocess.run([PERF, "script", "--no-inline", "-i", str(data), "-F",
+                                   "comm,tid,time,event,trace,ip,sym,dso"],
                                   capture_output=True, text=True, timeout=300)
         except subprocess.TimeoutExpired:
             self.notes.append("perf script took over 300 s: no stacks")
