@@ -15,9 +15,9 @@ start and off at its end, and turns their output into a
   off-CPU time and its stacks (:func:`runner.metrics.profile_fold.off_cpu_stacks`).
   ``perf script --no-inline``: frames of inlined functions are not shown (perf's
   addr2line step cannot open a container's binary by its path inside the container,
-  and its failure ends the output early). ``perf record`` starts with its events disabled (``-D -1``) and is switched on and off
-  through its control FIFO, so its start-up (reading every process's memory maps) is
-  not in the phase.
+  and its failure ends the output early). ``perf record`` starts with its events
+  disabled (``-D -1``) and is switched on and off through its control FIFO, so its
+  start-up (reading every process's memory maps) is not in the phase.
 * **py-spy** (PyPI ``py-spy``) for Python servers: ``py-spy record --native
   --subprocesses`` on the server's process, so Python frames (``ftp_RETR
   (pyftpdlib/handlers.py:...)``) and the interpreter's C frames show; kernel frames do
