@@ -31,6 +31,10 @@ HTTP = "http"
 ServerName = Literal["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "tpd", "go-http", "nginx", "node-http",
                      "uvicorn", "netty", "external"]
 
+#: Servers that are Python programs: their profile comes from py-spy, which names Python
+#: frames (runner.metrics.profile).
+PYTHON_SERVERS = frozenset({"pyftpdlib", "twisted", "uvicorn"})
+
 
 @dataclass(frozen=True)
 class ServerInfo:

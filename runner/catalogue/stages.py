@@ -15,6 +15,7 @@ STAGES: dict[str, str] = {
     "sync": "flushing dirty page cache before the phase (sync(2))",
     "counters": "kernel TCP counters and listen backlog (ss); a shaped link's qdisc counters (tc)",
     "files": "stored-file check of an HTTP upload cell: listing, deleting (runner.cell.upload_check)",
+    "profile": "server profilers (perf, py-spy) start, stop and their output read (runner.metrics.profile)",
     "phase": "the driver's run of the measured workload",
     "measured": "  of which: the measured span",
     "stop": "server stop (process or container removal)",

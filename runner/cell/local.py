@@ -31,6 +31,7 @@ from runner.cell.outcome import (
     skipped,
     warmup_params,
 )
+from runner.cell.profiling import start_profile, stop_profile
 from runner.cell.server_cpu import phase_cpu
 from runner.cell.server_reuse import ServerPool
 from runner.cell.upload_check import UploadCheck, judge
@@ -229,6 +230,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         return failed(str(exc))
     handle = None
     sampler = None
+    profiler = None
     served = 1  # the cells this server has served, this one included
     keep = False
     try:
@@ -278,6 +280,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             with clock("files"):
                 upload.start()
         cg0 = handle.cgroup_cpu()  # the server's cgroup: every process, exited ones too (runner.cell.server_cpu)
+        with clock("profile"):  # a profiled cell (runner.spec.profile): the profilers record from here
+            profiler = start_profile(spec.profile_of(srv, cell.workload, params), srv.name, handle, cg0)
         cpu0 = sampler.cpu_times() if sampler else None
         snaps: dict[str, Any] = {"start": start_mem}
 
@@ -297,6 +301,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
                 process_rows = []
         clock.record("measured", result.elapsed_s)
+        cg1 = handle.cgroup_cpu() if cg0 is not None else None
+        with clock("profile"):
+            profile = stop_profile(profiler)
         with clock("counters"):
             tcp_rows, kernel_note = tcp.finish()
             link_rows, link_note = link.finish()
@@ -304,7 +311,6 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         memory = None
         tree_cpu = None
         timeline = None
-        cg1 = handle.cgroup_cpu() if cg0 is not None else None
         if sampler is not None and cpu0 is not None:
             t_mem = time.perf_counter()
             cpu1 = sampler.cpu_times()
@@ -326,6 +332,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                            exit_reason=None if alive else (handle.exit_reason() or "exited"),
                            extra_samples=tcp_rows + link_rows + process_rows, kernel_note=kernel_note,
                            summary_suffix="" if fresh else f" (server reused: cell {served} of its life)")
+        outcome.profile = profile
         if upload is not None:  # every 2xx upload a file of body_size bytes (seed 002's ls | wc -l)
             with clock("files"):
                 judge(outcome, upload, result)
@@ -341,6 +348,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the campaign going
         return crashed(exc, cell.id)
     finally:
+        if profiler is not None:
+            profiler.close()  # a phase that raised leaves its profilers running
         if sampler is not None:
             try:
                 sampler.stop()

@@ -47,8 +47,9 @@ class CellOutcome:
             used); None means the campaign's local snapshot.
         server_cpu_source: where the server CPU figures came from, ``cgroup`` or
             ``tree`` (runner.cell.server_cpu); None when none was measured.
-        profile: the server's CPU profile over the measured phase of a profiled cell
-            (stored with the samples, runner.store.profiles); None when not profiled.
+        profile: the server's CPU profile over the measured phase (runner.metrics.profile),
+            for a cell whose spec asks for one (runner.spec.profile), stored with the
+            samples (runner.store.profiles); None otherwise.
     """
 
     status: str

@@ -96,6 +96,9 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--tls-key", choices=("ecdsa-p256", "rsa-2048"),
                    help="key type of the campaign's certificates (default ecdsa-p256)")
     r.add_argument("--no-pin", action="store_true", help="no CPU pinning")
+    r.add_argument("--profile", action="store_true",
+                   help="profile every cell's measured phase (perf, py-spy; docs/methodology.md, 'Server profiles'); "
+                        "entries' own profile settings are kept, a 'profile: false' is overridden")
     r.add_argument("--format", choices=FORMATS, help="format of the printed tables (default text)")
     r.add_argument("--inventory", help="run across hosts: Ansible inventory with groups servers and clients "
                                        "(docs/multi-host.md)")

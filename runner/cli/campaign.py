@@ -72,9 +72,22 @@ def _build_spec(args: argparse.Namespace):
         data["tls_key"] = args.tls_key
     if args.no_pin:
         data["pinning"] = {}
+    if getattr(args, "profile", False):
+        _profile_all(data)
     if getattr(args, "inventory", None):
         data["hosts"] = {**(data.get("hosts") or {}), "inventory": args.inventory}
     return parse_spec(data, args.spec or f"preset {args.preset or 'classic'} with command-line options")
+
+
+def _profile_all(data: dict[str, Any]) -> None:
+    """``--profile``: profile every cell. The spec's ``profile`` becomes true unless it is
+    already a settings object, and every entry's ``profile: false`` is dropped (it inherits)."""
+    if not isinstance(data.get("profile"), dict):
+        data["profile"] = True
+    for key in ("servers", "workloads"):
+        for entry in data.get(key) or []:
+            if isinstance(entry, dict) and entry.get("profile") is False:
+                entry.pop("profile")
 
 
 def _parse_server(text: str) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from runner.load.registry import default_driver, driver_names, driver_refuses, g
 from runner.spec.axes import check_link_list, expand_axes
 from runner.spec.external import ExternalTarget
 from runner.spec.placement import HostsSpec, Pinning
+from runner.spec.profile import ProfileField, ProfileSpec, resolve
 from runner.spec.redaction import REDACTED, SECRET_FIELD, model_secret_values, redact_model_data  # noqa: F401  (REDACTED)
 from runner.spec.request import ServerRequest
 from runner.spec.safe_yaml import control_characters, load_yaml
@@ -82,6 +83,8 @@ class ServerSpec(BaseModel):
     external: ExternalTarget | None = None
     label: str | None = Field(None, min_length=1, max_length=200,
                               description="display name; default 'name version [variant]'")
+    profile: ProfileField = Field(None, description="profile this server's cells (runner.spec.profile): true, "
+                                                    "false or {rate_hz, off_cpu, syscalls}; None inherits")
 
     @field_validator("version")
     @classmethod
@@ -198,6 +201,17 @@ class CampaignSpec(BaseModel):
                     "(runner.spec.axes)")
     tls_key: Literal["ecdsa-p256", "rsa-2048"] = Field(
         "ecdsa-p256", description="key type of the campaign's TLS certificates (runner.tls.certs)")
+    profile: ProfileField = Field(None, description="profile every cell's measured phase (runner.spec.profile, "
+                                                    "runner.metrics.profile): true, false or {rate_hz, off_cpu, "
+                                                    "syscalls}; a workload or server entry's own profile wins")
+
+    def profile_of(self, server: ServerSpec, workload: str, params: WorkloadParams) -> ProfileSpec | None:
+        """The profile of the cell of ``server`` x ``workload`` with ``params``: the server
+        entry's ``profile``, else that of the first workload entry that expands to this
+        workload and parameters, else the spec's (runner.spec.profile.resolve); None: not profiled."""
+        entry = next((w.profile for w in self.workloads if workload in w.names() and params in w.param_sets()
+                      and w.profile is not None), None)
+        return resolve(server.profile, entry, self.profile)
 
     @model_validator(mode="before")
     @classmethod

@@ -3,7 +3,8 @@ parameters) and their saturation sweep (docs/methodology.md,
 "Saturation curve"): ``params: {clients: [1, 2, 4, ..., 512]}`` (or the entry's own
 ``sweep: [...]``) runs the workload once per client count, each count its own cell
 family (its ``params_key`` differs only in ``clients``), reported together as a curve
-(runner.report.saturation). Imports nothing of the runner but the catalogue."""
+(runner.report.saturation). Imports nothing of the runner but the catalogue and
+runner.spec.profile."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.catalogue.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams
+from runner.spec.profile import ProfileField
 
 #: Workload presets of a spec entry (``preset: classic``): names of runner.catalogue.workloads.
 PRESETS: dict[str, tuple[str, ...]] = {"classic": CLASSIC_SUITE}
@@ -71,6 +73,7 @@ class WorkloadSpec(BaseModel):
     preset: str | None = None
     params: WorkloadParams = Field(default_factory=WorkloadParams)
     sweep: list[int] | None = Field(None, description="client counts of a saturation sweep")
+    profile: ProfileField = Field(None, description="profile this entry's cells (runner.spec.profile); None inherits")
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,42 @@
+"""A profiled cell under the docker backend: perf on the host follows the container's cgroup
+(vsftpd forks a process per session, all of them inside it), reads the container's
+binaries through /proc/PID/root, and its on-CPU seconds match the container cgroup's CPU.
+Needs root, /usr/bin/perf, tracefs and the xferlab/vsftpd image (built when missing)."""
+from __future__ import annotations
+
+import pytest
+
+from runner.cell.local import run_local_cell
+from runner.spec.model import parse_spec
+from runner.spec.request import ServerRequest
+from runner.store.models import Cell
+from tests.runner.cell.test_profile_cell import _needs_perf
+from tests.runner.support import check_or_skip
+
+pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.timeout(600)]
+
+MIB = 1 << 20
+
+
+def test_vsftpd_container_profile_follows_forked_sessions(dbackend):
+    _needs_perf()
+    check_or_skip(dbackend, ServerRequest("vsftpd"))
+    spec = parse_spec({"name": "profile", "repeats": 1, "backend": "docker", "profile": True,
+                       "servers": [{"name": "vsftpd"}],
+                       "workloads": [{"name": "retr", "params": {"clients": 4, "transfer_size": 32 * MIB,
+                                                                 "duration": 3.0}}]})
+    srv = spec.servers[0]
+    cell = Cell(id=1, seq=0, server="vsftpd", server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
+                workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="", repeat=0)
+    out = run_local_cell(cell, spec, dbackend)
+    assert out.status == "done", out.error
+    prof = out.profile
+    assert prof is not None and prof.profiler == "perf"
+    usage = {(s.metric, s.stat): s.value for s in out.samples}[("server_cpu", "usage")]
+    assert usage > 0.1
+    assert abs(prof.on_cpu_s - usage) <= 0.3 * usage + 2 / prof.rate_hz, (prof.on_cpu_s, usage)
+    lines = prof.on_cpu.splitlines()
+    assert all(line.startswith("vsftpd;") for line in lines), lines[:3]
+    assert any("[k] do_sendfile" in line and "[k] tcp_sendmsg" in line for line in lines)
+    assert any("[vsftpd]" in n for n in prof.notes), prof.notes  # stripped binary: said so
+    assert any(r.name == "sendfile" and r.count > 0 for r in prof.syscalls)
