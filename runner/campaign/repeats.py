@@ -74,7 +74,7 @@ def needs_more(values: Sequence[float], *, minimum: int, maximum: int, target: f
 
 def _group(cell: Cell) -> tuple[Any, ...]:
     """SQL conditions selecting the cells of ``cell``'s group."""
-    return (Cell.campaign_id == cell.campaign_id, Cell.server_label == cell.server_label,
+    return (Cell.profiled.is_(False), Cell.campaign_id == cell.campaign_id, Cell.server_label == cell.server_label,
             Cell.workload == cell.workload, Cell.params_key == cell.params_key)
 
 
@@ -96,7 +96,7 @@ def add_repeat_if_needed(session: Session, cell: Cell, spec: CampaignSpec) -> Ce
     every other cell of the campaign) and count it in ``cells_total``. Runs inside the
     caller's transaction (runner.store.campaigns.finish_cell's ``then``), which commits.
     Returns the new cell or None."""
-    if not spec.max_repeats or cell.status != "done":
+    if not spec.max_repeats or cell.status != "done" or cell.profiled:
         return None
     group = _group(cell)
     pending = session.scalar(select(func.count()).select_from(Cell).where(

@@ -281,7 +281,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 upload.start()
         cg0 = handle.cgroup_cpu()  # the server's cgroup: every process, exited ones too (runner.cell.server_cpu)
         with clock("profile"):  # a profiled cell (runner.spec.profile): the profilers record from here
-            profiler = start_profile(spec.profile_of(srv, cell.workload, params), srv.name, handle, cg0)
+            profiler = start_profile(spec.profile_of(srv, cell.workload, params) if cell.profiled else None,
+                                     srv.name, handle, cg0)
         cpu0 = sampler.cpu_times() if sampler else None
         snaps: dict[str, Any] = {"start": start_mem}
 

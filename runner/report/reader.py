@@ -95,7 +95,7 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     for c in cells:
         if c.server_label not in servers:
             servers.append(c.server_label)
-    done = {c.id: c for c in cells if c.status == "done"}
+    done = {c.id: c for c in cells if c.status == "done" and not c.profiled}  # the profiled repeat: profiles only
     values: dict[tuple, list[float]] = defaultdict(list)
     if done:
         rows = session.execute(select(Sample.cell_id, Sample.metric, Sample.stat, Sample.value)

@@ -311,13 +311,15 @@ class CampaignSpec(BaseModel):
 
 @dataclass(frozen=True)
 class CellPlan:
-    """One cell to run: a server, a workload with its parameters, a repeat index."""
+    """One cell to run: a server, a workload with its parameters, a repeat index, and
+    whether it is the extra repeat that runs under the profilers (``profiled``)."""
 
     seq: int
     server: ServerSpec
     workload: str
     params: WorkloadParams
     repeat: int
+    profiled: bool = False
 
     @property
     def params_key(self) -> str:
@@ -329,9 +331,21 @@ def count_cells(spec: CampaignSpec) -> int:
     """Number of cells ``spec`` expands to, by arithmetic (no cell is made):
     ``repeats x (workload names, presets counted by their members, sweeps by their client
     counts) x servers``, with
-    ``max_repeats`` as the repeats when the campaign adds repeats (the most it can make)."""
+    ``max_repeats`` as the repeats when the campaign adds repeats (the most it can make),
+    plus one profiled cell per profiled family (:func:`expand`)."""
     return (max(spec.repeats, spec.max_repeats or 0) * len(spec.servers)
-            * sum(len(w.names()) * len(w.param_sets()) for w in spec.workloads))
+            * sum(len(w.names()) * len(w.param_sets()) for w in spec.workloads)) + len(_profiled(spec))
+
+
+def _pairs(spec: CampaignSpec) -> list[tuple[str, WorkloadParams]]:
+    return [(name, params) for w in spec.workloads for name in w.names() for params in w.param_sets()]
+
+
+def _profiled(spec: CampaignSpec) -> list[tuple[str, WorkloadParams, ServerSpec]]:
+    """The cell families whose spec, workload or server entry asks for a profile, in
+    expansion order."""
+    return [(name, params, srv) for name, params in _pairs(spec) for srv in spec.servers
+            if spec.profile_of(srv, name, params) is not None]
 
 
 def max_cells() -> int:
@@ -358,15 +372,16 @@ def check_cells(spec: CampaignSpec, maximum: int | None = None, source: str = "s
 def expand(spec: CampaignSpec, *, maximum: int | None = None) -> list[CellPlan]:
     """Expand a spec into cells, repeat-major: every (workload, server) pair runs once
     before any runs twice, so slow drift of the machine spreads over all servers
-    instead of biasing one. Returns ``repeats x workloads x servers`` CellPlans.
+    instead of biasing one. Returns ``repeats x workloads x servers`` CellPlans, then one
+    ``profiled`` cell per family whose spec asks for a profile (runner.spec.profile): the
+    profilers cost the server time, so the profile runs in its own extra repeat, numbered
+    after every repeat the campaign may add (``max(repeats, max_repeats)``), and its
+    figures stay out of the primary ones (docs/methodology.md, "CPU profiles").
 
     Raises SpecError, before making any cell, when there would be more than
     ``maximum`` (default :func:`max_cells`) cells."""
     check_cells(spec, maximum)
-    pairs: list[tuple[str, WorkloadParams]] = []
-    for w in spec.workloads:
-        for name in w.names():
-            pairs += [(name, params) for params in w.param_sets()]
+    pairs = _pairs(spec)
     cells = []
     seq = 0
     for rep in range(spec.repeats):
@@ -374,6 +389,10 @@ def expand(spec: CampaignSpec, *, maximum: int | None = None) -> list[CellPlan]:
             for srv in spec.servers:
                 cells.append(CellPlan(seq, srv, name, params, rep))
                 seq += 1
+    extra = max(spec.repeats, spec.max_repeats or 0)
+    for name, params, srv in _profiled(spec):
+        cells.append(CellPlan(seq, srv, name, params, extra, profiled=True))
+        seq += 1
     return cells
 
 

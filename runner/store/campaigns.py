@@ -60,7 +60,7 @@ def create_campaign(session: Session, *, spec: CampaignSpec, backend: str, statu
                          variant=dict(p.server.variant), server_label=p.server.display(),
                          server_spec=p.server.model_dump(mode="json"), workload=p.workload,
                          params=p.params.model_dump(mode="json"), params_key=p.params_key, repeat=p.repeat,
-                         status="queued"))
+                         status="queued", profiled=p.profiled))
         del req
     camp.cells_total = len(plans)
     session.flush()

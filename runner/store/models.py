@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     func,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
@@ -109,7 +111,9 @@ class Cell(Base):
     ``seq`` orders execution; ``worker`` is ``host:pid`` of the process that claimed it.
     ``server_cpu_source`` says where its ``server_cpu`` rows came from: ``cgroup`` (the
     server's cgroup counters) or ``tree`` (the process-tree sum; every cell stored before
-    the cgroup figure existed); NULL when no server CPU was measured.
+    the cgroup figure existed); NULL when no server CPU was measured. ``profiled`` marks
+    the extra repeat of a profiled cell family (runner.spec.model.expand): it runs under
+    the profilers and stays out of the primary figures.
     """
 
     __tablename__ = "cell"
@@ -139,6 +143,7 @@ class Cell(Base):
     build_id: Mapped[int | None] = mapped_column(ForeignKey("server_build.id"))
     environment_id: Mapped[int | None] = mapped_column(ForeignKey("environment.id"))
     server_cpu_source: Mapped[str | None] = mapped_column(String(12))
+    profiled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     campaign: Mapped[Campaign] = relationship(back_populates="cells")
     samples: Mapped[list[Sample]] = relationship(back_populates="cell", cascade="all, delete-orphan")

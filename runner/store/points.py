@@ -99,7 +99,7 @@ def points_select(*where):
                    func.max(Environment.env_class), values)
             .join(Sample, Sample.cell_id == Cell.id)
             .outerjoin(Environment, Environment.id == Cell.environment_id)
-            .where(Cell.status == "done", figure_filter(), *where)
+            .where(Cell.status == "done", Cell.profiled.is_(False), figure_filter(), *where)
             .group_by(Cell.campaign_id, Cell.server, track, Cell.workload, Cell.params_key, metric,
                       Cell.server_version))
 

@@ -88,7 +88,8 @@ def _cell(backend, server: str, **params):
                        "servers": [{"name": server}], "workloads": [{"name": "retr", "params": params}]})
     srv = spec.servers[0]
     cell = Cell(id=1, seq=0, server=server, server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
-                workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="", repeat=0)
+                workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="",
+                repeat=1, profiled=True)
     return run_local_cell(cell, spec, backend)
 
 

@@ -27,7 +27,8 @@ def test_vsftpd_container_profile_follows_forked_sessions(dbackend):
                                                                  "duration": 3.0}}]})
     srv = spec.servers[0]
     cell = Cell(id=1, seq=0, server="vsftpd", server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
-                workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="", repeat=0)
+                workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="",
+                repeat=1, profiled=True)
     out = run_local_cell(cell, spec, dbackend)
     assert out.status == "done", out.error
     prof = out.profile

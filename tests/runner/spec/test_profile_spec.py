@@ -46,3 +46,19 @@ def test_run_profile_flag_profiles_every_cell():
                             tls=None, tls_key=None, no_pin=True, inventory=None, profile=True)
     s = _build_spec(ns)
     assert all(s.profile_of(srv, w.name, w.params) is not None for srv in s.servers for w in s.workloads)
+
+
+def test_a_profiled_family_gets_one_extra_profiled_repeat_after_every_measured_one():
+    from runner.spec.model import count_cells, expand
+
+    s = parse_spec({"repeats": 3, "max_repeats": 5,
+                    "servers": [{"name": "tpd", "profile": True}, {"name": "pyftpdlib"}],
+                    "workloads": [{"name": "retr"}, {"name": "login"}]})
+    cells = expand(s)
+    assert len(cells) == 3 * 2 * 2 + 2
+    assert count_cells(s) == 5 * 2 * 2 + 2     # the most the campaign can make: max_repeats counted
+    profiled = [c for c in cells if c.profiled]
+    assert [(c.server.name, c.workload, c.repeat) for c in profiled] == [("tpd", "retr", 5), ("tpd", "login", 5)]
+    assert [c.seq for c in profiled] == [12, 13]   # after the 3 x 2 x 2 measured cells
+    assert not any(c.profiled for c in cells[:12]) and all(c.repeat < 3 for c in cells[:12])
+    assert not any(c.profiled for c in expand(_spec()))

@@ -156,3 +156,39 @@ def test_profile_notes_are_scrubbed_of_secrets(profiles):
     out = scrubbed_outcome(CellOutcome("done", profile=p), frozenset({"hunter2-secret"}))
     assert out.profile is not None and "hunter2-secret" not in out.profile.notes[0]
     assert out.profile.on_cpu == p.on_cpu
+
+
+def test_the_profiled_repeat_stays_out_of_the_primary_figures(engine, profiles):
+    """A spec with ``profile:`` adds one profiled cell per family (runner.spec.model.expand);
+    stored through the loop's store step, its figure is in no series, history point or
+    adaptive-repeat count, while its profile is in the report."""
+    from runner.campaign.loop import _store
+    from runner.cell.outcome import CellOutcome
+    from runner.report.reader import load_campaign
+    from runner.spec.model import parse_spec
+    from runner.store import campaigns as crud
+    from runner.store.models import Cell, Sample, SeriesPoint
+    from tests.support.real_profile import TEST_ENVIRONMENT
+
+    spec = parse_spec({"name": "profiled repeat", "repeats": 2, "backend": "local", "profile": True,
+                       "servers": [{"name": "pyftpdlib", "version": "2.2.0"}],
+                       "workloads": [{"name": "login", "params": {"clients": 4}}]})
+    with Session(engine, expire_on_commit=False) as s:
+        camp = crud.create_campaign(s, spec=spec, backend="local")
+        s.commit()
+        cells = s.query(Cell).filter(Cell.campaign_id == camp.id).order_by(Cell.seq).all()
+        assert [(c.repeat, c.profiled) for c in cells] == [(0, False), (1, False), (2, True)]
+        for c, value in zip(cells, (1.0, 1.5, 9.0)):
+            c.status, c.started_at = "running", crud.now()
+            s.commit()
+            outcome = CellOutcome("done", samples=[Sample(metric="elapsed", stat="value", value=value, unit="s")],
+                                  summary="test", environment=dict(TEST_ENVIRONMENT),
+                                  profile=profiles["a"][0] if c.profiled else None)
+            _store(s, c, outcome, spec, None, {})  # type: ignore[arg-type]  # no backend needed: environment given
+        data = load_campaign(s, campaign_id=camp.id)
+        elapsed = [x for x in data.series if x.metric == "elapsed"]
+        assert [x.samples for x in elapsed] == [(1.0, 1.5)]
+        assert [(p.repeat, p.profiler) for p in data.profiles] == [(2, "perf")]
+        points = s.scalars(select(SeriesPoint).where(SeriesPoint.campaign_id == camp.id,
+                                                     SeriesPoint.metric == "")).all()
+        assert [list(p.samples) for p in points] == [[1.0, 1.5]]
