@@ -3,6 +3,7 @@ variant options, an external server's address, the campaign's certificates). Mad
 from a spec's server entry (runner.spec.model.ServerSpec.request); read by the backends."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +54,8 @@ class ServerRequest:
         ``"pyftpdlib @v2.1"`` (built from source at a ref) or ``"tpd @worktree"`` (a checkout as it is)."""
         s = self.name if not self.version else f"{self.name} {self.version}"
         if self.source is not None:
-            s += f" @{self.ref}" if self.ref else " @worktree"
+            ref = self.ref[:12] if self.ref and re.fullmatch(r"[0-9a-f]{40}", self.ref) else self.ref
+            s += f" @{ref}" if ref else " @worktree"
         if self.variant:
             s += " [" + ",".join(f"{k}={v}" for k, v in sorted(self.variant.items())) + "]"
         return s
