@@ -57,7 +57,8 @@ def figures(data: CampaignData) -> dict[FigureKey, Series]:
     return {(index.get(s.server, -1), s.workload, s.params_key, s.metric, s.checkpoint): s for s in data.series}
 
 
-def at_source(spec: CampaignSpec, *, source: str | None = None, ref: str | None, name: str | None = None) -> CampaignSpec:
+def at_source(spec: CampaignSpec, *, source: str | None = None, ref: str | None,
+              name: str | None = None) -> CampaignSpec:
     """``spec`` with every server built from source set to ``ref`` (and ``source`` when given;
     ``ref=None`` takes a checkout as it is) and the campaign named ``name``. Raises
     ValueError when no server of ``spec`` has a ``source``; runner.spec.model.SpecError

@@ -144,7 +144,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     """Run ``xferlab bisect``; print the first bad commit. Exit 0 when it is found and
     confirmed, 1 when the re-measure does not confirm it or the bisect cannot decide."""
     from runner.campaign import gate
-    from runner.campaign.bisect import Bisector, BisectError
+    from runner.campaign.bisect import BisectError, Bisector
     from runner.spec.model import parse_spec
 
     console = common.console()

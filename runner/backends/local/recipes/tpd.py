@@ -157,9 +157,9 @@ class TpdRecipe(Recipe):
                 http_port = free_port(host)
                 argv += ["--https-listen", f"{host}:{http_port}"]
                 opts.append("--https-listen")
+        binary_src = self.out_dir().name if req.source is None else build_entries["version"]
         norm = json.dumps({"options": [o for o in opts if not o[0].isdigit()] + [
-            f"pasv_width={pr[1] - pr[0] + 1}"], "binary_src": self.out_dir().name if req.source is None else build_entries["version"]},
-            sort_keys=True)
+            f"pasv_width={pr[1] - pr[0] + 1}"], "binary_src": binary_src}, sort_keys=True)
         return Launch(argv, Target(host, ftp_port, FTP_USER, password, run.home, http_port=http_port,
                                    tls=target_tls(req)), norm,
                       {**build_entries, "binary": str(binary), "interpreter": None, **tls_info})
