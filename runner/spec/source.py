@@ -5,7 +5,7 @@ checked before anything runs::
     servers:
       - {name: pyftpdlib, source: /home/me/pyftpdlib, ref: 7f3c2a1}
       - {name: pyftpdlib, source: /home/me/pyftpdlib}            # the checkout as it is, edits included
-      - {name: tpd, source: https://github.com/me/xferlab.git, ref: v0.3}
+      - {name: tpd, source: https://github.com/me/xferlab.git, ref: v0.3}   # servers/tpd of that tree
 
 Both values later reach ``git``'s argument vector (runner.backends.source), never a
 shell: they are allow-listed here (:func:`check_source`, :func:`check_ref`) and passed
@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 #: Servers that can be built from a source tree (runner.backends.local.srcbuild).
-SOURCE_SERVERS: tuple[str, ...] = ("pyftpdlib", "twisted", "tpd")
+SOURCE_SERVERS: tuple[str, ...] = ("pyftpdlib", "twisted", "tpd", "go-http")
 
 #: URL schemes a git source may use.
 URL_SCHEMES: tuple[str, ...] = ("https", "ssh", "file")

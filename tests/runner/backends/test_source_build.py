@@ -164,3 +164,24 @@ def test_tpd_at_a_ref_in_a_container_image_tagged_by_the_commit(dbackend, client
         assert client.images.get(info["image_tag"]).labels["xferlab.source_commit"] == head
     finally:
         h.stop()
+
+
+@pytest.mark.integration
+def test_go_http_from_this_repository_at_a_ref(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("XFERLAB_DATA_DIR", str(tmp_path / "data"))
+    from runner.config import get_settings
+
+    get_settings.cache_clear()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    try:
+        h = backend.start(ServerRequest("go-http", source=str(REPO_ROOT), ref=head))
+        try:
+            info = h.build_info
+            assert info["version"].startswith("go") and info["version"].endswith(f"-git-{head[:12]}")
+            assert info["source"]["commit"] == head
+            assert info["binary"] == str(tmp_path / "data" / "builds" / head[:16] / "go-http" / "go-http")
+        finally:
+            h.stop()
+    finally:
+        get_settings.cache_clear()

@@ -4,8 +4,8 @@
 - pyftpdlib, twisted: ``servers/Dockerfile.python-source`` over a context made in the
   build cache (``<build_root>/docker-<server>/``: that Dockerfile, ``servers/<server>/`` as
   ``server/`` and the exported tree as ``src/``);
-- tpd: the exported tree's own ``servers/tpd`` folder and Dockerfile, as that commit has
-  them (the container entrypoint is this checkout's, as for every tpd image).
+- tpd, go-http: the exported tree's own ``servers/<server>`` folder and Dockerfile, as that
+  commit has them (tpd's container entrypoint is this checkout's, as for every tpd image).
 
 An image already tagged for the same commit and dirty hash is reused.
 """
@@ -22,7 +22,7 @@ from runner.backends.paths import SERVERS_DIR
 from runner.backends.source import ResolvedSource, export, resolve
 
 #: Servers whose image can be built from a source tree, and the package each installs.
-SOURCE_IMAGES: dict[str, str | None] = {"pyftpdlib": "pyftpdlib", "twisted": "twisted", "tpd": None}
+SOURCE_IMAGES: dict[str, str | None] = {"pyftpdlib": "pyftpdlib", "twisted": "twisted", "tpd": None, "go-http": None}
 #: The label holding the commit (and dirty hash) an image was built from.
 SOURCE_LABEL = "xferlab.source"
 
@@ -76,9 +76,9 @@ def ensure_source_image(name: str, location: str, ref: str | None, *, client: An
         context, dockerfile = _python_context(name, src, tree), "Dockerfile"
         args = {"SERVER": name, "PACKAGE": package}
     else:
-        context, dockerfile, args = tree / "servers" / "tpd", "Dockerfile", {}
+        context, dockerfile, args = tree / "servers" / name, "Dockerfile", {}
         if not (context / dockerfile).is_file():
-            raise ImageError(f"tpd at {src.short}: {location} has no servers/tpd/Dockerfile at that commit")
+            raise ImageError(f"{name} at {src.short}: {location} has no servers/{name}/Dockerfile at that commit")
     iid = build_image(client, context=context, dockerfile=dockerfile, tag=tag, buildargs=args,
                       labels={LABEL: "server", "xferlab.server": name, SOURCE_LABEL: src.key,
                               "xferlab.source_commit": src.commit},
