@@ -28,8 +28,8 @@ from runner.backends.local.recipes.base import (
 )
 from runner.backends.local.rundir import RunDir
 from runner.backends.local.srcbuild import resolved_tree
-from runner.backends.source import resolve
 from runner.backends.local.venvs import cache_dir
+from runner.backends.source import resolve
 from runner.backends.system import nofile_target
 from runner.catalogue import variants
 from runner.catalogue.servers import DEFAULT_MAX_BODY, UPLOADS_DIR
