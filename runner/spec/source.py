@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 #: Servers that can be built from a source tree (runner.backends.local.srcbuild).
-SOURCE_SERVERS: tuple[str, ...] = ("pyftpdlib", "twisted", "tpd", "go-http")
+SOURCE_SERVERS: tuple[str, ...] = ("pyftpdlib", "twisted", "tpd", "go-http", "netty")
 
 #: URL schemes a git source may use.
 URL_SCHEMES: tuple[str, ...] = ("https", "ssh", "file")

@@ -185,3 +185,23 @@ def test_go_http_from_this_repository_at_a_ref(backend, tmp_path, monkeypatch):
             h.stop()
     finally:
         get_settings.cache_clear()
+
+
+@pytest.mark.integration
+def test_netty_server_of_this_repository_at_a_ref(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("XFERLAB_DATA_DIR", str(tmp_path / "data"))
+    from runner.config import get_settings
+
+    get_settings.cache_clear()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    try:
+        h = backend.start(ServerRequest("netty", source=str(REPO_ROOT), ref=head))
+        try:
+            info = h.build_info
+            assert info["version"].endswith(f"+git-{head[:12]}") and info["source"]["commit"] == head
+            assert (tmp_path / "data" / "builds" / head[:16] / "netty" / "NettyServer.class").is_file()
+        finally:
+            h.stop()
+    finally:
+        get_settings.cache_clear()

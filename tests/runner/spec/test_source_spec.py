@@ -57,7 +57,7 @@ def test_refusals_name_the_field(tmp_path, server, field, words):
 def test_only_the_servers_with_a_source_build_can_have_one(tmp_path):
     with pytest.raises(SpecError) as ei:
         parse_spec(_spec({"name": "vsftpd", "source": str(tmp_path)}))
-    assert ("vsftpd cannot be built from source here (servers that can: pyftpdlib, twisted, tpd, go-http)"
+    assert ("vsftpd cannot be built from source here (servers that can: pyftpdlib, twisted, tpd, go-http, netty)"
             in str(ei.value))
 
 

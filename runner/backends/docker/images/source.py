@@ -4,7 +4,7 @@
 - pyftpdlib, twisted: ``servers/Dockerfile.python-source`` over a context made in the
   build cache (``<build_root>/docker-<server>/``: that Dockerfile, ``servers/<server>/`` as
   ``server/`` and the exported tree as ``src/``);
-- tpd, go-http: the exported tree's own ``servers/<server>`` folder and Dockerfile, as that
+- tpd, go-http, netty: the exported tree's own ``servers/<server>`` folder and Dockerfile, as that
   commit has them (tpd's container entrypoint is this checkout's, as for every tpd image).
 
 An image already tagged for the same commit and dirty hash is reused.
@@ -22,7 +22,8 @@ from runner.backends.paths import SERVERS_DIR
 from runner.backends.source import ResolvedSource, export, resolve
 
 #: Servers whose image can be built from a source tree, and the package each installs.
-SOURCE_IMAGES: dict[str, str | None] = {"pyftpdlib": "pyftpdlib", "twisted": "twisted", "tpd": None, "go-http": None}
+SOURCE_IMAGES: dict[str, str | None] = {"pyftpdlib": "pyftpdlib", "twisted": "twisted", "tpd": None, "go-http": None,
+                                          "netty": None}
 #: The label holding the commit (and dirty hash) an image was built from.
 SOURCE_LABEL = "xferlab.source"
 
