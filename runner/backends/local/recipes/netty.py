@@ -8,8 +8,8 @@ from pathlib import Path
 
 from runner.backends.local.recipes.base import (
     Launch,
-    ServerFailed,
     Recipe,
+    ServerFailed,
     build_once,
     command_output,
     run_build,
@@ -20,8 +20,8 @@ from runner.backends.local.recipes.base import (
 from runner.backends.local.recipes.http import http_options, http_target
 from runner.backends.local.rundir import RunDir
 from runner.backends.local.srcbuild import resolved_tree
-from runner.backends.source import resolve
 from runner.backends.local.venvs import cache_dir
+from runner.backends.source import resolve
 from runner.spec.request import ServerRequest
 
 #: Debian's jars the server needs (``libnetty-java``; jctools: its dependency, used by netty-common).
