@@ -12,7 +12,10 @@ The loop:
    bad ones, **good** the other way round; when both or neither differ, the nearer median
    (on a log scale) decides if both differ, and if neither differs the commit is measured
    again (another campaign, samples pooled), at most ``max_rounds`` times, then the bisect
-   stops undecided.
+   stops undecided. A commit whose cells measured nothing (it does not build) is skipped,
+   as ``git bisect skip`` does: the next commit is the best other one of ``git rev-list
+   --bisect-all``; when skipped commits are left next to the first bad one, the bisect
+   names them all.
 3. The first bad commit and its first parent are measured once more and classed again:
    the result is confirmed only if the parent is good and the commit bad.
 """
@@ -36,9 +39,15 @@ from runner.spec.model import CampaignSpec
 
 
 class BisectError(Exception):
-    """The bisect cannot go on: good and bad do not differ, a step has no samples (its cells
-    failed: the message has their reason), a commit stays undecided, or the refs are not
-    ordered."""
+    """The bisect cannot go on: good and bad do not differ, a good or bad end has no
+    samples, a commit stays undecided, every commit left failed to measure, or the refs
+    are not ordered."""
+
+
+class NotMeasured(BisectError):
+    """A commit's campaign measured nothing (its cells failed: the message has their
+    reason, e.g. the build's last lines). In the middle of the range the commit is skipped,
+    as ``git bisect skip`` does."""
 
 
 @dataclass
@@ -81,9 +90,12 @@ def _lines(repo: Path, args: list[str]) -> list[str]:
     return git(args, cwd=repo, what="git " + args[0]).decode().split()
 
 
-def bisect_steps(repo: Path, bad: str, goods: list[str]) -> tuple[str | None, int, int]:
-    """git's next bisect commit of ``bad --not goods`` (``git rev-list --bisect-vars``):
-    (the commit or None when ``bad`` is the only one left, commits left, steps left)."""
+def bisect_steps(repo: Path, bad: str, goods: list[str], skipped: frozenset[str] = frozenset()
+                 ) -> tuple[str | None, int, int]:
+    """git's next bisect commit of ``bad --not goods`` (``git rev-list --bisect-vars``), or,
+    when that one is in ``skipped``, the best other one of ``git rev-list --bisect-all``
+    (git's order by how evenly each splits the range): (the commit, or None when every
+    commit left but ``bad`` is skipped or none is; commits left; steps left)."""
     revs = [bad, *(f"^{g}" for g in goods)]
     left = _lines(repo, ["rev-list", "--end-of-options", *revs])
     if len(left) <= 1:
@@ -91,7 +103,13 @@ def bisect_steps(repo: Path, bad: str, goods: list[str]) -> tuple[str | None, in
     out = git(["rev-list", "--bisect-vars", "--end-of-options", *revs], cwd=repo,
               what="git rev-list --bisect-vars").decode()
     values = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-    return values["bisect_rev"].strip("'"), len(left), int(values.get("bisect_steps", "0"))
+    steps = int(values.get("bisect_steps", "0"))
+    mid = values["bisect_rev"].strip("'")
+    if mid in skipped:
+        order = [line.split()[0] for line in git(["rev-list", "--bisect-all", "--end-of-options", *revs], cwd=repo,
+                                                 what="git rev-list --bisect-all").decode().splitlines() if line]
+        mid = next((c for c in order if c not in skipped and c != bad), None)  # type: ignore[assignment]
+    return mid, len(left), steps
 
 
 class Bisector:
@@ -128,7 +146,7 @@ class Bisector:
         if s is None:
             why = "; ".join(sorted({(e or "").strip().splitlines()[0] for *_x, e in data.failures if e})) or \
                 f"no {self.workload} {self.metric} samples"
-            raise BisectError(f"campaign {cid} at {commit[:12]} measured nothing: {why}")
+            raise NotMeasured(f"campaign {cid} at {commit[:12]} measured nothing: {why}")
         return cid, s
 
     def classify(self, commit: str, role: str, good: Series, bad: Series) -> Step:
@@ -177,14 +195,20 @@ class Bisector:
             raise BisectError(f"good and bad do not differ by a significant regression of {self.metric}: "
                               f"{v.change * 100:+.1f}%, p={v.p_value:.3g} (min effect {self.min_effect * 100:.0f}%)")
         goods, bad = [g.commit], b.commit
+        skipped: set[str] = set()
         while True:
-            mid, left, steps_left = bisect_steps(repo, bad, goods)
+            mid, left, steps_left = bisect_steps(repo, bad, goods, frozenset(skipped))
             if mid is None:
                 break
             subject = _subject(repo, mid)
             self.say(f"step {len(steps) - 1}: {mid[:12]} {subject[:60]!r} ({left} commits left, "
                      f"about {steps_left + 1} step{'s' if steps_left else ''} to go)")
-            st = self.classify(mid, "step", gs, bs)
+            try:
+                st = self.classify(mid, "step", gs, bs)
+            except NotMeasured as e:
+                self.say(f"  {mid[:12]} skipped: {e}")
+                skipped.add(mid)
+                continue
             st.subject, st.left = subject, left
             steps.append(st)
             self.say(f"  {mid[:12]} is {st.verdict}: median {st.median:.4g} (p vs good {st.p_good:.3g}, "
@@ -194,6 +218,11 @@ class Bisector:
             else:
                 goods.append(mid)
         first = bad
+        unsure = [c for c in _lines(repo, ["rev-list", "--end-of-options", bad, *(f"^{x}" for x in goods)])
+                  if c in skipped]
+        if unsure:
+            raise BisectError(f"the first bad commit is {bad[:12]} or one of the commits that could not be "
+                              f"measured before it: {', '.join(c[:12] for c in unsure)}")
         parent = git(["rev-parse", "--verify", "--end-of-options", f"{first}^1"], cwd=repo,
                      what="git rev-parse").decode().strip()
         self.say(f"first bad commit {first[:12]}; confirming: re-measuring it and its parent {parent[:12]}")
