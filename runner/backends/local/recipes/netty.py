@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from runner.backends.local.recipes.base import (
     Launch,
@@ -90,7 +91,7 @@ class NettyRecipe(Recipe):
         version = command_output(["dpkg-query", "-W", "-f", "${Version}", "libnetty-java"])
         cfg = json.dumps({"options": opts, "classes": classes.name, "https": tls_mode(req) == "https"},
                          sort_keys=True)
-        info = {"version": version, "binary": str(server_file("netty", "NettyServer.java")),
+        info: dict[str, Any] = {"version": version, "binary": str(server_file("netty", "NettyServer.java")),
                 "interpreter": java, "obtained": "system (libnetty-java)"}
         if req.source is not None:  # one build row per commit: the commit in the version
             resolved = resolve(req.source, req.ref)
