@@ -22,6 +22,9 @@ class CheckResult:
         verdicts: one per compared figure, in the campaign's order.
         missing: figures of the baseline with no samples in the candidate (its cells failed),
             with the candidate's failure messages.
+        env_classes: the environment classes (runner.store.models.Environment) of the
+            baseline and the candidate: figures of different classes are compared, and
+            the summary says so.
     """
 
     baseline: int
@@ -30,6 +33,7 @@ class CheckResult:
     candidate_what: str
     verdicts: list[Verdict] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    env_classes: tuple[str, str] = ("", "")
 
     @property
     def regressions(self) -> list[Verdict]:
@@ -59,10 +63,14 @@ def run_check(base: CampaignData, cand: CampaignData, *, baseline_what: str, can
     """Compare every figure of :func:`primary_keys` of ``base`` with the same figure of
     ``cand`` (the same server position, workload, parameters, metric). The minimum effect
     of a figure is ``min_effect_for(metric, env_class of the candidate, min_effect)``."""
-    res = CheckResult(base.campaign_id, cand.campaign_id, baseline_what, candidate_what)
+    env_class = str(cand.environment.get("env_class") or "") or None
+    res = CheckResult(base.campaign_id, cand.campaign_id, baseline_what, candidate_what,
+                      env_classes=(str(base.environment.get("env_class") or ""), env_class or ""))
     cf = figures(cand)
     bf = figures(base)
-    env_class = str(cand.environment.get("env_class") or "") or None
+    if bf and cf and not set(bf) & set(cf):
+        raise ValueError(f"campaign {base.campaign_id} and campaign {cand.campaign_id} share no figure (same server "
+                         "position, workload, parameters, metric): the baseline must be a campaign of the same spec")
     for key in primary_keys(base, metrics):
         name = figure_name(base, key)
         other = cf.get(key)
@@ -90,6 +98,9 @@ def markdown(res: CheckResult) -> str:
     lines = [head, "",
              f"Candidate **{res.candidate_what}** (campaign {res.candidate}) vs baseline **{res.baseline_what}** "
              f"(campaign {res.baseline}); Mann-Whitney U, alpha 0.05, plus a minimum effect.", "",
+             *([f"Note: the two sides ran in different environment classes ({res.env_classes[0]} vs "
+                f"{res.env_classes[1]}: kernel, CPU, cores, sysctls or backend differ).", ""]
+               if res.env_classes[0] != res.env_classes[1] else []),
              "| figure | baseline | candidate | change | p | min effect | verdict |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for v in res.verdicts:

@@ -129,8 +129,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     console.print(f"candidate {args.candidate}: running {spec.name!r}")
     cand_id = gate.run_stored(engine, cand_spec, rep)
     min_effect = gate.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect
-    res = run_check(gate.read(engine, base_id), gate.read(engine, cand_id), baseline_what=base_what,
-                    candidate_what=args.candidate, min_effect=min_effect, metrics=args.metric)
+    try:
+        res = run_check(gate.read(engine, base_id), gate.read(engine, cand_id), baseline_what=base_what,
+                        candidate_what=args.candidate, min_effect=min_effect, metrics=args.metric)
+    except ValueError as e:
+        raise CliError(str(e)) from None
     md = markdown(res)
     sys.stdout.write(md)
     if args.markdown:
