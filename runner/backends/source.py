@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -109,12 +110,19 @@ class ResolvedSource:
         return builds_dir() / self.key
 
 
-def _mirror(url: str) -> Path:
-    """The bare mirror of ``url`` under the builds dir, cloned once, fetched on each call."""
+def _mirror(url: str, ref: str | None) -> Path:
+    """The bare mirror of ``url`` under the builds dir, cloned once, fetched on each call
+    unless ``ref`` is a full commit SHA the mirror already has (a commit never changes)."""
     root = builds_dir() / "mirrors"
     root.mkdir(parents=True, exist_ok=True)
     path = root / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
     with FileLock(root / f"{path.name}.lock", timeout=GIT_TIMEOUT):
+        if (path / "HEAD").is_file() and ref is not None and re.fullmatch(r"[0-9a-f]{40}", ref):
+            try:
+                git(["cat-file", "-e", "--end-of-options", f"{ref}^{{commit}}"], cwd=path, what="git cat-file")
+                return path
+            except ServerFailed:
+                pass
         if (path / "HEAD").is_file():
             git(["fetch", "--prune", "--tags", "--force", "origin"], cwd=path, what=f"fetching {url}")
         else:
@@ -150,7 +158,7 @@ def resolve(location: str, ref: str | None) -> ResolvedSource:
             ``ref`` does not name a commit there (git's message).
     """
     if "://" in location:
-        repo = _mirror(location)
+        repo = _mirror(location, ref)
     else:
         repo = Path(location)
         top = git(["rev-parse", "--show-toplevel"], cwd=repo, what=f"{location}: not a git checkout")

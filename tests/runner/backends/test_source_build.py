@@ -205,3 +205,13 @@ def test_netty_server_of_this_repository_at_a_ref(backend, tmp_path, monkeypatch
             h.stop()
     finally:
         get_settings.cache_clear()
+
+
+def test_a_mirrored_commit_is_not_fetched_again(repo):
+    url = f"file://{repo}"
+    head = resolve(url, "main")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "third")
+    again = resolve(url, head.commit)  # a full SHA the mirror has: no fetch, the mirror's main stays put
+    assert again.commit == head.commit and _git(again.repo, "rev-parse", "refs/heads/main") == head.commit
+    assert resolve(url, "main").subject == "third"  # a branch is fetched each time
+    assert _git(again.repo, "rev-parse", "refs/heads/main") != head.commit
