@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from scipy.stats import false_discovery_control
 
 from runner.campaign.gate import FigureKey, Verdict, figure_name, figures, min_effect_for, verdict
 from runner.report.data import CampaignData
+from runner.report.stats import ALPHA
 
 
 @dataclass
@@ -62,7 +65,10 @@ def run_check(base: CampaignData, cand: CampaignData, *, baseline_what: str, can
               min_effect: float, metrics: Iterable[str] = ()) -> CheckResult:
     """Compare every figure of :func:`primary_keys` of ``base`` with the same figure of
     ``cand`` (the same server position, workload, parameters, metric). The minimum effect
-    of a figure is ``min_effect_for(metric, env_class of the candidate, min_effect)``."""
+    of a figure is ``min_effect_for(metric, env_class of the candidate, min_effect)``; with
+    more than one figure their p-values are adjusted with Benjamini-Hochberg
+    (``scipy.stats.false_discovery_control``) and a figure is significant when its q-value
+    is below 0.05. Raises ValueError when the two campaigns share no figure."""
     env_class = str(cand.environment.get("env_class") or "") or None
     res = CheckResult(base.campaign_id, cand.campaign_id, baseline_what, candidate_what,
                       env_classes=(str(base.environment.get("env_class") or ""), env_class or ""))
@@ -80,6 +86,10 @@ def run_check(base: CampaignData, cand: CampaignData, *, baseline_what: str, can
             res.missing.append(f"{name}: {why}")
             continue
         res.verdicts.append(verdict(name, bf[key], other, min_effect_for(key[3], env_class, min_effect)))
+    if len(res.verdicts) > 1:  # many figures, one decision: Benjamini-Hochberg, as runner.history does
+        qs = false_discovery_control([v.p_value for v in res.verdicts], method="bh")
+        res.verdicts = [replace(v, q_value=float(q), regression=v.regression and q < ALPHA,
+                                improvement=v.improvement and q < ALPHA) for v, q in zip(res.verdicts, qs, strict=True)]
     return res
 
 
@@ -97,18 +107,20 @@ def markdown(res: CheckResult) -> str:
     head = ("## :x: xferlab check: regression" if res.failed else "## :white_check_mark: xferlab check: no regression")
     lines = [head, "",
              f"Candidate **{res.candidate_what}** (campaign {res.candidate}) vs baseline **{res.baseline_what}** "
-             f"(campaign {res.baseline}); Mann-Whitney U, alpha 0.05, plus a minimum effect.", "",
+             f"(campaign {res.baseline}); Mann-Whitney U, Benjamini-Hochberg over the figures, alpha 0.05, plus a "
+             "minimum effect.", "",
              *([f"Note: the two sides ran in different environment classes ({res.env_classes[0]} vs "
                 f"{res.env_classes[1]}: kernel, CPU, cores, sysctls or backend differ).", ""]
                if res.env_classes[0] != res.env_classes[1] else []),
-             "| figure | baseline | candidate | change | p | min effect | verdict |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| figure | baseline | candidate | change | p | q (BH) | min effect | verdict |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for v in res.verdicts:
         word = "**regression**" if v.regression else ("improvement" if v.improvement else "same")
         lines.append(f"| {v.name} | {_num(v.base_median)} {v.unit} (n={v.n_base}) | {_num(v.cand_median)} {v.unit} "
-                     f"(n={v.n_cand}) | {_pct(v.change)} | {v.p_value:.3g} | {v.min_effect * 100:.1f}% | {word} |")
+                     f"(n={v.n_cand}) | {_pct(v.change)} | {v.p_value:.3g} | {v.q_value:.3g} | {v.min_effect * 100:.1f}% "
+                     f"| {word} |")
     for m in res.missing:
-        lines.append(f"| {m} | | | | | | **not measured** |")
+        lines.append(f"| {m} | | | | | | | **not measured** |")
     lines.append("")
     return "\n".join(lines)
 
@@ -121,7 +133,7 @@ def junit(res: CheckResult) -> str:
     for v in res.verdicts:
         case = ET.SubElement(suite, "testcase", classname="xferlab.check", name=v.name)
         text = (f"baseline {_num(v.base_median)} {v.unit}, candidate {_num(v.cand_median)} {v.unit}, change "
-                f"{_pct(v.change)}, p={v.p_value:.3g}, min effect {v.min_effect * 100:.1f}%")
+                f"{_pct(v.change)}, p={v.p_value:.3g}, q={v.q_value:.3g}, min effect {v.min_effect * 100:.1f}%")
         if v.regression:
             ET.SubElement(case, "failure", message=f"regression: {_pct(v.change)}").text = text
         else:

@@ -109,8 +109,10 @@ class Verdict:
         base_median, cand_median: medians of the raw samples.
         change: relative change of the median, candidate vs baseline (+0.10 = 10% higher).
         p_value: two-sided Mann-Whitney U p-value.
+        q_value: ``p_value`` adjusted with Benjamini-Hochberg over every figure of one check
+            (runner.campaign.check.run_check); ``p_value`` for a figure compared alone.
         min_effect: the minimum relative effect that counts (:func:`min_effect_for`).
-        regression: significant, worse, and at least ``min_effect``.
+        regression: significant (``q_value`` below alpha), worse, and at least ``min_effect``.
         improvement: significant, better, and at least ``min_effect``.
         n_base, n_cand: samples on each side.
     """
@@ -126,6 +128,7 @@ class Verdict:
     improvement: bool
     n_base: int
     n_cand: int
+    q_value: float = 1.0
 
 
 def verdict(name: str, base: Series, cand: Series, min_effect: float, alpha: float = ALPHA) -> Verdict:
@@ -137,7 +140,7 @@ def verdict(name: str, base: Series, cand: Series, min_effect: float, alpha: flo
     worse = (mc < mb) if base.higher_is_better else (mc > mb)
     big = abs(change) >= min_effect
     return Verdict(name, base.unit, mb, mc, change, c.p_value, min_effect, c.significant and worse and big,
-                   c.significant and not worse and big, len(base.samples), len(cand.samples))
+                   c.significant and not worse and big, len(base.samples), len(cand.samples), c.p_value)
 
 
 def samples_of(data: CampaignData, workload: str, metric: str, checkpoint: str | None = None) -> Series | None:

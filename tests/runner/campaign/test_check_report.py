@@ -1,6 +1,7 @@
 """``xferlab check``'s verdicts, Markdown and JUnit on plain campaign data (runner.campaign.check):
 the reference p-values are the exact Mann-Whitney U ones counted by hand, 2/C(8,4) = 2/70 for
-two wholly separated samples of 4."""
+two wholly separated samples of 4, 2/C(10,5) = 2/252 for 5; Benjamini-Hochberg over m figures
+multiplies the smallest p by m (then takes running minima from the largest)."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -24,31 +25,41 @@ def _data(cid: int, label: str, elapsed: tuple[float, ...], mibs: tuple[float, .
 
 
 def test_a_separated_slower_sample_is_a_regression_and_the_rest_is_not():
-    base = _data(1, "pyftpdlib @aaa", (0.010, 0.011, 0.012, 0.013), (1000.0, 1010.0, 990.0, 1005.0))
-    cand = _data(2, "pyftpdlib @bbb", (0.20, 0.21, 0.22, 0.23), (1001.0, 1009.0, 991.0, 1004.0))
+    base = _data(1, "pyftpdlib @aaa", (0.010, 0.011, 0.012, 0.013, 0.0115), (1000.0, 1010.0, 990.0, 1005.0, 1002.0))
+    cand = _data(2, "pyftpdlib @bbb", (0.20, 0.21, 0.22, 0.23, 0.215), (1001.0, 1009.0, 991.0, 1004.0, 1003.0))
     res = run_check(base, cand, baseline_what="aaa", candidate_what="bbb", min_effect=0.05)
     assert [v.name for v in res.verdicts] == ["4 concurrent clients (RETR 64K file) elapsed",
                                               "RETR (server -> client) throughput"]  # memory only on request
     slow, same = res.verdicts
     assert slow.regression and not slow.improvement
-    assert slow.p_value == pytest.approx(2 / 70)
+    assert slow.p_value == pytest.approx(2 / 252) and slow.q_value == pytest.approx(2 * 2 / 252)
     assert slow.change == pytest.approx(0.215 / 0.0115 - 1)
     assert not same.regression and not same.improvement and same.p_value > 0.5
     assert res.failed
     md = markdown(res)
     assert md.startswith("## :x: xferlab check: regression\n")
-    assert ("| 4 concurrent clients (RETR 64K file) elapsed | 0.0115 s (n=4) | 0.215 s (n=4) | +1769.6% | 0.0286 "
-            "| 5.0% | **regression** |") in md
+    assert ("| 4 concurrent clients (RETR 64K file) elapsed | 0.0115 s (n=5) | 0.215 s (n=5) | +1769.6% | 0.00794 "
+            "| 0.0159 | 5.0% | **regression** |") in md
     suite = ET.fromstring(junit(res).split("\n", 1)[1]).find("testsuite")
     assert suite is not None and suite.get("tests") == "2" and suite.get("failures") == "1"
     assert [c.find("failure") is not None for c in suite.findall("testcase")] == [True, False]
 
 
-def test_a_small_significant_change_below_the_minimum_effect_passes():
-    base = _data(1, "a", (1.00, 1.01, 1.02, 1.03), (100.0, 100.0, 100.0, 100.0))
-    cand = _data(2, "b", (1.04, 1.05, 1.06, 1.07), (100.0, 100.0, 100.0, 100.0))  # +4%, p = 2/70
+def test_with_several_figures_the_false_discovery_rate_is_controlled():
+    base = _data(1, "a", (0.010, 0.011, 0.012, 0.013), (100.0, 101.0, 102.0, 103.0))
+    cand = _data(2, "b", (0.20, 0.21, 0.22, 0.23), (100.5, 101.5, 102.5, 103.5))
     res = run_check(base, cand, baseline_what="a", candidate_what="b", min_effect=0.05)
-    assert res.verdicts[0].p_value == pytest.approx(2 / 70) and not res.failed
+    slow = res.verdicts[0]
+    # p = 2/70 alone would pass; over 2 figures its q is at least 2/70 * 2 > 0.05
+    assert slow.p_value == pytest.approx(2 / 70) and slow.q_value > 0.05 and not slow.regression
+
+
+def test_a_small_significant_change_below_the_minimum_effect_passes():
+    base = _data(1, "a", (1.00, 1.01, 1.02, 1.03, 1.02), (100.0,) * 5)
+    cand = _data(2, "b", (1.06, 1.07, 1.08, 1.09, 1.065), (100.0,) * 5)  # +4.9%, p = 2/252, q = 4/252
+    res = run_check(base, cand, baseline_what="a", candidate_what="b", min_effect=0.05)
+    assert res.verdicts[0].change == pytest.approx(1.07 / 1.02 - 1)
+    assert res.verdicts[0].q_value == pytest.approx(4 / 252) and not res.failed
     assert run_check(base, cand, baseline_what="a", candidate_what="b", min_effect=0.03).failed
     assert markdown(res).startswith("## :white_check_mark: xferlab check: no regression")
 
