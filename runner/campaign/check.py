@@ -117,8 +117,8 @@ def markdown(res: CheckResult) -> str:
     for v in res.verdicts:
         word = "**regression**" if v.regression else ("improvement" if v.improvement else "same")
         lines.append(f"| {v.name} | {_num(v.base_median)} {v.unit} (n={v.n_base}) | {_num(v.cand_median)} {v.unit} "
-                     f"(n={v.n_cand}) | {_pct(v.change)} | {v.p_value:.3g} | {v.q_value:.3g} | {v.min_effect * 100:.1f}% "
-                     f"| {word} |")
+                     f"(n={v.n_cand}) | {_pct(v.change)} | {v.p_value:.3g} | {v.q_value:.3g} "
+                     f"| {v.min_effect * 100:.1f}% | {word} |")
     for m in res.missing:
         lines.append(f"| {m} | | | | | | | **not measured** |")
     lines.append("")
