@@ -164,3 +164,27 @@ def test_check_gates_the_slow_ref_and_passes_a_harmless_one(repo, xferlab_env, e
     assert info["source"] == {"location": str(repo["path"]), "ref": shas["slow"][:10], "commit": shas["slow"],
                               "dirty_hash": None, "subject": "RETR: wait 50 ms",
                               "author_date": "2026-01-01T00:00:00Z", "commit_index": 4}
+
+
+@pytest.mark.docker
+def test_the_slow_commit_in_a_container_image_tagged_by_it(repo, dbackend, client):
+    from runner.spec.request import ServerRequest
+
+    sha = repo["shas"]["slow"]
+    req = ServerRequest("pyftpdlib", source=str(repo["path"]), ref=sha)
+    dbackend.check(req)
+    h = dbackend.start(req)
+    try:
+        info = h.build_info
+        assert info["image_tag"] == f"xferlab/pyftpdlib:git-{sha[:16]}"
+        assert info["version"] == f"2.2.0+g{sha[:12]}" and info["source"]["commit"] == sha
+        assert info["source"]["subject"] == "RETR: wait 50 ms"
+        img = client.images.get(info["image_tag"])
+        assert img.labels["xferlab.source_commit"] == sha
+        # the image holds the commit's code: the sleep is in its RETR handler
+        code, out = client.containers.get(info["container"]).exec_run(
+            ["/opt/venv/bin/python", "-c", "import inspect, pyftpdlib.handlers.ftp.control as c; "
+             "print('time.sleep(0.05)' in inspect.getsource(c.FTPHandler.ftp_RETR))"])
+        assert (code, out.decode().strip()) == (0, "True")
+    finally:
+        h.stop()
