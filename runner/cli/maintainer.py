@@ -66,6 +66,7 @@ def add_bisect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-effect", type=min_effect_arg, default=None, help="smallest good/bad change, e.g. 5%%")
     p.add_argument("--backend", choices=("auto", "local", "docker"), default="auto")
     p.add_argument("--no-warmup", action="store_true", help="no unrecorded warm-up pass before each cell")
+    p.add_argument("--json", help="write the result (first bad commit, confirmed, every step) here as JSON")
 
 
 class LineReporter:
@@ -174,5 +175,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         say(f"  {st.role:>7} {st.commit[:12]} {st.verdict:>4}  median {st.median:.4g}  campaigns "
             f"{','.join(map(str, st.campaigns))}  {st.subject[:60]}")
     state = "confirmed" if res.confirmed else "NOT confirmed by the re-measure"
+    if args.json:
+        import dataclasses
+        import json
+
+        doc = {"version": 1, "server": args.server, "source": spec.servers[0].source, "good": args.good,
+               "bad": args.bad, "workload": args.workload, "metric": args.metric, **dataclasses.asdict(res)}
+        common.emit(json.dumps(doc, indent=1) + "\n", args.json)
     print(f"first bad commit: {res.first_bad} {res.subject} ({state})")
     return 0 if res.confirmed else 1

@@ -8,6 +8,7 @@ commits; without the sleep, 4 RETRs of 64 KiB over loopback take well under 0.1 
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,16 +93,19 @@ def _elapsed(engine, cid: int) -> list[float]:
             Cell.campaign_id == cid, Sample.metric == "elapsed", Sample.stat == "value")))
 
 
-def test_bisect_names_the_slow_commit(repo, xferlab_env, engine, capsys):
+def test_bisect_names_the_slow_commit(repo, xferlab_env, engine, capsys, tmp_path):
     shas = repo["shas"]
     code, out = _cli(["bisect", "--server", "pyftpdlib", "--source", str(repo["path"]), "--good", shas["base"][:10],
                       "--bad", "main", "--workload", "retr_concurrent", "--param", "clients=4", "--param",
                       "file_size=64K", "--metric", "elapsed", "--repeats", "4", "--backend", "local",
-                      "--no-warmup"], capsys)
+                      "--no-warmup", "--json", str(tmp_path / "bisect.json")], capsys)
     print(out)
     assert code == 0, out
     assert f"first bad commit: {shas['slow']} RETR: wait 50 ms (confirmed)" in out
     assert "commits left" in out and "to go)" in out  # progress names the steps left
+    doc = json.loads((tmp_path / "bisect.json").read_text())
+    assert doc["first_bad"] == shas["slow"] and doc["confirmed"] is True and doc["version"] == 1
+    assert [st["role"] for st in doc["steps"]][:2] == ["good", "bad"] and doc["steps"][-1]["verdict"] == "bad"
     runs = _campaigns(engine, "bisect pyftpdlib")
     # good, bad, at least 2 midpoints of the 5 commits, then the found commit and its parent again
     assert 6 <= len(runs) <= 10, runs
