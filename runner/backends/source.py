@@ -35,6 +35,10 @@ from runner.config import get_settings
 
 #: Seconds a git command may take (a clone of a large repository included).
 GIT_TIMEOUT = 600
+#: Settings of a checkout's own configuration that would run a program, turned off for every
+#: git command: the file-system monitor hook, hooks. (External diff drivers and text
+#: conversion filters are turned off by ``--no-ext-diff --no-textconv`` where a diff is made.)
+SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never")
 
 
 def builds_dir() -> Path:
@@ -51,7 +55,7 @@ def git(args: list[str], *, cwd: Path | None = None, timeout: float = GIT_TIMEOU
     """
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/true", "LC_ALL": "C"}
     try:
-        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=timeout, env=env)
+        r = subprocess.run(["git", *SAFE_CONFIG, *args], cwd=cwd, capture_output=True, timeout=timeout, env=env)
     except FileNotFoundError as e:
         raise ServerFailed(f"{what}: git is not installed (apt-get install git)") from e
     except subprocess.TimeoutExpired as e:
@@ -134,7 +138,7 @@ def _mirror(url: str, ref: str | None) -> Path:
 def dirty_hash(repo: Path) -> str | None:
     """sha256 (hex) of a checkout's uncommitted changes: ``git diff HEAD --binary`` then each
     untracked, not ignored file (path and bytes), or None when there is none."""
-    diff = git(["diff", "HEAD", "--binary"], cwd=repo, what="git diff")
+    diff = git(["diff", "--binary", "--no-ext-diff", "--no-textconv", "HEAD"], cwd=repo, what="git diff")
     untracked = [p for p in git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=repo,
                                 what="git ls-files").split(b"\0") if p]
     if not diff and not untracked:

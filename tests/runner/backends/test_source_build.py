@@ -215,3 +215,16 @@ def test_a_mirrored_commit_is_not_fetched_again(repo):
     assert again.commit == head.commit and _git(again.repo, "rev-parse", "refs/heads/main") == head.commit
     assert resolve(url, "main").subject == "third"  # a branch is fetched each time
     assert _git(again.repo, "rev-parse", "refs/heads/main") != head.commit
+
+
+def test_a_checkouts_own_config_runs_no_program(repo, tmp_path):
+    marker = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\necho x\n")
+    hook.chmod(0o755)
+    _git(repo, "config", "core.fsmonitor", str(hook))
+    _git(repo, "config", "diff.external", str(hook))
+    (repo / "a.txt").write_text("dirty\n")
+    src = resolve(str(repo), None)
+    assert src.dirty_hash is not None and (export(src) / "a.txt").read_text() == "dirty\n"
+    assert not marker.exists()
