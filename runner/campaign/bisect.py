@@ -196,12 +196,12 @@ class Bisector:
                               f"{v.change * 100:+.1f}%, p={v.p_value:.3g} (min effect {self.min_effect * 100:.0f}%)")
         goods, bad = [g.commit], b.commit
         skipped: set[str] = set()
-        while True:
+        for n in range(1, 10_000):
             mid, left, steps_left = bisect_steps(repo, bad, goods, frozenset(skipped))
             if mid is None:
                 break
             subject = _subject(repo, mid)
-            self.say(f"step {len(steps) - 1}: {mid[:12]} {subject[:60]!r} ({left} commits left, "
+            self.say(f"step {n}: {mid[:12]} {subject[:60]!r} ({left} commits left, "
                      f"about {steps_left + 1} step{'s' if steps_left else ''} to go)")
             try:
                 st = self.classify(mid, "step", gs, bs)

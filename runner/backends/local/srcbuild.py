@@ -30,6 +30,11 @@ from runner.spec.request import ServerRequest
 #: Seconds a venv creation, a pip install or a make may take.
 BUILD_TIMEOUT = 900
 
+#: Builds that failed in this process, by (what, cache key): the same ServerFailed again
+#: for the next cell instead of the same failing build once per cell (a new process, e.g.
+#: the next campaign, tries again).
+_FAILED: dict[tuple[str, str], ServerFailed] = {}
+
 
 def resolved_tree(req: ServerRequest) -> tuple[ResolvedSource, Path]:
     """``req``'s source resolved and exported: (the commit, the tree's directory).
@@ -80,6 +85,18 @@ def source_venv(package: str, req: ServerRequest, progress: Callable[[str], None
     got = ready(False)
     if got:
         return got
+    if (package, src.key) in _FAILED:
+        raise _FAILED[(package, src.key)]
+    try:
+        return _build_venv(package, src, tree, path, ready, progress)
+    except ServerFailed as e:
+        _FAILED[(package, src.key)] = e
+        raise
+
+
+def _build_venv(package: str, src: ResolvedSource, tree: Path, path: Path,
+                ready: Callable[[bool], VenvInfo | None], progress: Callable[[str], None]) -> VenvInfo:
+    """Make the venv of :func:`source_venv` under its file lock."""
     with FileLock(path.parent / f"{path.name}.lock", timeout=BUILD_TIMEOUT):
         got = ready(False)
         if got:
@@ -117,12 +134,18 @@ def source_tpd(req: ServerRequest, progress: Callable[[str], None]) -> tuple[Pat
     binary = out / "tpd"
     if binary.is_file() and (out / ".built").is_file():
         return binary, src
+    if ("tpd", src.key) in _FAILED:
+        raise _FAILED[("tpd", src.key)]
     out.mkdir(parents=True, exist_ok=True)
     with FileLock(out.parent / "tpd.lock", timeout=BUILD_TIMEOUT):
         if not (binary.is_file() and (out / ".built").is_file()):
             progress(f"building tpd from {src.location} at {src.short} into {out}")
-            _run(f"tpd at {src.short}: make -C {tpd_src} OUT={out}", ["make", "-C", str(tpd_src), f"OUT={out}"])
-            if not binary.is_file():
-                raise ServerFailed(f"tpd at {src.short}: make succeeded but made no {binary}")
+            try:
+                _run(f"tpd at {src.short}: make -C {tpd_src} OUT={out}", ["make", "-C", str(tpd_src), f"OUT={out}"])
+                if not binary.is_file():
+                    raise ServerFailed(f"tpd at {src.short}: make succeeded but made no {binary}")
+            except ServerFailed as e:
+                _FAILED[("tpd", src.key)] = e
+                raise
             (out / ".built").write_text(str(time.time()))
     return binary, src

@@ -100,12 +100,16 @@ def test_a_python_source_that_does_not_build_is_a_failure_with_pips_lines(repo):
     (repo / "pyproject.toml").write_text("[project]\nname = 'pyftpdlib'\nversion = 'not a version'\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "a broken pyproject")
-    b = LocalBackend()
+    said: list[str] = []
+    b = LocalBackend(progress=said.append)
     with pytest.raises(ServerFailed) as ei:
         b.check(ServerRequest("pyftpdlib", source=str(repo), ref="main"))
     msg = str(ei.value)
     assert msg.startswith("pyftpdlib at ") and "pip install" in msg and "failed (exit 1)" in msg
     assert "version" in msg.split("failed (exit 1)")[1]  # pip's own words about the bad version
+    with pytest.raises(ServerFailed) as again:  # the next cell: the same failure, not the same build again
+        b.check(ServerRequest("pyftpdlib", source=str(repo), ref="main"))
+    assert str(again.value) == msg and sum(m.startswith("building pyftpdlib") for m in said) == 1
 
 
 @pytest.mark.integration
