@@ -19,6 +19,8 @@ argument builder, handler), handlers imported only when their command runs (pype
     xferlab loadgen --host H --port P ... --start-at T   one load phase from this host, as JSON (multi-host)
     xferlab serve --server JSON --bind ADDR             one server on this host, driven over stdin (multi-host)
     xferlab db                                          where the database is; migrate it
+    xferlab check SPEC --candidate REF --baseline REF|ID  CI gate: exit 1 on a significant regression
+    xferlab bisect --server S --source P --good G --bad B  the first commit where a figure regressed
 """
 from __future__ import annotations
 
@@ -185,6 +187,18 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     add_serve_arguments(p)
 
 
+def _check_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.maintainer import add_check_arguments
+
+    add_check_arguments(p)
+
+
+def _bisect_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.maintainer import add_bisect_arguments
+
+    add_bisect_arguments(p)
+
+
 def _dashboard_args(ds: argparse.ArgumentParser) -> None:
     ds.add_argument("--host", default="127.0.0.1")
     ds.add_argument("--port", type=int, default=8000)
@@ -225,6 +239,16 @@ COMMANDS: tuple[Command, ...] = (
             _serve_args),
     Command("dashboard", "serve the web dashboard", "runner.cli.tools:cmd_dashboard", _dashboard_args),
     Command("db", "print the database URL in use (migrating it)", "runner.cli.tools:cmd_db"),
+    Command("check", "run a spec at a candidate and a baseline ref, exit 1 on a significant regression",
+            "runner.cli.maintainer:cmd_check", _check_args,
+            description="The spec's servers with 'source' are built at --candidate (a ref, or a checkout "
+                        "directory as it is) and at --baseline (a ref, or a stored campaign id: its samples are "
+                        "reused); each workload's row metric is compared (Mann-Whitney U plus a minimum "
+                        "effect). Writes a Markdown summary and JUnit XML for CI."),
+    Command("bisect", "find the first commit where a figure regressed (git's bisect order)",
+            "runner.cli.maintainer:cmd_bisect", _bisect_args,
+            description="Measures --good and --bad, then the commits `git rev-list --bisect` names, each a "
+                        "stored campaign, until one commit is left; re-measures it and its parent to confirm."),
 )
 
 

@@ -49,6 +49,7 @@ from runner.spec.profile import ProfileField, ProfileSpec, resolve
 from runner.spec.redaction import REDACTED, SECRET_FIELD, model_secret_values, redact_model_data  # noqa: F401  (REDACTED)
 from runner.spec.request import ServerRequest
 from runner.spec.safe_yaml import control_characters, load_yaml
+from runner.spec.source import check_ref, check_source, source_problem
 from runner.spec.workloads import PRESETS, WorkloadSpec  # noqa: F401  (PRESETS: the dashboard imports it from here)
 
 #: A version string as pip and the image build take it (runner.backends.local.venvs): digits and
@@ -85,6 +86,27 @@ class ServerSpec(BaseModel):
                               description="display name; default 'name version [variant]'")
     profile: ProfileField = Field(None, description="profile this server's cells (runner.spec.profile): true, "
                                                     "false or {rate_hz, off_cpu, syscalls}; None inherits")
+    source: str | None = Field(None, description="build from source (runner.spec.source): a git checkout's "
+                                                 "directory or a git URL (https, ssh, file)")
+    ref: str | None = Field(None, description="with source: the commit, branch or tag to build; none: the "
+                                              "checkout as it is, uncommitted edits included")
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str | None) -> str | None:
+        return None if v is None else check_source(v)
+
+    @field_validator("ref")
+    @classmethod
+    def _ref(cls, v: str | None) -> str | None:
+        return None if v is None else check_ref(v)
+
+    @model_validator(mode="after")
+    def _source_fits(self) -> ServerSpec:
+        problem = source_problem(self.name, self.source, self.ref, self.version, self.external is not None)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @field_validator("version")
     @classmethod
@@ -124,7 +146,7 @@ class ServerSpec(BaseModel):
         """The backend request for this server."""
         return ServerRequest(name=self.name, version=self.version, variant=dict(self.variant),
                              external=self.external.model_dump() if self.external else {},
-                             max_clients=max_clients)
+                             max_clients=max_clients, source=self.source, ref=self.ref)
 
     def display(self) -> str:
         """Label used in tables: ``label`` or ``ServerRequest.label``."""

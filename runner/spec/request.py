@@ -3,8 +3,11 @@ variant options, an external server's address, the campaign's certificates). Mad
 from a spec's server entry (runner.spec.model.ServerSpec.request); read by the backends."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from runner.spec.source import SOURCE_SERIES_VERSION
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,9 @@ class ServerRequest:
         tls: the campaign's certificate files (runner.tls.certs.TlsFiles) for a
             request whose variant has ``tls`` explicit/implicit, set by the cell runner;
             None otherwise.
+        source: a git checkout's directory or a git URL to build the server from
+            (runner.spec.source, runner.backends.source); None: a released build.
+        ref: with ``source``: the commit, branch or tag; None: the checkout as it is.
     """
 
     name: str
@@ -31,11 +37,25 @@ class ServerRequest:
     external: dict[str, Any] = field(default_factory=dict)
     max_clients: int = 2000
     tls: Any = None
+    source: str | None = None
+    ref: str | None = None
+
+    @property
+    def series_version(self) -> str:
+        """The cells' ``server_version``: ``version``, ``"git"`` for a build from source (one
+        series across commits; runner.spec.source.SOURCE_SERIES_VERSION), else ``""``."""
+        if self.source is not None:
+            return SOURCE_SERIES_VERSION
+        return self.version or ""
 
     @property
     def label(self) -> str:
-        """Human label, e.g. ``"pyftpdlib 2.2.0"`` or ``"pyftpdlib 2.2.0 [use_sendfile=False]"``."""
+        """Human label, e.g. ``"pyftpdlib 2.2.0"``, ``"pyftpdlib 2.2.0 [use_sendfile=False]"``,
+        ``"pyftpdlib @v2.1"`` (built from source at a ref) or ``"tpd @worktree"`` (a checkout as it is)."""
         s = self.name if not self.version else f"{self.name} {self.version}"
+        if self.source is not None:
+            ref = self.ref[:12] if self.ref and re.fullmatch(r"[0-9a-f]{40}", self.ref) else self.ref
+            s += f" @{ref}" if ref else " @worktree"
         if self.variant:
             s += " [" + ",".join(f"{k}={v}" for k, v in sorted(self.variant.items())) + "]"
         return s

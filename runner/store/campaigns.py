@@ -56,12 +56,11 @@ def create_campaign(session: Session, *, spec: CampaignSpec, backend: str, statu
     plans = expand(spec)
     for p in plans:
         req = p.server.request(spec.max_clients)
-        session.add(Cell(campaign_id=camp.id, seq=p.seq, server=p.server.name, server_version=p.server.version or "",
+        session.add(Cell(campaign_id=camp.id, seq=p.seq, server=p.server.name, server_version=req.series_version,
                          variant=dict(p.server.variant), server_label=p.server.display(),
                          server_spec=p.server.model_dump(mode="json"), workload=p.workload,
                          params=p.params.model_dump(mode="json"), params_key=p.params_key, repeat=p.repeat,
                          status="queued", profiled=p.profiled))
-        del req
     camp.cells_total = len(plans)
     session.flush()
     return camp

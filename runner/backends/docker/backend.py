@@ -89,6 +89,7 @@ class DockerBackend:
         self.build = build
         self._images: dict[tuple[str, str | None], tuple[str, str, bool]] = {}
         self._image_errors: dict[tuple[str, str | None], str] = {}
+        self._sources: dict[tuple[str, str, str | None], Any] = {}  # (name, source, ref) -> SourceImage
         reaped = reap_orphans(self.client)
         if reaped:
             self.progress(f"removed {reaped} server container(s) left by a killed xferlab process")
@@ -97,9 +98,13 @@ class DockerBackend:
 
     def image(self, req: ServerRequest) -> tuple[str, str, bool]:
         """(tag, image ID, built now) for ``req``, building it when missing or outdated
-        (once per backend instance). Raises ServerSkipped with the build error."""
+        (once per backend instance). Raises ServerSkipped with the build error of a
+        release's image; for a server built from source (:meth:`source_image`) ServerFailed."""
         from runner.backends.docker import images
 
+        if req.source is not None:
+            got_src = self.source_image(req)
+            return got_src.tag, got_src.image_id, got_src.built
         key = (req.name, req.version)
         if key in self._images:
             return self._images[key]
@@ -124,6 +129,23 @@ class DockerBackend:
         self._images[key] = got
         return got
 
+    def source_image(self, req: ServerRequest):
+        """The :class:`runner.backends.docker.images.source.SourceImage` of ``req`` built from
+        its ``source`` at its ``ref`` (once per backend instance). Raises ServerFailed when
+        the ref does not resolve or the image does not build (the build log's last lines)."""
+        from runner.backends.docker.images import ImageError
+        from runner.backends.docker.images.source import ensure_source_image
+
+        assert req.source is not None
+        key = (req.name, req.source, req.ref)
+        if key not in self._sources:
+            try:
+                self._sources[key] = ensure_source_image(req.name, req.source, req.ref, client=self.client,
+                                                         progress=self.progress)
+            except ImageError as e:
+                raise ServerFailed(f"{req.label}: {e}") from e
+        return self._sources[key]
+
     def prepare(self, reqs: list[ServerRequest]) -> None:
         """Build, before a campaign's first cell, every image ``reqs`` need (in order,
         duplicates once; ``external`` and servers without an image are left to
@@ -137,8 +159,8 @@ class DockerBackend:
 
         if not self.build:
             return
-        wanted = [(r.name, r.version) for r in reqs
-                  if r.name in images.SERVER_IMAGES and (r.name, r.version) not in self._images]
+        wanted = [(r.name, r.version) for r in reqs if r.source is None
+                  and r.name in images.SERVER_IMAGES and (r.name, r.version) not in self._images]
         if not wanted:
             return
         try:
@@ -315,7 +337,11 @@ class DockerBackend:
                 info["version"] = out.decode().strip()
         except docker.errors.APIError:
             pass
-        if not info.get("version"):  # no /opt/server-version (tpd): the source tree's hash
+        if req.source is not None:  # one build row per commit: the commit in the version (as the local backend)
+            src = self.source_image(req).source
+            info["version"] = f"{info['version']}+g{src.short}" if info.get("version") else f"git-{src.short}"
+            info["source"] = src.info()
+        elif not info.get("version"):  # no /opt/server-version (tpd): the source tree's hash
             chash = (self.client.images.get(image_id).labels or {}).get("xferlab.context_hash")
             info["version"] = req.version or (f"src-{chash}" if chash else None)
         return handle

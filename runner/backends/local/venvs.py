@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -58,6 +59,9 @@ class VenvInfo:
         package: distribution installed (e.g. ``"pyftpdlib"``).
         version: resolved installed version (e.g. ``"2.2.0"``).
         created: True when this call built it, False when it came from the cache.
+        source: for a venv built from a source tree (runner.backends.local.srcbuild), the
+            build record's ``source`` entry (runner.backends.source.ResolvedSource.info);
+            None for a release from the package index.
     """
 
     path: Path
@@ -65,6 +69,7 @@ class VenvInfo:
     package: str
     version: str
     created: bool
+    source: dict[str, Any] | None = None
 
 
 def _needs_asyncore_shim(package: str, version: str | None) -> bool:

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import ServerSkipped
+from runner.backends.base import ServerFailed, ServerSkipped
 from runner.backends.local.recipes.base import (
     FTP_USER,
     Launch,
@@ -27,7 +27,9 @@ from runner.backends.local.recipes.base import (
     tls_mode,
 )
 from runner.backends.local.rundir import RunDir
+from runner.backends.local.srcbuild import resolved_tree
 from runner.backends.local.venvs import cache_dir
+from runner.backends.source import resolve
 from runner.backends.system import nofile_target
 from runner.catalogue import variants
 from runner.catalogue.servers import DEFAULT_MAX_BODY, UPLOADS_DIR
@@ -80,31 +82,38 @@ class GoHttpRecipe(Recipe):
         return None
 
     def prepare(self, req: ServerRequest) -> None:
-        self.build()
+        self.build(req)
 
-    def build(self) -> Path:
+    def build(self, req: ServerRequest | None = None) -> Path:
         """The binary, built once per source hash (file lock against parallel builds; Go's
-        build cache in ``<cache>/go-build``). Raises ServerFailed with the compiler's
-        output tail on failure or timeout (600 s)."""
-        out = cache_dir() / "go-http" / source_hash(self.src, frozenset({".go", ".mod"}))
+        build cache in ``<cache>/go-build``), or for ``req`` built from source the tree's
+        ``servers/go-http`` into ``<build_root>/go-http`` (runner.backends.local.srcbuild).
+        Raises ServerFailed with the compiler's output tail on failure or timeout (600 s),
+        or when a source does not resolve."""
+        src_dir, out = self.src, cache_dir() / "go-http" / source_hash(self.src, frozenset({".go", ".mod"}))
+        if req is not None and req.source is not None:
+            resolved, tree = resolved_tree(req)
+            src_dir, out = tree / "servers" / "go-http", resolved.build_root / "go-http"
+            if not (src_dir / "main.go").is_file():
+                raise ServerFailed(f"go-http at {resolved.short}: {req.source} has no servers/go-http/main.go")
         binary = out / "go-http"
 
         def build() -> None:
             go = self.go()
             if go is None:
                 raise ServerSkipped(self.quick_check() or "go-http: no Go toolchain")
-            self.backend.progress(f"building go-http into {out}")
+            self.backend.progress(f"building go-http from {src_dir} into {out}")
             env = {**os.environ, "CGO_ENABLED": "0", "GOCACHE": str(cache_dir() / "go-build"),
                    "GOFLAGS": "-buildvcs=false", "GOPATH": str(cache_dir() / "gopath"), "GOTOOLCHAIN": "local"}
             run_build("go-http: go build", [go, "build", "-trimpath", "-o", str(out / "go-http.tmp"), "."], 600,
-                      cwd=self.src, env=env)
+                      cwd=src_dir, env=env)
             os.replace(out / "go-http.tmp", binary)
 
         build_once(out, binary.is_file, 600, build)
         return binary
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
-        binary = self.build()
+        binary = self.build(req)
         max_body, _workers, keepalive = http_options(req)
         opts = ["-max-body", str(max_body), f"-keepalive={'true' if keepalive else 'false'}"]
         env = {"GOMAXPROCS": str(req.variant["workers"])} if "workers" in req.variant else {}
@@ -114,9 +123,13 @@ class GoHttpRecipe(Recipe):
         version = command_output([str(binary), "-version"])
         cfg = json.dumps({"options": opts, "env": env, "binary_src": binary.parent.name,
                           "https": tls_mode(req) == "https"}, sort_keys=True)
-        return Launch(argv, http_target(self.host, run, port, req), cfg,
-                      {"version": f"go{version}-src-{binary.parent.name}", "binary": str(binary), "interpreter": None,
-                       "obtained": f"built from {self.src} with {self.go()}"}, env=env)
+        info: dict[str, Any] = {"version": f"go{version}-src-{binary.parent.name}", "binary": str(binary),
+                                "interpreter": None, "obtained": f"built from {self.src} with {self.go()}"}
+        if req.source is not None:  # one build row per commit: the commit in the version
+            resolved = resolve(req.source, req.ref)
+            info.update({"version": f"go{version}-git-{resolved.short}", "source": resolved.info(),
+                         "obtained": f"built from {req.source} at {resolved.commit} with {self.go()}"})
+        return Launch(argv, http_target(self.host, run, port, req), cfg, info, env=env)
 
 
 def nginx_version(binary: str) -> str:

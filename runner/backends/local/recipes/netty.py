@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from runner.backends.local.recipes.base import (
     Launch,
     Recipe,
+    ServerFailed,
     build_once,
     command_output,
     run_build,
@@ -18,7 +20,9 @@ from runner.backends.local.recipes.base import (
 )
 from runner.backends.local.recipes.http import http_options, http_target
 from runner.backends.local.rundir import RunDir
+from runner.backends.local.srcbuild import resolved_tree
 from runner.backends.local.venvs import cache_dir
+from runner.backends.source import resolve
 from runner.spec.request import ServerRequest
 
 #: Debian's jars the server needs (``libnetty-java``; jctools: its dependency, used by netty-common).
@@ -49,13 +53,20 @@ class NettyRecipe(Recipe):
         return None
 
     def prepare(self, req: ServerRequest) -> None:
-        self.build()
+        self.build(req)
 
-    def build(self) -> Path:
-        """The folder of compiled classes, built once per source hash (file lock). Raises
-        ServerFailed with javac's output tail on failure or timeout (300 s)."""
+    def build(self, req: ServerRequest | None = None) -> Path:
+        """The folder of compiled classes, built once per source hash (file lock), or for
+        ``req`` built from source the tree's ``servers/netty`` into ``<build_root>/netty``
+        (runner.backends.local.srcbuild). Raises ServerFailed with javac's output tail on
+        failure or timeout (300 s), or when a source does not resolve."""
         src = server_file("netty")
         out = cache_dir() / "netty" / source_hash(src, frozenset({".java"}))
+        if req is not None and req.source is not None:
+            resolved, tree = resolved_tree(req)
+            src, out = tree / "servers" / "netty", resolved.build_root / "netty"
+            if not (src / "NettyServer.java").is_file():
+                raise ServerFailed(f"netty at {resolved.short}: {req.source} has no servers/netty/NettyServer.java")
 
         def build() -> None:
             self.backend.progress(f"compiling netty server into {out}")
@@ -66,7 +77,7 @@ class NettyRecipe(Recipe):
         return out
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
-        classes = self.build()
+        classes = self.build(req)
         max_body, workers, keepalive = http_options(req)
         opts = ["--workers", str(workers), "--max-body", str(max_body), "--keepalive", "1" if keepalive else "0",
                 "--backlog", "4096"]
@@ -80,6 +91,11 @@ class NettyRecipe(Recipe):
         version = command_output(["dpkg-query", "-W", "-f", "${Version}", "libnetty-java"])
         cfg = json.dumps({"options": opts, "classes": classes.name, "https": tls_mode(req) == "https"},
                          sort_keys=True)
-        return Launch(argv, http_target(self.host, run, port, req), cfg,
-                      {"version": version, "binary": str(server_file("netty", "NettyServer.java")),
-                       "interpreter": java, "obtained": "system (libnetty-java)"}, ready_timeout=40.0)
+        info: dict[str, Any] = {"version": version, "binary": str(server_file("netty", "NettyServer.java")),
+                "interpreter": java, "obtained": "system (libnetty-java)"}
+        if req.source is not None:  # one build row per commit: the commit in the version
+            resolved = resolve(req.source, req.ref)
+            info.update({"version": f"{version}+git-{resolved.short}", "source": resolved.info(),
+                         "binary": str(classes), "obtained": f"NettyServer.java of {req.source} at {resolved.commit}"
+                         " with system libnetty-java"})
+        return Launch(argv, http_target(self.host, run, port, req), cfg, info, ready_timeout=40.0)

@@ -47,5 +47,6 @@ class PyftpdlibRecipe(VenvRecipe):
         return Launch(argv, Target(self.host, port, FTP_USER, password, run.home, tls=target_tls(req)),
                       json.dumps(cfg, sort_keys=True),
                       {"version": v.version, "binary": str(script), "interpreter": str(v.python),
-                       "obtained": self.obtained(v), "use_sendfile": bool(var.get("use_sendfile", True)), **tls_info},
+                       "obtained": self.obtained(v), **self.source_entry(v),
+                       "use_sendfile": bool(var.get("use_sendfile", True)), **tls_info},
                       env={"PYTHONUNBUFFERED": "1"})

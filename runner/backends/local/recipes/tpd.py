@@ -25,6 +25,7 @@ from runner.backends.local.recipes.base import (
 )
 from runner.backends.local.recipes.http import http_options
 from runner.backends.local.rundir import RunDir
+from runner.backends.local.srcbuild import source_tpd
 from runner.backends.local.venvs import cache_dir
 from runner.backends.system import free_port
 from runner.catalogue.servers import UPLOADS_DIR
@@ -90,9 +91,20 @@ class TpdRecipe(Recipe):
         return cache_dir() / "tpd" / tpd_source_hash(self.src)
 
     def prepare(self, req: ServerRequest) -> None:
-        binary = self.build()
+        binary, _src = self.build_for(req)
         if tls_mode(req) is not None:
             tpd_tls_info(binary)
+
+    def build_for(self, req: ServerRequest) -> tuple[Path, dict[str, Any]]:
+        """The binary ``req`` runs and its build_info entries (version, obtained, source):
+        ``servers/tpd`` of this checkout (:meth:`build`), or ``req.source`` at ``req.ref``
+        (runner.backends.local.srcbuild.source_tpd; version ``git-<commit[:12]>``). Raises
+        ServerFailed when a build fails or a source does not resolve."""
+        if req.source is None:
+            return self.build(), {"version": f"src-{self.out_dir().name}", "obtained": f"built from {self.src}"}
+        binary, src = source_tpd(req, self.backend.progress)
+        return binary, {"version": f"git-{src.short}", "obtained": f"built from {src.location} at {src.commit}",
+                        "source": src.info()}
 
     def build(self) -> Path:
         """The tpd binary, built once per source hash (file lock against parallel
@@ -110,7 +122,7 @@ class TpdRecipe(Recipe):
         return binary
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
-        binary = self.build()
+        binary, build_entries = self.build_for(req)
         http_port = free_port(self.host)
         password = secrets.token_hex(8)
         users = run.path / "users"
@@ -145,9 +157,9 @@ class TpdRecipe(Recipe):
                 http_port = free_port(host)
                 argv += ["--https-listen", f"{host}:{http_port}"]
                 opts.append("--https-listen")
+        binary_src = self.out_dir().name if req.source is None else build_entries["version"]
         norm = json.dumps({"options": [o for o in opts if not o[0].isdigit()] + [
-            f"pasv_width={pr[1] - pr[0] + 1}"], "binary_src": self.out_dir().name}, sort_keys=True)
+            f"pasv_width={pr[1] - pr[0] + 1}"], "binary_src": binary_src}, sort_keys=True)
         return Launch(argv, Target(host, ftp_port, FTP_USER, password, run.home, http_port=http_port,
                                    tls=target_tls(req)), norm,
-                      {"version": f"src-{self.out_dir().name}", "binary": str(binary), "interpreter": None,
-                       "obtained": f"built from {self.src}", **tls_info})
+                      {**build_entries, "binary": str(binary), "interpreter": None, **tls_info})

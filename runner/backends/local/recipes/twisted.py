@@ -38,5 +38,5 @@ class TwistedRecipe(VenvRecipe):
         return Launch(argv, Target(self.host, port, FTP_USER, password, run.home),
                       json.dumps(cfg, sort_keys=True),
                       {"version": v.version, "binary": str(script), "interpreter": str(v.python),
-                       "obtained": self.obtained(v)},
+                       "obtained": self.obtained(v), **self.source_entry(v)},
                       env={"PYTHONUNBUFFERED": "1"})

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 from filelock import FileLock
 
 from runner.backends.base import ServerSkipped
 from runner.backends.local.recipes.base import Recipe, server_file
+from runner.backends.local.srcbuild import source_venv
 from runner.backends.local.venvs import VenvInfo, ensure_venv
 from runner.spec.request import ServerRequest
 
@@ -32,8 +34,12 @@ class VenvRecipe(Recipe):
         self.venv(req)
 
     def venv(self, req: ServerRequest) -> VenvInfo:
-        """The venv with ``package`` at ``req.version`` (made once, cached). Raises
-        ServerSkipped when it cannot be made in time."""
+        """The venv with ``package`` at ``req.version`` (made once, cached), or built from
+        ``req.source`` at ``req.ref`` (runner.backends.local.srcbuild). Raises ServerSkipped
+        when a release's venv cannot be made in time, ServerFailed when a source does not
+        resolve or build."""
+        if req.source is not None:
+            return source_venv(self.package, req, self.backend.progress)
         try:
             return ensure_venv(self.package, req.version, progress=self.backend.progress)
         except TimeoutError as e:
@@ -65,3 +71,9 @@ class VenvRecipe(Recipe):
     def obtained(v: VenvInfo) -> str:
         """build_info ``obtained`` for a venv, e.g. ``"pip venv /root/.cache/... (cached)"``."""
         return f"pip venv {v.path}" + (" (created now)" if v.created else " (cached)")
+
+    @staticmethod
+    def source_entry(v: VenvInfo) -> dict[str, Any]:
+        """``{"source": ...}`` (the build record's source entry) for a venv built from
+        source, else ``{}``."""
+        return {"source": v.source} if v.source is not None else {}
