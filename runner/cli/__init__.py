@@ -18,6 +18,9 @@ argument builder, handler), handlers imported only when their command runs (pype
     xferlab loadgen --host H --port P ... --start-at T   one load phase from this host, as JSON (multi-host)
     xferlab serve --server JSON --bind ADDR             one server on this host, driven over stdin (multi-host)
     xferlab db                                          where the database is; migrate it
+    xferlab history [SERVER:WORKLOAD] [--by commit]     one series by campaign or by commit (or every series)
+    xferlab regressions                                 significant changes, what moved in the environment
+    xferlab calibrate SPEC | --server S --workload W -n N   A/A runs: noise floor and false-alarm rate
 """
 from __future__ import annotations
 
@@ -173,6 +176,24 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     add_serve_arguments(p)
 
 
+def _history_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.history import add_history_arguments
+
+    add_history_arguments(p)
+
+
+def _regressions_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.history import add_regressions_arguments
+
+    add_regressions_arguments(p)
+
+
+def _calibrate_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.calibrate import add_arguments
+
+    add_arguments(p)
+
+
 def _dashboard_args(ds: argparse.ArgumentParser) -> None:
     ds.add_argument("--host", default="127.0.0.1")
     ds.add_argument("--port", type=int, default=8000)
@@ -208,6 +229,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("serve", "start one server on this host, driven over stdin (multi-host)", "runner.cli.tools:cmd_serve",
             _serve_args),
     Command("dashboard", "serve the web dashboard", "runner.cli.tools:cmd_dashboard", _dashboard_args),
+    Command("history", "one series by campaign or by server commit, or the list of series",
+            "runner.cli.history:cmd_history", _history_args),
+    Command("regressions", "significant changes of every series, and what moved in the environment",
+            "runner.cli.history:cmd_regressions", _regressions_args),
+    Command("calibrate", "A/A calibration: one build against itself N times; noise floor, false-alarm rate",
+            "runner.cli.calibrate:cmd_calibrate", _calibrate_args),
     Command("db", "print the database URL in use (migrating it)", "runner.cli.tools:cmd_db"),
 )
 

@@ -1,0 +1,75 @@
+"""``xferlab calibrate`` on real A/A campaigns of tpd RETR (local backend): the stored
+noise floor against the campaigns' samples read back independently, its bounds, the
+false-alarm count against the pairs tested, and min_effect_for with and without a
+calibration."""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+XFERLAB = [sys.executable, "-m", "runner.cli"]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+def test_calibrate_tpd_retr_reports_a_sane_noise_floor(xferlab_env, engine):
+    p = subprocess.run(XFERLAB + ["calibrate", "--server", "tpd", "--workload", "retr", "-n", "3", "--repeats", "3",
+                                  "--transfer-size", "32M", "--duration", "0.3", "--backend", "local", "--json"],
+                       env=xferlab_env, capture_output=True, text=True, timeout=540)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    out = json.loads(p.stdout[p.stdout.index("\n[") + 1:])
+    primary = [r for r in out if r["series"]["metric"] == "" and r["series"]["server"] == "tpd"]
+    assert len(primary) == 1, out
+    r = primary[0]
+    print("calibration:", {k: r[k] for k in ("medians", "noise_floor", "cv", "false_alarms", "pairs", "env_class")})
+    assert r["figure"] == "throughput" and r["unit"] == "MiB/s" and len(r["campaigns"]) == 3
+    # independent reference: each campaign's median of its RETR throughput samples, read from `sample`
+    with engine.connect() as c:
+        rows = c.execute(text(
+            "SELECT c.campaign_id, s.value FROM sample s JOIN cell c ON c.id = s.cell_id "
+            "WHERE c.status = 'done' AND c.workload = 'retr' AND s.metric = 'throughput' AND s.stat = 'value' "
+            "AND c.campaign_id = ANY(:ids)"), {"ids": r["campaigns"]}).all()
+    by_campaign: dict[int, list[float]] = {}
+    for cid, v in rows:
+        by_campaign.setdefault(cid, []).append(v)
+    medians = [statistics.median(by_campaign[cid]) for cid in r["campaigns"]]
+    assert all(len(by_campaign[cid]) == 3 for cid in r["campaigns"])
+    assert r["medians"] == pytest.approx(medians, rel=1e-12)
+    assert 50 < min(medians) and max(medians) < 20000  # MiB/s of tpd's sendfile RETR over loopback
+    floor = (max(medians) - min(medians)) / statistics.median(medians)
+    assert r["noise_floor"] == pytest.approx(floor, rel=1e-9)
+    assert 0.001 <= r["noise_floor"] <= 0.5, r
+    assert r["pairs"] == 3 and 0 <= r["false_alarms"] <= 3
+    assert r["false_alarm_rate"] == pytest.approx(r["false_alarms"] / 3)
+    assert r["alpha"] == 0.05 and r["min_effect"] == 0.05
+
+    from runner.history.calibration import DEFAULT_MIN_EFFECT, MIN_CALIBRATED_EFFECT, min_effect_for
+    from runner.store.models import NoiseCalibration
+
+    with Session(engine) as s:
+        stored = s.query(NoiseCalibration).filter(NoiseCalibration.figure == "throughput").one()
+        assert stored.campaign_ids == r["campaigns"] and stored.env_class == r["env_class"]
+        assert [statistics.median(x) for x in stored.runs_samples] == pytest.approx(medians)
+        assert min_effect_for("throughput", r["env_class"], s) == pytest.approx(max(MIN_CALIBRATED_EFFECT, floor))
+        assert min_effect_for("throughput", "other-class", s) == DEFAULT_MIN_EFFECT == 0.05
+        assert min_effect_for("elapsed", r["env_class"], s) == DEFAULT_MIN_EFFECT
+    text_out = subprocess.run(XFERLAB + ["regressions"], env=xferlab_env, capture_output=True, text=True,
+                              timeout=120)
+    assert text_out.returncode == 0, text_out.stderr
+
+
+def test_calibrate_refuses_bad_input(xferlab_env):
+    for argv, msg in ((["--server", "tpd", "--workload", "retr", "-n", "1"], "-n/--runs must be 2 to 20"),
+                      (["--server", "tpd", "--workload", "retr", "-n", "21"], "-n/--runs must be 2 to 20"),
+                      (["--server", "tpd"], "both --server and --workload"),
+                      (["--server", "tpd,pyftpdlib", "--workload", "retr"], "one server"),
+                      (["--server", "tpd", "--workload", "retr", "--repeats", "1"], "--repeats must be at least 2")):
+        p = subprocess.run(XFERLAB + ["calibrate", *argv], env=xferlab_env, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 2 and msg in p.stderr, (argv, p.stderr)
