@@ -132,8 +132,16 @@ class FactDelta:
         return {"name": self.name, "before": self.before, "after": self.after}
 
     def __str__(self) -> str:
-        return f"{self.name}: {self.before if self.before is not None else '-'} -> " \
-               f"{self.after if self.after is not None else '-'}"
+        return f"{self.name}: {short_value(self.before)} -> {short_value(self.after)}"
+
+
+def short_value(v: Any) -> str:
+    """A fact's value as one short text: ``-`` for None; a value over 28 characters (a
+    sha256 config hash, an image id) cut to its first 19 and ``...``."""
+    if v is None:
+        return "-"
+    t = str(v)
+    return t if len(t) <= 28 else t[:19] + "..."
 
 
 def fact_diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[FactDelta]:
