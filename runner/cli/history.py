@@ -146,27 +146,12 @@ def _rate_text(rate: float | None) -> str:
     return "uncalibrated" if rate is None else f"{rate * 100:.1f}%"
 
 
-def regression_rows(session, changes, *, alpha: float, min_effect: float) -> list[dict[str, Any]]:
-    """Per change: ``{"change", "env_diff" (FactDelta list), "false_alarm_rate" (float or
-    None when the figure is uncalibrated in the after point's environment class),
-    "noise_floor" (or None)}``."""
-    from runner.history.calibration import calibration_for, expected_false_alarm_rate
-    from runner.history.provenance import change_diffs
-
-    out = []
-    for c, diff in zip(changes, change_diffs(session, changes)):
-        cal = calibration_for(session, key=c.key, env_class=c.after.env_class) if c.kind != "env_changed" else None
-        rate = expected_false_alarm_rate(cal, alpha=alpha, min_effect=min_effect) if cal is not None else None
-        out.append({"change": c, "env_diff": diff, "false_alarm_rate": rate,
-                    "noise_floor": cal.noise_floor if cal is not None else None})
-    return out
-
-
 def cmd_regressions(args: argparse.Namespace) -> int:
     """``xferlab regressions``: every significant change (and environment change)."""
     import json
 
     from runner.history import find_regressions
+    from runner.history.alerts import annotate
 
     alpha, min_effect = _thresholds(args)
     if args.window < 2:
@@ -174,20 +159,18 @@ def cmd_regressions(args: argparse.Namespace) -> int:
     with common.session(common.engine()) as session:
         changes = find_regressions(session, alpha=alpha, min_effect=min_effect,
                                    include_improvements=not args.no_improvements, window=args.window)
-        rows = regression_rows(session, changes, alpha=alpha, min_effect=min_effect)
+        alerts = annotate(session, changes, alpha=alpha, min_effect=min_effect)
     if args.json:
-        print(json.dumps([{**r["change"].as_dict(), "env_diff": [d.as_dict() for d in r["env_diff"]],
-                           "false_alarm_rate": r["false_alarm_rate"], "noise_floor": r["noise_floor"]}
-                          for r in rows], indent=1))
+        print(json.dumps([a.as_dict() for a in alerts], indent=1))
         return 0
-    if not rows:
+    if not alerts:
         print("no significant change")
-    for r in rows:
-        c = r["change"]
+    for a in alerts:
+        c = a.change
         print(f"{c.kind:<12} {c.key.title} [{c.key.params_key}]: #{c.before.campaign_id} "
               f"{c.before.median:.4g} -> #{c.after.campaign_id} {c.after.median:.4g} {c.unit}"
-              + (f"  {_verdict(c)}" if c.kind != "env_changed" else "")
-              + (f"  expected false-alarm rate {_rate_text(r['false_alarm_rate'])}" if c.kind != "env_changed" else ""))
-        if r["env_diff"]:
-            print("    environment moved: " + "; ".join(str(d) for d in r["env_diff"]))
+              + (f"  {_verdict(c)}  expected false-alarm rate {_rate_text(a.false_alarm_rate)}"
+                 if c.kind != "env_changed" else ""))
+        if a.env_diff:
+            print("    environment moved: " + "; ".join(str(d) for d in a.env_diff))
     return 0
