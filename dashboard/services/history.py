@@ -11,7 +11,7 @@ from dashboard.settings import DashboardSettings
 from runner.catalogue.workloads import CLASSIC_SUITE, WORKLOADS
 from runner.history import SERIES_METRICS, SeriesKey, series_changes, series_points
 from runner.history.bycommit import series_by_commit
-from runner.history.provenance import fact_diff, point_contexts
+from runner.history.provenance import Source, fact_diff, point_contexts
 from runner.history.series import DEFAULT_TRACK
 
 #: Workloads in the order the pages list them: the classic suite, then the catalogue's.
@@ -48,7 +48,8 @@ def series_view(session: Session, *, key: SeriesKey, alpha: float, min_effect: f
     has_commits = any(c.source is not None for c in contexts)
     if by == "commit" and has_commits:
         cs = series_by_commit(session, key=key, points=points, alpha=alpha, min_effect=min_effect)
-        pts, changes, diffs, sources, left_out = cs.points, cs.changes, cs.diffs, list(cs.sources), cs.left_out
+        pts, changes, diffs, left_out = cs.points, cs.changes, cs.diffs, cs.left_out
+        sources: list[Source | None] = list(cs.sources)
     else:
         by = "time"
         pts, changes = points, series_changes(key, points, alpha=alpha, min_effect=min_effect)

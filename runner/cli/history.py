@@ -5,7 +5,6 @@ expected false-alarm rate."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from runner.cli import common
 from runner.cli.common import CliError

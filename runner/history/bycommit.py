@@ -11,7 +11,7 @@ the first commit after it (its ``after`` point's commit).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -20,7 +20,7 @@ from runner.history.changes import series_changes
 from runner.history.provenance import FactDelta, PointContext, Source, fact_diff, point_contexts
 from runner.history.series import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Change, Point, SeriesKey
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -72,7 +72,7 @@ def _date_key(s: Source) -> datetime:
     d = s.date
     if d is None:
         return _EPOCH
-    return d if d.tzinfo is not None else d.replace(tzinfo=timezone.utc)
+    return d if d.tzinfo is not None else d.replace(tzinfo=UTC)
 
 
 def commit_order(points: list[Point], contexts: list[PointContext]) -> tuple[list[int], str]:

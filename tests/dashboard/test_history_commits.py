@@ -94,6 +94,7 @@ def test_regressions_page_shows_what_moved_and_the_expected_false_alarm_rate(cli
     with Session(engine) as s:  # without the calibration the same regression is uncalibrated
         s.query(NoiseCalibration).delete()
         s.commit()
-    assert '<td class="num false-alarms"><span class="muted small">uncalibrated</span>' in client.get("/regressions").text
+    page = client.get("/regressions").text
+    assert '<td class="num false-alarms"><span class="muted small">uncalibrated</span>' in page
     assert next(c for c in client.get("/api/regressions").json()["changes"]
                 if c["kind"] == "regression")["false_alarm_rate"] is None
