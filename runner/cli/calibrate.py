@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 
 from runner.cli import common
 from runner.cli.common import CliError
@@ -30,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--alpha", type=float, help="false-discovery rate the false alarms are counted at (default 0.05)")
     p.add_argument("--min-effect", type=float, help="minimum effect the false alarms are counted at (default 0.05)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--list", action="store_true", help="print the stored calibrations (the newest of each series "
+                                                       "and environment class) and run nothing")
 
 
 def _spec(args: argparse.Namespace):
@@ -59,8 +62,41 @@ def _spec(args: argparse.Namespace):
     return spec
 
 
+def _line(row) -> str:
+    """One calibration row as a line of text."""
+    from runner.history import SeriesKey
+
+    key = SeriesKey(row.server, row.track, row.workload, row.params_key, row.metric)
+    medians = [statistics.median(s) for s in row.runs_samples]
+    return (f"  {key.title} [{key.params_key}] env {row.env_class}: medians "
+            f"{', '.join(f'{m:.4g}' for m in medians)} {row.unit}; noise floor {row.noise_floor * 100:.2f}% "
+            f"(cv {row.cv * 100:.2f}%); false alarms {row.false_alarms}/{row.pairs} pairs "
+            f"({row.false_alarm_rate * 100:.1f}%), {row.series_alarms} in the series")
+
+
+def _list() -> int:
+    from runner.history.calibration import latest_calibrations
+
+    with common.session(common.engine()) as session:
+        rows = latest_calibrations(session)
+    if not rows:
+        print("no calibration stored (run `xferlab calibrate`)")
+    shown = None
+    for row in sorted(rows, key=lambda r: (r.calibration or 0, r.id)):
+        if row.calibration != shown:
+            shown = row.calibration
+            print(f"calibration {row.calibration} ({row.created_at:%Y-%m-%d %H:%M}, campaigns "
+                  f"{', '.join(map(str, row.campaign_ids))}, alpha {row.alpha}, minimum effect "
+                  f"{row.min_effect * 100:g}%)")
+        print(_line(row))
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    """Run the A/A campaigns, analyse and store; print each series' noise floor."""
+    """Run the A/A campaigns, analyse and store; print each series' noise floor
+    (``--list``: print the stored calibrations instead)."""
+    if args.list:
+        return _list()
     from runner.campaign.loop import resolve_backend
     from runner.cli.campaign import _run_with_progress
     from runner.cli.history import _thresholds
@@ -98,7 +134,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([{"calibration": row.calibration, "series": r.key.as_dict(), "figure": row.figure,
                            "unit": row.unit, "env_class": r.env_class, "version": r.version, "commit": r.commit,
-                           "campaigns": r.campaign_ids, "medians": r.medians, "noise_floor": r.noise_floor,
+                           "campaigns": r.campaign_ids, "samples_per_run": [len(x) for x in r.runs_samples],
+                           "medians": r.medians, "noise_floor": r.noise_floor,
                            "cv": r.cv, "pairs": r.pairs, "false_alarms": r.false_alarms,
                            "false_alarm_rate": r.false_alarm_rate, "series_alarms": r.series_alarms,
                            "alpha": r.alpha, "min_effect": r.min_effect} for r, row in zip(results, rows)],
@@ -106,9 +143,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         return 0
     print(f"calibration {rows[0].calibration}: {args.runs} A/A runs (campaigns {', '.join(map(str, ids))}), "
           f"alpha {alpha}, minimum effect {min_effect * 100:g}%")
-    for r, row in zip(results, rows):
-        print(f"  {r.key.title} [{r.key.params_key}] env {r.env_class}: medians "
-              f"{', '.join(f'{m:.4g}' for m in r.medians)} {row.unit}; noise floor {r.noise_floor * 100:.2f}% "
-              f"(cv {r.cv * 100:.2f}%); false alarms {r.false_alarms}/{r.pairs} pairs "
-              f"({r.false_alarm_rate * 100:.1f}%), {r.series_alarms} in the series")
+    for row in rows:
+        print(_line(row))
     return 0

@@ -163,6 +163,11 @@ def _latest_per_series(session: Session, *where) -> list[NoiseCalibration]:
     return list(session.scalars(select(nc).where(nc.id.in_(newest)).order_by(nc.id)))
 
 
+def latest_calibrations(session: Session) -> list[NoiseCalibration]:
+    """The newest calibration row of every (series, environment class), oldest first."""
+    return _latest_per_series(session)
+
+
 def min_effect_for(metric: str, env_class: str | None, session: Session) -> float:
     """The minimum relative effect (0.05 = 5%) a comparison of figure ``metric`` in
     environment class ``env_class`` should require.

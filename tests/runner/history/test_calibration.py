@@ -1,4 +1,4 @@
-"""``xferlab calibrate`` on real A/A campaigns of tpd RETR (local backend): the stored
+"""``xferlab calibrate`` on real A/A campaigns of tpd RETR (local backend, 1 s phases): the stored
 noise floor against the campaigns' samples read back independently, its bounds, the
 false-alarm count against the pairs tested, and min_effect_for with and without a
 calibration."""
@@ -20,10 +20,11 @@ XFERLAB = [sys.executable, "-m", "runner.cli"]
 @pytest.mark.timeout(600)
 def test_calibrate_tpd_retr_reports_a_sane_noise_floor(xferlab_env, engine):
     p = subprocess.run(XFERLAB + ["calibrate", "--server", "tpd", "--workload", "retr", "-n", "3", "--repeats", "3",
-                                  "--transfer-size", "32M", "--duration", "0.3", "--backend", "local", "--json"],
+                                  "--transfer-size", "64M", "--duration", "1", "--backend", "local", "--json"],
                        env=xferlab_env, capture_output=True, text=True, timeout=540)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     out = json.loads(p.stdout[p.stdout.index("\n[") + 1:])
+    print("series calibrated:", [(x["series"]["metric"], x["samples_per_run"], round(x["noise_floor"], 4)) for x in out])
     primary = [r for r in out if r["series"]["metric"] == "" and r["series"]["server"] == "tpd"]
     assert len(primary) == 1, out
     r = primary[0]
@@ -59,9 +60,14 @@ def test_calibrate_tpd_retr_reports_a_sane_noise_floor(xferlab_env, engine):
         assert min_effect_for("throughput", r["env_class"], s) == pytest.approx(max(MIN_CALIBRATED_EFFECT, floor))
         assert min_effect_for("throughput", "other-class", s) == DEFAULT_MIN_EFFECT == 0.05
         assert min_effect_for("elapsed", r["env_class"], s) == DEFAULT_MIN_EFFECT
-    text_out = subprocess.run(XFERLAB + ["regressions"], env=xferlab_env, capture_output=True, text=True,
-                              timeout=120)
-    assert text_out.returncode == 0, text_out.stderr
+    listed = subprocess.run(XFERLAB + ["calibrate", "--list"], env=xferlab_env, capture_output=True, text=True,
+                            timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    print(listed.stdout)
+    line = next(ln for ln in listed.stdout.splitlines() if ln.startswith("  tpd: RETR"))
+    assert f"noise floor {floor * 100:.2f}%" in line and f"env {r['env_class']}:" in line
+    assert f"false alarms {r['false_alarms']}/3 pairs" in line
+    assert ", ".join(f"{m:.4g}" for m in medians) + " MiB/s" in line
 
 
 def test_calibrate_refuses_bad_input(xferlab_env):
