@@ -79,3 +79,39 @@ def test_calibrate_refuses_bad_input(xferlab_env):
         p = subprocess.run(XFERLAB + ["calibrate", *argv], env=xferlab_env, capture_output=True, text=True,
                            timeout=60)
         assert p.returncode == 2 and msg in p.stderr, (argv, p.stderr)
+
+
+def test_model_matches_migration(engine):
+    """The NoiseCalibration model and its migration describe the same schema (Alembic's
+    autogenerate comparison finds nothing to change)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from runner.store.models import Base
+
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+    assert [d for d in diff if "noise_calibration" in repr(d)] == []
+
+
+def test_analyse_by_hand():
+    """Noise floor, cv and pair false alarms of three hand-made runs: 100, 104, 110 (medians);
+    the third run is 10% above the first with its samples wholly apart (4 vs 4: p = 0.029)."""
+    from runner.history.calibration import analyse
+    from runner.history.series import Point, SeriesKey
+
+    key = SeriesKey("tpd", "{}", "retr", "k")
+    runs = [[99, 100, 100.5, 101], [103, 104, 104, 105], [109, 110, 110, 111]]
+    pts = [Point(i, "c", None, "1", "l", "e", "MiB/s", r) for i, r in enumerate(runs)]
+    r = analyse(key, pts)
+    assert r.medians == [100.25, 104, 110]
+    assert r.noise_floor == pytest.approx((110 - 100.25) / 104)
+    assert r.cv == pytest.approx(statistics.stdev([100.25, 104, 110]) / statistics.fmean([100.25, 104, 110]))
+    # pairs: (0,1) 3.6% < 5%: not tested; (1,2) 5.5%, p = 0.029: flagged; (0,2) 9.0%, p = 0.029: flagged
+    assert (r.false_alarms, r.pairs) == (2, 3)
+    assert analyse(key, pts, min_effect=0.06).false_alarms == 1
+    assert analyse(key, pts, alpha=0.01).false_alarms == 0
+    with pytest.raises(ValueError, match="at least 2"):
+        analyse(key, pts[:1])
+    with pytest.raises(ValueError, match="different versions"):
+        analyse(key, [pts[0], Point(9, "c", None, "2", "l", "e", "MiB/s", runs[1])])
