@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from runner.history.calibration import calibration_for, expected_false_alarm_rate
+from runner.history.calibration import CalibrationIndex, expected_false_alarm_rate, latest_calibrations
 from runner.history.provenance import FactDelta, change_diffs
 from runner.history.series import Change
 
@@ -45,11 +45,20 @@ class Alert:
 def annotate(session: Session, changes: list[Change], *, alpha: float, min_effect: float) -> list[Alert]:
     """The :class:`Alert` of each of ``changes``, in order; the false-alarm rate is
     counted at ``alpha`` and ``min_effect`` (those the changes were found with).
-    Raises ValueError for out-of-range thresholds."""
-    out = []
+    Three queries: the calibrations, the facts of every point. Raises ValueError for
+    out-of-range thresholds."""
+    out: list[Alert] = []
+    if not changes:
+        return out
+    index = CalibrationIndex(latest_calibrations(session))
+    rates: dict[int, float] = {}  # calibration row id -> its rate at these thresholds
     for c, diff in zip(changes, change_diffs(session, changes)):
-        cal = calibration_for(session, key=c.key, env_class=c.after.env_class) if c.kind != "env_changed" else None
-        rate = expected_false_alarm_rate(cal, alpha=alpha, min_effect=min_effect) if cal is not None else None
+        cal = index.lookup(c.key, c.after.env_class) if c.kind != "env_changed" else None
+        rate = None
+        if cal is not None:
+            if cal.id not in rates:
+                rates[cal.id] = expected_false_alarm_rate(cal, alpha=alpha, min_effect=min_effect)
+            rate = rates[cal.id]
         out.append(Alert(c, diff, rate, cal.noise_floor if cal is not None else None,
                          cal.calibration if cal is not None else None))
     return out

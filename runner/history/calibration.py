@@ -183,17 +183,30 @@ def min_effect_for(metric: str, env_class: str | None, session: Session) -> floa
     return max(MIN_CALIBRATED_EFFECT, max(r.noise_floor for r in rows))
 
 
+class CalibrationIndex:
+    """The newest calibration of every (series, environment class), read once
+    (:func:`latest_calibrations`), for looking many series up."""
+
+    def __init__(self, rows: list[NoiseCalibration]):
+        self._own = {(SeriesKey(r.server, r.track, r.workload, r.params_key, r.metric), r.env_class): r
+                     for r in rows}
+        self._figure: dict[tuple[str, str | None], NoiseCalibration] = {}
+        for r in rows:
+            best = self._figure.get((r.figure, r.env_class))
+            if best is None or r.noise_floor > best.noise_floor:
+                self._figure[(r.figure, r.env_class)] = r
+
+    def lookup(self, key: SeriesKey, env_class: str | None) -> NoiseCalibration | None:
+        """The calibration of series ``key`` in ``env_class``; else, of the series of the
+        same figure in that class, the one with the largest noise floor; None when that
+        figure is uncalibrated in that class."""
+        return self._own.get((key, env_class)) or self._figure.get((key.figure[0], env_class))
+
+
 def calibration_for(session: Session, *, key: SeriesKey, env_class: str | None) -> NoiseCalibration | None:
-    """The newest calibration of series ``key`` in ``env_class``; else the newest of another
-    series of the same figure and class (the largest noise floor among them); None when
-    that figure is uncalibrated in that class."""
-    nc = NoiseCalibration
-    own = _latest_per_series(session, nc.server == key.server, nc.track == key.track, nc.workload == key.workload,
-                             nc.params_key == key.params_key, nc.metric == key.metric, nc.env_class == env_class)
-    if own:
-        return own[-1]
-    rows = _latest_per_series(session, nc.figure == key.figure[0], nc.env_class == env_class)
-    return max(rows, key=lambda r: r.noise_floor) if rows else None
+    """:meth:`CalibrationIndex.lookup` of ``key`` and ``env_class`` (one series: reads the
+    index of every calibration; for many, build one :class:`CalibrationIndex`)."""
+    return CalibrationIndex(latest_calibrations(session)).lookup(key, env_class)
 
 
 def expected_false_alarm_rate(row: NoiseCalibration, *, alpha: float, min_effect: float) -> float:

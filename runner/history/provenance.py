@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from runner.history.series import Change, Point, SeriesKey
@@ -162,44 +162,53 @@ class PointContext:
     facts: dict[str, Any] | None
 
 
+def _contexts(session: Session, wanted: dict[SeriesKey, list[Point]]) -> dict[tuple[SeriesKey, int, str],
+                                                                          PointContext]:
+    """The :class:`PointContext` of every point of ``wanted`` (series -> points), by
+    ``(series, campaign id, version)``: one query over the done cells of those series in
+    the points' campaigns."""
+    ids = {p.campaign_id for pts in wanted.values() for p in pts}
+    if not ids:
+        return {}
+    track = track_expr()
+    rows = session.execute(
+        select(Cell.server, track, Cell.workload, Cell.params_key, Cell.campaign_id, Cell.server_version,
+               Environment.env_class, Environment.data, ServerBuild.info, ServerBuild.config_hash)
+        .outerjoin(Environment, Environment.id == Cell.environment_id)
+        .outerjoin(ServerBuild, ServerBuild.id == Cell.build_id)
+        .where(tuple_(Cell.server, Cell.workload, Cell.params_key).in_(
+               list({(k.server, k.workload, k.params_key) for k in wanted})),
+               Cell.campaign_id.in_(ids), Cell.status == "done")
+        .order_by(Cell.campaign_id, Cell.seq)).all()
+    groups: dict[tuple[str, str, str, str, int, str], list[tuple]] = {}
+    for r in rows:
+        groups.setdefault((r[0], r[1], r[2], r[3], r[4], r[5] or ""), []).append(r[6:])
+    out: dict[tuple[SeriesKey, int, str], PointContext] = {}
+    for key, pts in wanted.items():
+        for p in pts:
+            group = groups.get((key.server, key.track, key.workload, key.params_key, p.campaign_id, p.version), [])
+            row = next((r for r in group if r[0] == p.env_class), group[0] if group else None)
+            if row is None:
+                out[(key, p.campaign_id, p.version)] = PointContext(None, None)
+                continue
+            source = next((s for s in (source_of(r[2]) for r in group) if s is not None), None)
+            out[(key, p.campaign_id, p.version)] = PointContext(source, facts_of(row[1], row[2], row[3]))
+    return out
+
+
 def point_contexts(session: Session, *, key: SeriesKey, points: list[Point]) -> list[PointContext]:
     """The :class:`PointContext` of each of ``points`` (points of series ``key``), in order:
     one query over the done cells of the series in the points' campaigns."""
-    if not points:
-        return []
-    ids = {p.campaign_id for p in points}
-    rows = session.execute(
-        select(Cell.campaign_id, Cell.server_version, Environment.env_class, Environment.data, ServerBuild.info,
-               ServerBuild.config_hash)
-        .outerjoin(Environment, Environment.id == Cell.environment_id)
-        .outerjoin(ServerBuild, ServerBuild.id == Cell.build_id)
-        .where(Cell.server == key.server, Cell.workload == key.workload, Cell.params_key == key.params_key,
-               track_expr() == key.track, Cell.campaign_id.in_(ids), Cell.status == "done")
-        .order_by(Cell.campaign_id, Cell.seq)).all()
-    by_point: dict[tuple[int, str], list[tuple]] = {}
-    for r in rows:
-        by_point.setdefault((r[0], r[1] or ""), []).append(r)
-    out = []
-    for p in points:
-        group = by_point.get((p.campaign_id, p.version), [])
-        row = next((r for r in group if r[2] == p.env_class), group[0] if group else None)
-        if row is None:
-            out.append(PointContext(None, None))
-            continue
-        source = next((s for s in (source_of(r[4]) for r in group) if s is not None), None)
-        out.append(PointContext(source, facts_of(row[3], row[4], row[5])))
-    return out
+    ctx = _contexts(session, {key: points})
+    return [ctx[(key, p.campaign_id, p.version)] for p in points]
 
 
 def change_diffs(session: Session, changes: list[Change]) -> list[list[FactDelta]]:
     """For each change, the facts that differ between its ``before`` and ``after`` points
-    (:func:`fact_diff`), one query per series among ``changes``."""
+    (:func:`fact_diff`), all read in one query."""
     by_key: dict[SeriesKey, list[Point]] = {}
     for c in changes:
         by_key.setdefault(c.key, []).extend([c.before, c.after])
-    ctx: dict[tuple[SeriesKey, int, str], PointContext] = {}
-    for key, pts in by_key.items():
-        for p, pc in zip(pts, point_contexts(session, key=key, points=pts)):
-            ctx[(key, p.campaign_id, p.version)] = pc
+    ctx = _contexts(session, by_key)
     return [fact_diff(ctx[(c.key, c.before.campaign_id, c.before.version)].facts,
                       ctx[(c.key, c.after.campaign_id, c.after.version)].facts) for c in changes]

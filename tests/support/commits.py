@@ -6,9 +6,11 @@ its build row is then replaced, through the store's normal path
 (runner.store.campaigns.get_or_create_build and runner.store.points.refresh_points), by
 the one a server built from a source records: ``version`` ``git-<12 hex>`` and
 ``info["source"]`` with the keys a source build writes (location, ref, commit,
-dirty_hash, subject, author_date, commit_index). A commit marked slow runs tpd with
-``use_sendfile: false`` (read + send through a buffer): a real slowdown, under one
-``label`` so every commit stays on one series.
+dirty_hash, subject, author_date, commit_index). A commit marked slow is measured over a
+shaped 100 Mbit/s link (variant ``link: 100mbit``: the server in its own namespace behind
+a tbf qdisc, runner.net.link; needs root): a real slowdown that no load on a shared
+machine can hide (about 11 MiB/s against hundreds over loopback), under one ``label``
+so every commit stays on one series.
 """
 from __future__ import annotations
 
@@ -41,22 +43,22 @@ class FakeCommit:
 
 def commits(n: int, first_slow: int) -> list[FakeCommit]:
     """``n`` commits, slow from index ``first_slow`` on."""
-    return [FakeCommit(i, f"change {i}" + (": buffer RETR through user space" if i == first_slow else ""),
+    return [FakeCommit(i, f"change {i}" + (": the slowdown" if i == first_slow else ""),
                        i >= first_slow) for i in range(n)]
 
 
 def run_commit_campaign(engine, commit: FakeCommit, *, repeats: int = 3, with_index: bool = True) -> int:
-    """Run one real campaign (tpd, RETR 32 MiB for 0.3 s, ``repeats`` repeats, local backend,
-    no pinning) and record its build as built from ``commit``. Returns the campaign id."""
+    """Run one real campaign (tpd, RETR 32 MiB for 0.5 s, ``repeats`` repeats, local
+    backend, no pinning; over a shaped 100 Mbit/s link when ``commit.slow``) and record its build as built from ``commit``. Returns the campaign id."""
     from runner.campaign.loop import run_campaign
     from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, ServerBuild
     from runner.store.points import refresh_points
 
-    server = {"name": "tpd", "label": LABEL, **({"variant": {"use_sendfile": False}} if commit.slow else {})}
+    server = {"name": "tpd", "label": LABEL, **({"variant": {"link": "100mbit"}} if commit.slow else {})}
     spec = parse_spec({"name": f"commit {commit.index}", "repeats": repeats, "backend": "local", "servers": [server],
-                       "workloads": [{"name": "retr", "params": {"transfer_size": "32M", "duration": 0.3}}]})
+                       "workloads": [{"name": "retr", "params": {"transfer_size": "32M", "duration": 0.5}}]})
     with Session(engine, expire_on_commit=False) as s:
         cid = crud.create_campaign(s, spec=spec, backend="local").id
         s.commit()
@@ -81,6 +83,7 @@ def run_commit_campaign(engine, commit: FakeCommit, *, repeats: int = 3, with_in
         # delete the stale ones left under the old version
         from runner.store.models import SeriesPoint
 
-        s.query(SeriesPoint).filter(SeriesPoint.campaign_id == cid, SeriesPoint.version != info["version"]).delete()
+        s.query(SeriesPoint).filter(SeriesPoint.campaign_id == cid,
+                                    SeriesPoint.version != info["version"]).delete()
         s.commit()
     return cid

@@ -13,6 +13,9 @@ from datetime import datetime
 import pytest
 from sqlalchemy.orm import Session
 
+from runner.net import link as linknet
+from tests.support.skips import not_root, skip_if_problem
+
 from runner.history.bycommit import commit_order
 from runner.history.provenance import PointContext, Source, fact_diff, facts_of, source_of
 from runner.history.series import Point
@@ -87,6 +90,7 @@ def _move_environment(engine, cid: int) -> dict:
 
 @pytest.mark.integration
 @pytest.mark.timeout(900)
+@skip_if_problem(linknet.base_problem(), machine=not_root())
 def test_history_by_commit_orders_names_the_slow_commit_and_shows_what_moved(engine, xferlab_env):
     from runner.store.models import Cell, ServerBuild
 

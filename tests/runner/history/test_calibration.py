@@ -24,7 +24,8 @@ def test_calibrate_tpd_retr_reports_a_sane_noise_floor(xferlab_env, engine):
                        env=xferlab_env, capture_output=True, text=True, timeout=540)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     out = json.loads(p.stdout[p.stdout.index("\n[") + 1:])
-    print("series calibrated:", [(x["series"]["metric"], x["samples_per_run"], round(x["noise_floor"], 4)) for x in out])
+    print("series calibrated:", [(x["series"]["metric"], x["samples_per_run"], round(x["noise_floor"], 4))
+                                 for x in out])
     primary = [r for r in out if r["series"]["metric"] == "" and r["series"]["server"] == "tpd"]
     assert len(primary) == 1, out
     r = primary[0]
