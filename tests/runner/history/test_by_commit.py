@@ -13,13 +13,12 @@ from datetime import datetime
 import pytest
 from sqlalchemy.orm import Session
 
-from runner.net import link as linknet
-from tests.support.skips import not_root, skip_if_problem
-
 from runner.history.bycommit import commit_order
 from runner.history.provenance import PointContext, Source, fact_diff, facts_of, source_of
 from runner.history.series import Point
+from runner.net import link as linknet
 from tests.support.commits import LABEL, commits, run_commit_campaign
+from tests.support.skips import not_root, skip_if_problem
 
 XFERLAB = [sys.executable, "-m", "runner.cli"]
 
