@@ -56,7 +56,9 @@ def run_commit_campaign(engine, commit: FakeCommit, *, repeats: int = 3, with_in
     from runner.store.models import Cell, ServerBuild
     from runner.store.points import refresh_points
 
-    server = {"name": "tpd", "label": LABEL, **({"variant": {"link": "100mbit"}} if commit.slow else {})}
+    server = {"name": "tpd", "label": LABEL}
+    if commit.slow:
+        server["variant"] = {"link": "100mbit"}
     spec = parse_spec({"name": f"commit {commit.index}", "repeats": repeats, "backend": "local", "servers": [server],
                        "workloads": [{"name": "retr", "params": {"transfer_size": "32M", "duration": 0.5}}]})
     with Session(engine, expire_on_commit=False) as s:
