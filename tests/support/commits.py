@@ -49,14 +49,15 @@ def commits(n: int, first_slow: int) -> list[FakeCommit]:
 
 def run_commit_campaign(engine, commit: FakeCommit, *, repeats: int = 3, with_index: bool = True) -> int:
     """Run one real campaign (tpd, RETR 32 MiB for 0.5 s, ``repeats`` repeats, local
-    backend, no pinning; over a shaped 100 Mbit/s link when ``commit.slow``) and record its build as built from ``commit``. Returns the campaign id."""
+    backend, no pinning; over a shaped 100 Mbit/s link when ``commit.slow``) and record its
+    build as built from ``commit``. Returns the campaign id."""
     from runner.campaign.loop import run_campaign
     from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell, ServerBuild
     from runner.store.points import refresh_points
 
-    server = {"name": "tpd", "label": LABEL}
+    server: dict = {"name": "tpd", "label": LABEL}
     if commit.slow:
         server["variant"] = {"link": "100mbit"}
     spec = parse_spec({"name": f"commit {commit.index}", "repeats": repeats, "backend": "local", "servers": [server],
