@@ -138,6 +138,13 @@ def test_history_by_commit_orders_names_the_slow_commit_and_shows_what_moved(eng
     assert f"first commit after the change: {history[3].sha[:7]} {history[3].subject}" in text.stdout
     assert "environment moved: kernel: " in text.stdout and "sysctl net.core.somaxconn: " in text.stdout
 
+    by_time = subprocess.run(XFERLAB + ["history", "tpd:retr", "--track", LABEL], env=xferlab_env,
+                             capture_output=True, text=True, timeout=120)
+    assert by_time.returncode == 0, by_time.stderr
+    rows = [ln.split()[0] for ln in by_time.stdout.splitlines() if ln.startswith("  #")]
+    assert rows == [f"#{cids[i]}" for i in sorted(cids, key=lambda i: cids[i])]  # campaign order
+    assert "environment moved: kernel: " in by_time.stdout
+
     reg = subprocess.run(XFERLAB + ["regressions"], env=xferlab_env, capture_output=True, text=True, timeout=120)
     assert reg.returncode == 0, reg.stderr
     print(reg.stdout)
