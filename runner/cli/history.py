@@ -79,6 +79,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     import json
 
     from runner.history import list_series, series_changes, series_points
+    from runner.history.provenance import fact_diff, point_contexts
 
     alpha, min_effect = _thresholds(args)
     with common.session(common.engine()) as session:
@@ -95,12 +96,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         points = series_points(session, key=key)
         if args.by == "commit":
             return _print_by_commit(session, key, points, alpha, min_effect, args.json)
-        from runner.history.provenance import point_contexts
-
         changes = series_changes(key, points, alpha=alpha, min_effect=min_effect)
         contexts = point_contexts(session, key=key, points=points)
-        from runner.history.provenance import fact_diff
-
         diffs = [fact_diff(contexts[i].facts, contexts[i + 1].facts) for i in range(len(changes))]
         if args.json:
             print(json.dumps({"series": key.as_dict(), "points": [p.as_dict() for p in points],
@@ -111,7 +108,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         for i, p in enumerate(points):
             print(f"  #{p.campaign_id:<5} {p.version:<12} n={len(p.samples):<3} median {p.median:.4g} {p.unit}"
                   + (f"  {_verdict(changes[i - 1])}" if i and _verdict(changes[i - 1]) else ""))
-            if i and (changes[i - 1].kind != "same") and diffs[i - 1]:
+            if i and changes[i - 1].kind != "same" and diffs[i - 1]:
                 print("         environment moved: " + "; ".join(str(d) for d in diffs[i - 1]))
     return 0
 
