@@ -20,5 +20,7 @@ def page_regressions(request: Request, session: SessionDep, settings: SettingsDe
     a, m = thresholds(settings, alpha, min_effect)
     changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements, window=window)
     alerts = annotate(session, changes, alpha=a, min_effect=m)
-    return render(request, "regressions.html", alerts=alerts, alpha=a, min_effect=m, improvements=improvements,
-                  window=window)
+    from dashboard.services.profiles import regression_links
+
+    return render(request, "regressions.html", alerts=alerts, flame_links=regression_links(session, changes),
+                  alpha=a, min_effect=m, improvements=improvements, window=window)

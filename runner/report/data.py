@@ -87,6 +87,49 @@ class CellTcp:
     listen_backlog: int | None = None
 
 
+@dataclass(frozen=True)
+class CellProfileData:
+    """The server's CPU profile stored for one cell (table ``cell_profile``; the profile a
+    cell runner measured over the phase, runner.metrics.profile_data.ServerProfile).
+
+    Attributes:
+        cell_id: the cell's database id (``xferlab profile CELL_ID``).
+        server: server label.
+        workload: workload name.
+        title: row title of the cell's workload and parameters.
+        params_key: canonical parameter string.
+        repeat: the cell's repeat index, as stored (0 = first).
+        status: ``done`` or ``failed``.
+        profiler: ``perf`` or ``py-spy``.
+        profiler_version: the profiler's own version string.
+        rate_hz: sampling frequency, samples per second per CPU.
+        duration_s: seconds the profiler ran.
+        on_cpu: folded stacks of the on-CPU samples (``frame;frame;... N``, N samples).
+        off_cpu: folded stacks of off-CPU time (N in microseconds), None when not measured.
+        on_cpu_s: CPU seconds the samples stand for.
+        off_cpu_s: seconds the server's threads were blocked, None when not measured.
+        syscalls: ``{"name", "count", "total_s", "errors"}`` per system call, as stored.
+        notes: what the profile could not see, one line each.
+    """
+
+    cell_id: int
+    server: str
+    workload: str
+    title: str
+    params_key: str
+    repeat: int
+    status: str
+    profiler: str
+    profiler_version: str
+    rate_hz: int
+    duration_s: float
+    on_cpu: str
+    off_cpu: str | None = None
+    on_cpu_s: float = 0.0
+    off_cpu_s: float | None = None
+    syscalls: tuple[dict, ...] = ()
+    notes: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True)
 class MemoryTimeline:
@@ -173,6 +216,8 @@ class CampaignData:
             compared by ``==``.
         tcp: the kernel TCP counters and listen backlog of every done or failed cell
             that stored a non-zero counter or a backlog, in cell order (:class:`CellTcp`).
+        profiles: the server CPU profile of every done or failed cell that has one, in
+            cell order (:class:`CellProfileData`).
     """
 
     campaign_id: int
@@ -188,3 +233,4 @@ class CampaignData:
     timelines: list[MemoryTimeline] = field(default_factory=list, compare=False)
     client_curves: list[ClientCurve] = field(default_factory=list, compare=False)
     tcp: list[CellTcp] = field(default_factory=list)
+    profiles: list[CellProfileData] = field(default_factory=list)

@@ -21,6 +21,15 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
               "listen_backlog": 32}]}     # only when a cell stored kernel TCP counters or a
                                           # backlog (runner.report.data.CellTcp): non-zero
                                           # counters only; loaded back
+     "profiles": [{"cell_id": 12, "server": "a", "workload": "retr", "title": ..., "params_key": ...,
+                   "repeat": 0, "status": "done", "profiler": "perf", "profiler_version": "6.1.187",
+                   "rate_hz": 99, "duration_s": 3.0, "on_cpu_s": 2.9, "off_cpu_s": null,
+                   "on_cpu": "tpd;main;... 42\n...", "off_cpu": null,
+                   "syscalls": [{"name": "sendfile", "count": 300, "total_s": 0.4, "errors": 0}],
+                   "notes": [...]}]}
+                                          # only when a cell stored a server CPU profile
+                                          # (runner.report.data.CellProfileData): the folded
+                                          # stacks as stored; loaded back
 
 Table document (``render(Table or [Table, ...])``; not loadable, derived data)::
 
@@ -36,7 +45,7 @@ import dataclasses
 import json as _json
 from collections.abc import Sequence
 
-from runner.report.data import CampaignData, CellTcp, Series
+from runner.report.data import CampaignData, CellProfileData, CellTcp, Series
 from runner.report.saturation import curves
 from runner.report.stats import summarize
 from runner.report.tables import Table, as_tables
@@ -70,7 +79,27 @@ def to_dict(data: CampaignData) -> dict:
         "series": [_series(s) for s in data.series],
         **({"saturation": sat} if (sat := [c.as_dict() for c in curves(data)]) else {}),
         **({"tcp": [dataclasses.asdict(c) for c in data.tcp]} if data.tcp else {}),
+        **({"profiles": [_profile(p) for p in data.profiles]} if data.profiles else {}),
     }
+
+
+def _profile(p: CellProfileData) -> dict:
+    d = dataclasses.asdict(p)
+    d["syscalls"], d["notes"] = [dict(r) for r in p.syscalls], list(p.notes)
+    return d
+
+
+def _load_profile(p: dict, i: int) -> CellProfileData:
+    where = f"profiles[{i}]"
+    off = p.get("off_cpu_s")
+    return CellProfileData(
+        cell_id=int(_need(p, "cell_id", where)), server=_need(p, "server", where),
+        workload=_need(p, "workload", where), title=p.get("title", ""), params_key=p.get("params_key", ""),
+        repeat=int(_need(p, "repeat", where)), status=p.get("status", ""), profiler=_need(p, "profiler", where),
+        profiler_version=_need(p, "profiler_version", where), rate_hz=int(_need(p, "rate_hz", where)),
+        duration_s=float(_need(p, "duration_s", where)), on_cpu=_need(p, "on_cpu", where), off_cpu=p.get("off_cpu"),
+        on_cpu_s=float(p.get("on_cpu_s", 0.0)), off_cpu_s=None if off is None else float(off),
+        syscalls=tuple(dict(r) for r in p.get("syscalls") or ()), notes=tuple(str(n) for n in p.get("notes") or ()))
 
 
 def _table(t: Table) -> dict:
@@ -135,7 +164,8 @@ def from_dict(doc: dict) -> CampaignData:
     return CampaignData(campaign_id=_need(c, "id", "campaign"), name=_need(c, "name", "campaign"),
                         servers=list(_need(c, "servers", "campaign")), series=series,
                         environment=dict(c.get("environment") or {}), failures=failures,
-                        setups=dict(c.get("setups") or {}), tcp=tcp)
+                        setups=dict(c.get("setups") or {}), tcp=tcp,
+                        profiles=[_load_profile(p, i) for i, p in enumerate(doc.get("profiles") or [])])
 
 
 def load_json(text: str | bytes) -> CampaignData:

@@ -14,10 +14,18 @@ from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.metrics.fairness import cv_from_jain, stored_curve
-from runner.report.data import CampaignData, CellTcp, ClientCurve, MemoryTimeline, Series, WorkloadFacts
+from runner.report.data import (
+    CampaignData,
+    CellProfileData,
+    CellTcp,
+    ClientCurve,
+    MemoryTimeline,
+    Series,
+    WorkloadFacts,
+)
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
-from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
+from runner.store.models import Campaign, Cell, CellProfile, Environment, Sample, ServerBuild
 
 #: (metric, stat) pairs exported as series, with unit and direction.
 SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
@@ -156,7 +164,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
                         cpu_sources={k: tuple(v) for k, v in sources.items()},
                         timelines=_timelines(session, done, titles),
                         client_curves=_client_curves(session, done, titles),
-                        tcp=_tcp(session, cells, titles))
+                        tcp=_tcp(session, cells, titles),
+                        profiles=_profiles(session, cells, titles, secrets))
 
 
 #: Most points of one memory timeline and of one per-client curve in CampaignData: enough
@@ -244,6 +253,47 @@ def _tcp(session: Session, cells, titles: dict[tuple[str, str], str]) -> list[Ce
         counters, backlog = per[c.id]
         out.append(CellTcp(c.server_label, c.workload, titles[(c.workload, c.params_key)], c.params_key, c.repeat,
                            c.status, counters, min(backlog) if backlog else None))
+    return out
+
+
+def load_cell_profile(session: Session, *, cell_id: int) -> CellProfileData:
+    """The stored server CPU profile of cell ``cell_id`` (notes scrubbed of its campaign's
+    secrets). Raises LookupError naming the cell when there is no such cell or it was
+    not profiled."""
+    cell = session.get(Cell, cell_id)
+    if cell is None:
+        raise LookupError(f"no cell {cell_id}")
+    camp = session.get(Campaign, cell.campaign_id)
+    secrets = secret_values(camp.spec) if camp is not None else frozenset()
+    title = WORKLOADS[cell.workload].title_for(WorkloadParams.model_validate(cell.params))
+    found = _profiles(session, [cell], {(cell.workload, cell.params_key): title}, secrets, any_status=True)
+    if not found:
+        raise LookupError(f"cell {cell_id} ({cell.server_label} · {cell.workload}, {cell.status}) has no profile: "
+                          "profiled cells are those of a spec, workload or server with `profile:`, or "
+                          "`xferlab run --profile`")
+    return found[0]
+
+
+def _profiles(session: Session, cells, titles: dict[tuple[str, str], str], secrets, *,
+              any_status: bool = False) -> list[CellProfileData]:
+    """The stored server CPU profiles of the done and failed ``cells`` (of every cell with
+    ``any_status``), in their order; the notes scrubbed of ``secrets``."""
+    measured = {c.id: c for c in cells if any_status or c.status in ("done", "failed")}
+    if not measured:
+        return []
+    rows = {p.cell_id: p for p in session.scalars(select(CellProfile).where(CellProfile.cell_id.in_(list(measured))))}
+    out = []
+    for c in cells:
+        p = rows.get(c.id)
+        if p is None:
+            continue
+        out.append(CellProfileData(
+            cell_id=c.id, server=c.server_label, workload=c.workload, title=titles[(c.workload, c.params_key)],
+            params_key=c.params_key, repeat=c.repeat, status=c.status, profiler=p.profiler,
+            profiler_version=p.profiler_version, rate_hz=p.rate_hz, duration_s=p.duration_s, on_cpu=p.on_cpu,
+            off_cpu=p.off_cpu, on_cpu_s=p.on_cpu_s, off_cpu_s=p.off_cpu_s,
+            syscalls=tuple(dict(r) for r in p.syscalls or ()),
+            notes=tuple(scrub(str(n), secrets) or "" for n in p.notes or ())))
     return out
 
 

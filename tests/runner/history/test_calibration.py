@@ -116,3 +116,27 @@ def test_analyse_by_hand():
         analyse(key, pts[:1])
     with pytest.raises(ValueError, match="different versions"):
         analyse(key, [pts[0], Point(9, "c", None, "2", "l", "e", "MiB/s", runs[1])])
+
+
+def test_migration_down_and_up(empty_db_url):
+    """The noise_calibration revision's downgrade drops the table and its upgrade makes it again."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    from runner.config import get_settings
+    from runner.store.db import get_engine
+
+    engine = get_engine(url=empty_db_url)
+    assert "noise_calibration" in inspect(engine).get_table_names()
+    cfg = Config()
+    cfg.set_main_option("script_location", str(get_settings().migrations_dir))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "-1")
+    names = inspect(engine).get_table_names()
+    assert "noise_calibration" not in names and "cell" in names
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    assert "noise_calibration" in inspect(engine).get_table_names()

@@ -1,7 +1,7 @@
 """noise_calibration: the noise floor and false-alarm rate of a series, from A/A runs
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 
 One row per (series, environment class) of one ``xferlab calibrate`` invocation: the same
 build measured against itself in N campaigns, the runs' raw samples, the relative range
@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
