@@ -9,10 +9,13 @@ from fastapi.templating import Jinja2Templates
 
 from dashboard.deps import get_settings
 from dashboard.security import csrf_token, token_ok
+from runner.history.provenance import short_value
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+#: ``{{ value|shortfact }}``: an environment fact's value as one short text (``-`` for none).
+templates.env.filters["shortfact"] = short_value
 
 
 def render(request: Request, name: str, status_code: int = 200, **context) -> object:

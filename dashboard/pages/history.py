@@ -2,10 +2,12 @@
 with a sparkline; and one series' chart with the verdict on each step."""
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Query, Request
 
 from dashboard.deps import FigureName, FilterValues, GroupName, SessionDep, SettingsDep
-from dashboard.services.history import GROUPS, group_series, series_timeline, sparkline, thresholds
+from dashboard.services.history import GROUPS, group_series, series_view, sparkline, thresholds
 from dashboard.templating import render
 from runner.history import FIGURES, SPARK_POINTS, SeriesKey, series_facets, series_overview
 
@@ -33,10 +35,11 @@ def page_history(request: Request, session: SessionDep, settings: SettingsDep, s
 def page_series(request: Request, session: SessionDep, settings: SettingsDep,
                 server: str = Query(..., min_length=1, max_length=400), track: str = Query("{}", max_length=400),
                 workload: str = Query(..., min_length=1, max_length=400), params_key: str = Query("", max_length=400),
-                metric: str = Query("", max_length=40)):
+                metric: str = Query("", max_length=40), by: Literal["time", "commit"] = "time"):
+    """One series' chart and table, by campaign or (``by=commit``, for a series whose
+    builds came from a source) by the server's commit, with the verdict on each step and
+    the environment facts that differ."""
     key = SeriesKey(server, track, workload, params_key, metric)
     alpha, min_effect = thresholds(settings, None, None)
-    points, changes = series_timeline(session, key=key, alpha=alpha, min_effect=min_effect)
-    return render(request, "series.html", key=key, points=points, changes=changes,
-                  chart={"unit": points[0].unit, "points": [p.as_dict() for p in points],
-                         "env_changed": [False] + [c.kind == "env_changed" for c in changes]})
+    view = series_view(session, key=key, alpha=alpha, min_effect=min_effect, by=by)
+    return render(request, "series.html", key=key, **view)

@@ -7,6 +7,7 @@ from dashboard.deps import SessionDep, SettingsDep
 from dashboard.services.history import thresholds
 from dashboard.templating import render
 from runner.history import DEFAULT_WINDOW, find_regressions
+from runner.history.alerts import annotate
 
 router = APIRouter()
 
@@ -18,7 +19,8 @@ def page_regressions(request: Request, session: SessionDep, settings: SettingsDe
                      window: int = Query(DEFAULT_WINDOW, ge=2, le=2000)):
     a, m = thresholds(settings, alpha, min_effect)
     changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements, window=window)
+    alerts = annotate(session, changes, alpha=a, min_effect=m)
     from dashboard.services.profiles import regression_links
 
-    return render(request, "regressions.html", changes=changes, flame_links=regression_links(session, changes),
+    return render(request, "regressions.html", alerts=alerts, flame_links=regression_links(session, changes),
                   alpha=a, min_effect=m, improvements=improvements, window=window)

@@ -9,7 +9,9 @@ from sqlalchemy.orm import Session
 
 from dashboard.settings import DashboardSettings
 from runner.catalogue.workloads import CLASSIC_SUITE, WORKLOADS
-from runner.history import SERIES_METRICS, Change, Point, SeriesKey, series_changes, series_points
+from runner.history import SERIES_METRICS, SeriesKey, series_changes, series_points
+from runner.history.bycommit import series_by_commit
+from runner.history.provenance import Source, fact_diff, point_contexts
 from runner.history.series import DEFAULT_TRACK
 
 #: Workloads in the order the pages list them: the classic suite, then the catalogue's.
@@ -24,15 +26,42 @@ def thresholds(settings: DashboardSettings, alpha: float | None, min_effect: flo
             min_effect if min_effect is not None else settings.regression_min_effect)
 
 
-def series_timeline(session: Session, *, key: SeriesKey, alpha: float, min_effect: float
-                    ) -> tuple[list[Point], list[Change]]:
-    """``(points, changes)`` of one series: runner.history.series_points (oldest first) and
-    series_changes (one verdict per pair of consecutive points). Raises LookupError when
-    the series has no point."""
+#: How a series page orders its points: ``by`` value -> what it orders by.
+ORDERS: dict[str, str] = {"time": "campaign", "commit": "server commit"}
+
+
+def series_view(session: Session, *, key: SeriesKey, alpha: float, min_effect: float, by: str) -> dict[str, Any]:
+    """What the series page shows, ordered by campaign (``by="time"``) or by the server's
+    source commit (``by="commit"``, runner.history.bycommit; only points built from a
+    source). Returns ``{"points", "changes", "diffs" (per change, the facts that differ),
+    "sources" (per point, its Source or None), "has_commits" (some point has a source),
+    "left_out" (points without a source, by commit), "by", "chart"}``; ``chart`` is the
+    timeline's JSON: unit, points, env_changed, and ``commits`` (per point: short, commit,
+    subject, date) by commit. Raises LookupError when the series has no point, ValueError
+    for an unknown ``by``."""
+    if by not in ORDERS:
+        raise ValueError(f"unknown order {by!r}: use one of {', '.join(ORDERS)}")
     points = series_points(session, key=key)
     if not points:
         raise LookupError(f"no such series: {key.title} [{key.params_key}]")
-    return points, series_changes(key, points, alpha=alpha, min_effect=min_effect)
+    contexts = point_contexts(session, key=key, points=points)
+    has_commits = any(c.source is not None for c in contexts)
+    if by == "commit" and has_commits:
+        cs = series_by_commit(session, key=key, points=points, alpha=alpha, min_effect=min_effect)
+        pts, changes, diffs, left_out = cs.points, cs.changes, cs.diffs, cs.left_out
+        sources: list[Source | None] = list(cs.sources)
+    else:
+        by = "time"
+        pts, changes = points, series_changes(key, points, alpha=alpha, min_effect=min_effect)
+        diffs = [fact_diff(contexts[i].facts, contexts[i + 1].facts) for i in range(len(changes))]
+        sources, left_out = [c.source for c in contexts], 0
+    chart: dict[str, Any] = {"unit": pts[0].unit, "points": [p.as_dict() for p in pts],
+                             "env_changed": [False] + [c.kind == "env_changed" for c in changes], "axis": by}
+    if by == "commit":
+        chart["commits"] = [{"short": s.short, "commit": s.commit, "subject": s.subject, "date": s.author_date}
+                            for s in sources if s is not None]
+    return {"points": pts, "changes": changes, "diffs": diffs, "sources": sources, "has_commits": has_commits,
+            "left_out": left_out, "by": by, "chart": chart}
 
 
 #: How the history page groups its series: ``group`` value -> what it groups by.

@@ -332,7 +332,9 @@ function timelineChart() {
   const d = jsonData("timeline-data");
   const canvas = document.getElementById("timeline");
   if (!d || !canvas || typeof Chart === "undefined") return;
-  const labels = d.points.map(p => `#${p.campaign_id} ${p.version}`.trim());
+  // by commit: one category per point, labelled with its short SHA (commit order); else campaign and version
+  const commits = d.axis === "commit" ? d.commits : null;
+  const labels = commits ? commits.map(c => c.short) : d.points.map(p => `#${p.campaign_id} ${p.version}`.trim());
   const env = d.env_changed;
   new Chart(canvas, {
     type: "line",
@@ -344,8 +346,12 @@ function timelineChart() {
     ] },
     options: { maintainAspectRatio: false, animation: false,
       plugins: { legend: { labels: { filter: item => item.datasetIndex === 2 } },
-        tooltip: { callbacks: { afterLabel: ctx => env[ctx.dataIndex] ? "environment changed: not compared" : "" } } },
-      scales: { y: { title: { display: true, text: d.unit } } } },
+        tooltip: { callbacks: {
+          title: items => commits ? `${commits[items[0].dataIndex].short} ${commits[items[0].dataIndex].subject}` : items[0].label,
+          afterTitle: items => commits ? `${commits[items[0].dataIndex].date} · campaign #${d.points[items[0].dataIndex].campaign_id}` : "",
+          afterLabel: ctx => env[ctx.dataIndex] ? "environment changed: not compared" : "" } } },
+      scales: { x: { type: "category", title: { display: !!commits, text: "commit" } },
+        y: { title: { display: true, text: d.unit } } } },
   });
 }
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from scipy.stats import false_discovery_control
+from sqlalchemy.engine import Engine
 
 from runner.campaign.gate import FigureKey, Verdict, figure_name, figures, min_effect_for, verdict
 from runner.report.data import CampaignData
@@ -62,10 +63,12 @@ def primary_keys(data: CampaignData, metrics: Iterable[str] = ()) -> list[Figure
 
 
 def run_check(base: CampaignData, cand: CampaignData, *, baseline_what: str, candidate_what: str,
-              min_effect: float, metrics: Iterable[str] = ()) -> CheckResult:
+              min_effect: float, metrics: Iterable[str] = (), calibration: Engine | None = None) -> CheckResult:
     """Compare every figure of :func:`primary_keys` of ``base`` with the same figure of
     ``cand`` (the same server position, workload, parameters, metric). The minimum effect
-    of a figure is ``min_effect_for(metric, env_class of the candidate, min_effect)``; with
+    of a figure is ``min_effect_for(metric, env_class of the candidate, min_effect,
+    engine=calibration)``: the calibrated noise floor when ``calibration`` (the lab's
+    database) holds one for it, else ``min_effect``; with
     more than one figure their p-values are adjusted with Benjamini-Hochberg
     (``scipy.stats.false_discovery_control``) and a figure is significant when its q-value
     is below 0.05. Raises ValueError when the two campaigns share no figure."""
@@ -85,7 +88,8 @@ def run_check(base: CampaignData, cand: CampaignData, *, baseline_what: str, can
                                     if w == key[1] and err})) or "no samples"
             res.missing.append(f"{name}: {why}")
             continue
-        res.verdicts.append(verdict(name, bf[key], other, min_effect_for(key[3], env_class, min_effect)))
+        res.verdicts.append(verdict(name, bf[key], other, min_effect_for(key[3], env_class, min_effect,
+                                                                         engine=calibration)))
     if len(res.verdicts) > 1:  # many figures, one decision: Benjamini-Hochberg, as runner.history does
         qs = false_discovery_control([v.p_value for v in res.verdicts], method="bh")
         res.verdicts = [replace(v, q_value=float(q), regression=v.regression and q < ALPHA,

@@ -29,13 +29,23 @@ from runner.store import campaigns as crud
 DEFAULT_MIN_EFFECT = 0.05
 
 
-def min_effect_for(metric: str, env_class: str | None, default: float = DEFAULT_MIN_EFFECT) -> float:
+def min_effect_for(metric: str, env_class: str | None, default: float = DEFAULT_MIN_EFFECT, *,
+                   engine: Engine | None = None) -> float:
     """The smallest relative change of ``metric``'s median (0.05 = 5%) that counts as a
-    regression in environment class ``env_class`` (runner.store.models.Environment). The
-    one place a measured noise floor per metric and environment replaces ``default``;
-    today it returns ``default`` for every metric."""
-    del metric, env_class
-    return default
+    regression in environment class ``env_class`` (runner.store.models.Environment).
+
+    With ``engine`` (the lab's database), the noise floor ``xferlab calibrate`` stored for
+    this figure and class (runner.history.calibration.calibrated_min_effect: the largest
+    A/A spread of the newest calibrations, at least 1%) replaces ``default`` when one is
+    stored; without, or when none is, ``default``. A minimum effect the user gave
+    (``--min-effect``) is passed as ``default`` with no ``engine``."""
+    if engine is None:
+        return default
+    from runner.history.calibration import calibrated_min_effect
+
+    with Session(engine) as s:
+        found = calibrated_min_effect(metric, env_class, s)
+    return default if found is None else found
 
 
 #: A figure of a campaign: (server index in the spec, workload, parameters key, metric, memory checkpoint).

@@ -21,6 +21,9 @@ argument builder, handler), handlers imported only when their command runs (pype
     xferlab db                                          where the database is; migrate it
     xferlab check SPEC --candidate REF --baseline REF|ID  CI gate: exit 1 on a significant regression
     xferlab bisect --server S --source P --good G --bad B  the first commit where a figure regressed
+    xferlab history [SERVER:WORKLOAD] [--by commit]     one series by campaign or by commit (or every series)
+    xferlab regressions                                 significant changes, what moved in the environment
+    xferlab calibrate SPEC | --server S --workload W -n N   A/A runs: noise floor and false-alarm rate
 """
 from __future__ import annotations
 
@@ -197,6 +200,22 @@ def _bisect_args(p: argparse.ArgumentParser) -> None:
     from runner.cli.maintainer import add_bisect_arguments
 
     add_bisect_arguments(p)
+def _history_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.history import add_history_arguments
+
+    add_history_arguments(p)
+
+
+def _regressions_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.history import add_regressions_arguments
+
+    add_regressions_arguments(p)
+
+
+def _calibrate_args(p: argparse.ArgumentParser) -> None:
+    from runner.cli.calibrate import add_arguments
+
+    add_arguments(p)
 
 
 def _dashboard_args(ds: argparse.ArgumentParser) -> None:
@@ -238,6 +257,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("serve", "start one server on this host, driven over stdin (multi-host)", "runner.cli.tools:cmd_serve",
             _serve_args),
     Command("dashboard", "serve the web dashboard", "runner.cli.tools:cmd_dashboard", _dashboard_args),
+    Command("history", "one series by campaign or by server commit, or the list of series",
+            "runner.cli.history:cmd_history", _history_args),
+    Command("regressions", "significant changes of every series, and what moved in the environment",
+            "runner.cli.history:cmd_regressions", _regressions_args),
+    Command("calibrate", "A/A calibration: one build against itself N times; noise floor, false-alarm rate",
+            "runner.cli.calibrate:cmd_calibrate", _calibrate_args),
     Command("db", "print the database URL in use (migrating it)", "runner.cli.tools:cmd_db"),
     Command("check", "run a spec at a candidate and a baseline ref, exit 1 on a significant regression",
             "runner.cli.maintainer:cmd_check", _check_args,

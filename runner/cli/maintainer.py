@@ -132,7 +132,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     min_effect = gate.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect
     try:
         res = run_check(gate.read(engine, base_id), gate.read(engine, cand_id), baseline_what=base_what,
-                        candidate_what=args.candidate, min_effect=min_effect, metrics=args.metric)
+                        candidate_what=args.candidate, min_effect=min_effect, metrics=args.metric,
+                        calibration=engine if args.min_effect is None else None)
     except ValueError as e:
         raise CliError(str(e)) from None
     md = markdown(res)
@@ -164,7 +165,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
     min_effect = gate.DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect
     b = Bisector(common.engine(), spec, workload=args.workload, metric=args.metric, reporter=LineReporter(console),
-                 say=say, min_effect=gate.min_effect_for(args.metric, None, min_effect), max_rounds=args.max_rounds)
+                 say=say, min_effect=gate.min_effect_for(args.metric, None, min_effect,
+                                                engine=common.engine() if args.min_effect is None else None),
+                 max_rounds=args.max_rounds)
     try:
         res = b.run(args.good, args.bad)
     except BisectError as e:

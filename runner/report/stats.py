@@ -40,6 +40,7 @@ Comparison sources
 """
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -200,12 +201,32 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     if len(set(xa) | set(xb)) == 1:
         return 1.0
     ties = len(set(xa) | set(xb)) < len(xa) + len(xb)
-    if ties and math.comb(len(xa) + len(xb), len(xa)) <= EXACT_SPLITS:
+    splits = math.comb(len(xa) + len(xb), len(xa))
+    if ties and min(len(xa), len(xb)) < 2 and splits <= EXACT_SPLITS:
+        return _single_value_p(xa, xb)  # scipy's permutation test needs 2 values per side
+    if ties and splits <= EXACT_SPLITS:
         method: Any = _sp.PermutationMethod(n_resamples=EXACT_SPLITS)
     else:
         method = "auto"
     p = float(_sp.mannwhitneyu(xa, xb, alternative="two-sided", method=method).pvalue)
     return 1.0 if math.isnan(p) else p
+
+
+def _single_value_p(xa: list[float], xb: list[float]) -> float:
+    """The exact two-sided permutation p-value of the Mann-Whitney U statistic when one
+    side has a single value (``n + 1`` splits of the pooled values): the share of splits
+    whose ``|U - n_a n_b / 2|`` is at least the observed one."""
+    pooled, na = xa + xb, len(xa)
+    centre = na * len(xb) / 2
+
+    def spread(chosen: tuple[int, ...]) -> float:
+        a = [pooled[i] for i in chosen]
+        b = [v for i, v in enumerate(pooled) if i not in chosen]
+        return abs(float(_sp.mannwhitneyu(a, b, method="asymptotic").statistic) - centre)
+
+    observed = spread(tuple(range(na)))
+    every = list(itertools.combinations(range(len(pooled)), na))
+    return sum(spread(c) >= observed - 1e-9 for c in every) / len(every)
 
 
 #: Most splits of the pooled samples :func:`mann_whitney_p` enumerates for an exact

@@ -14,6 +14,8 @@ Tables:
                   (derived from ``sample``; runner/store/points.py)
     cell_profile  the server's CPU profile over a profiled cell's measured phase (folded
                   stacks, syscall table; runner/store/profiles.py)
+    noise_calibration  the noise floor and false-alarm rate of a series, from A/A runs
+                  (``xferlab calibrate``; runner/history/calibration.py)
 """
 from __future__ import annotations
 
@@ -256,3 +258,57 @@ class SeriesPoint(Base):
     label: Mapped[str] = mapped_column(String(200))
     env_class: Mapped[str | None] = mapped_column(String(16))
     samples: Mapped[list[float]] = mapped_column(ARRAY(Float))
+
+
+class NoiseCalibration(Base):
+    """One A/A calibration of one history series in one environment class: the same
+    build measured against itself in ``runs`` campaigns (``xferlab calibrate``;
+    runner.history.calibration holds the method, docs/methodology.md "Noise calibration").
+
+    Attributes:
+        calibration: id shared by the rows of one ``xferlab calibrate`` invocation (the
+            id of its first row).
+        server, track, workload, params_key, metric: the series (runner.history.SeriesKey).
+        figure: the sample metric of the series' figure (``throughput``, ``elapsed``,
+            ``server_mem_uss``, ``server_cpu_per_gib``, ...), what ``min_effect_for`` is asked for.
+        unit: unit of ``runs_samples`` (MiB for memory figures).
+        env_class: the environment class of every run (Environment.env_class).
+        version: the server version the runs measured; ``commit``: the source commit
+            (40 hex) when the build came from a source, else None.
+        campaign_ids: the A/A campaigns, in run order.
+        runs_samples: per campaign, the raw samples of the figure (list of lists).
+        noise_floor: relative range of the runs' medians, ``(max - min) / median``.
+        cv: relative standard deviation of the runs' medians (sample stdev / mean).
+        pairs, false_alarms: pairs of runs compared, and those the regression rule
+            flagged at ``alpha`` and ``min_effect``; ``false_alarm_rate`` = their ratio.
+        series_alarms: significant changes runner.history.series_changes finds in the
+            runs taken as one series (step detection and newest point).
+        alpha, min_effect: the thresholds the false alarms were counted with.
+    """
+
+    __tablename__ = "noise_calibration"
+    __table_args__ = (Index("ix_noise_calibration_lookup", "figure", "env_class"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    calibration: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    server: Mapped[str] = mapped_column(String(40))
+    track: Mapped[str] = mapped_column(Text)
+    workload: Mapped[str] = mapped_column(String(40))
+    params_key: Mapped[str] = mapped_column(String(400))
+    metric: Mapped[str] = mapped_column(String(40))
+    figure: Mapped[str] = mapped_column(String(40))
+    unit: Mapped[str] = mapped_column(String(12))
+    env_class: Mapped[str | None] = mapped_column(String(16))
+    version: Mapped[str] = mapped_column(String(60), default="")
+    commit: Mapped[str | None] = mapped_column(String(40))
+    campaign_ids: Mapped[list[int]] = mapped_column(ARRAY(Integer))
+    runs_samples: Mapped[list[list[float]]] = mapped_column(JSONB)
+    noise_floor: Mapped[float] = mapped_column(Float)
+    cv: Mapped[float] = mapped_column(Float)
+    pairs: Mapped[int] = mapped_column(Integer)
+    false_alarms: Mapped[int] = mapped_column(Integer)
+    false_alarm_rate: Mapped[float] = mapped_column(Float)
+    series_alarms: Mapped[int] = mapped_column(Integer)
+    alpha: Mapped[float] = mapped_column(Float)
+    min_effect: Mapped[float] = mapped_column(Float)

@@ -2,13 +2,13 @@
 (runner.history)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from dashboard.deps import FigureName, FilterValues, SessionDep, SettingsDep
-from dashboard.services.history import series_timeline, thresholds
+from dashboard.services.history import series_view, thresholds
 from runner.history import SeriesKey, series_overview
 
 router = APIRouter(prefix="/api/history", tags=["history"])
@@ -39,18 +39,35 @@ def api_history(session: SessionDep, settings: SettingsDep, server: str = Query(
                 track: str = Query("{}", max_length=400),
                 workload: str = Query(..., min_length=1, max_length=400), params_key: str = Query("", max_length=400),
                 metric: str = Query("", max_length=40),
-                alpha: float | None = Query(None, gt=0, le=1), min_effect: float | None = Query(None, ge=0)
-                ) -> JSONResponse:
+                alpha: float | None = Query(None, gt=0, le=1), min_effect: float | None = Query(None, ge=0),
+                by: Literal["time", "commit"] = "time") -> JSONResponse:
     """One series' timeline: points (campaign, version, env_class, n, median, CI
     bounds, raw samples) oldest first, and the verdict on each pair of consecutive
     points (kind; for steps found by the step detector and the newest point: segment
     levels, effect, Mann-Whitney U p-value and its Benjamini-Hochberg ``q_value``;
     ``env_changed`` when the environment class differs). ``metric``: ``""`` (primary
     figure), a memory metric or a server CPU cost metric (as ``/api/history/series``
-    lists them; another is 422). 404 when the series has no point."""
+    lists them; another is 422). 404 when the series has no point. Each change carries
+    ``env_diff``: the environment and build facts that differ between its two points
+    (``[{name, before, after}]``). ``by=commit``: only the points built from a source, in
+    commit order (runner.history.bycommit), each with its ``source``, each change with
+    its ``first_commit``; ``by`` in the answer says which order was used (``time`` when no
+    point has a source)."""
     key = SeriesKey(server, track, workload, params_key, metric)
     a, m = thresholds(settings, alpha, min_effect)
-    points, changes = series_timeline(session, key=key, alpha=a, min_effect=m)
+    view = series_view(session, key=key, alpha=a, min_effect=m, by=by)
+    points, srcs = [], view["sources"]
+    for p, src in zip(view["points"], srcs):
+        d = p.as_dict()
+        d["source"] = src.as_dict() if src is not None else None
+        points.append(d)
+    changes = []
+    for i, (c, diff) in enumerate(zip(view["changes"], view["diffs"])):
+        d = c.as_dict()
+        d["env_diff"] = [x.as_dict() for x in diff]
+        if view["by"] == "commit":
+            d["first_commit"] = srcs[i + 1].as_dict()
+        changes.append(d)
     # JSONResponse directly: the payload is plain JSON types, jsonable_encoder would walk it for nothing
-    return JSONResponse({"series": key.as_dict(), "title": key.title, "unit": points[0].unit,
-                         "points": [p.as_dict() for p in points], "changes": [c.as_dict() for c in changes]})
+    return JSONResponse({"series": key.as_dict(), "title": key.title, "unit": view["points"][0].unit,
+                         "by": view["by"], "left_out": view["left_out"], "points": points, "changes": changes})

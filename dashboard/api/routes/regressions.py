@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from dashboard.deps import SessionDep, SettingsDep
 from dashboard.services.history import thresholds
 from runner.history import DEFAULT_WINDOW, find_regressions
+from runner.history.alerts import annotate
 
 router = APIRouter(prefix="/api/regressions", tags=["regressions"])
 
@@ -23,8 +24,12 @@ def api_regressions(session: SessionDep, settings: SettingsDep, alpha: float | N
     least ``min_effect`` (relative, 0.05 = 5%) and the Mann-Whitney U p-value, adjusted
     by Benjamini-Hochberg across every test, is below ``alpha`` (``q_value``);
     ``env_changed`` when the environment class differs (never compared). Defaults from
-    the dashboard settings; method in docs/methodology.md."""
+    the dashboard settings; method in docs/methodology.md. Each change also carries
+    ``env_diff`` (the environment and build facts that differ between its two sides),
+    and ``false_alarm_rate``, ``noise_floor``, ``calibration``: from the newest A/A
+    calibration of its figure in the after side's environment class, the rate at these
+    thresholds (None when uncalibrated)."""
     a, m = thresholds(settings, alpha, min_effect)
     changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements, window=window)
     return JSONResponse({"alpha": a, "min_effect": m, "window": window,
-                         "changes": [c.as_dict() for c in changes]})
+                         "changes": [a.as_dict() for a in annotate(session, changes, alpha=a, min_effect=m)]})

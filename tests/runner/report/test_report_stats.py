@@ -165,3 +165,7 @@ def test_mann_whitney_small_samples_with_ties_are_exact():
     assert mann_whitney_p([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)  # no ties: scipy's exact
     assert mann_whitney_p([1.0] * 5 + [2.0], [3.0] * 6) == pytest.approx(2 / 924)  # C(12, 6) = 924 splits
     assert mann_whitney_p([1.0, 1.0, 2.0], [1.0, 1.0, 2.0]) == pytest.approx(1.0)
+    # one value on a side, with ties (scipy's permutation test refuses it): the n + 1 splits enumerated
+    assert mann_whitney_p([2.0], [1.0, 1.0, 1.0]) == pytest.approx(1 / 4)
+    assert mann_whitney_p([1.0, 1.0, 1.0], [2.0]) == pytest.approx(1 / 4)
+    assert mann_whitney_p([1.0], [1.0, 2.0]) == pytest.approx(1.0)
