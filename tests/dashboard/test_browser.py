@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.dashboard.conftest import BROWSER_TOKEN as TOKEN
-from tests.dashboard.conftest import CHROMIUM, ROOT, SHOTS
+from tests.dashboard.conftest import ROOT
+from tests.support.browser import CHROMIUM, SHOTS
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,

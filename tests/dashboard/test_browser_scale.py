@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.dashboard.conftest import BROWSER_TOKEN as TOKEN
-from tests.dashboard.conftest import CHROMIUM
 from tests.dashboard.many import STEP_AT, TEN_SERVERS, WORKLOADS
 from tests.dashboard.test_browser import WIDE, _open, _shots
+from tests.support.browser import CHROMIUM
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,

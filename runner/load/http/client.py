@@ -329,7 +329,8 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
     ``successful`` (also ``ops``), ``network_failed``, ``non_2xx``, ``bytes`` (payload),
     ``bytes_read`` / ``bytes_written`` (wire), ``latencies_ms`` (one per completed
     request), ``clients`` (per-client ``requests``), ``reconnects``, client CPU from
-    ``os.times()`` deltas over the phase and its run-queue wait (runner.metrics.runqueue), ``elapsed_s`` from the first connect to the stop.
+    ``os.times()`` deltas over the phase and its run-queue wait (runner.metrics.runqueue),
+    ``elapsed_s`` from the first connect to the stop.
     ``checkpoint("loaded")`` (when given) is called half-way through the phase in a worker
     thread, so a slow memory sample does not stall the clients.
 
@@ -389,7 +390,8 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
         workload=workload, elapsed_s=elapsed, bytes=ph.bytes, ops=ph.successful, latencies_ms=ph.latencies_ms,
         errors=ph.errors, clients=sorted(ph.clients, key=lambda c: -c.requests),
         client_cpu_user_s=c1.user - c0.user, client_cpu_system_s=c1.system - c0.system,
-        client_runqueue_wait_s=rq_wait, notes=notes, started_at=started, ended_at=started + elapsed, requests=ph.requests, successful=ph.successful,
+        client_runqueue_wait_s=rq_wait, notes=notes, started_at=started, ended_at=started + elapsed,
+        requests=ph.requests, successful=ph.successful,
         network_failed=ph.network_failed, non_2xx=ph.non_2xx, bytes_read=ph.bytes_read,
         bytes_written=ph.bytes_written, reconnects=ph.reconnects, unfinished=unfinished,
         tls_handshake_ms=ph.handshakes_ms, tls=ph.tls)

@@ -49,7 +49,8 @@ def test_sweep_campaign_to_curves(engine):
             # the physics of the cell, recomputed from its stored rows: every operation moved one
             # 256 KiB file; the closed loop runs 0.5 s and ends at its last completion, at most
             # one operation (the histogram's longest) after the schedule's end
-            rows = next(v for (server, key), v in stored.items() if server == c.server and f"clients={p.clients}" in key)
+            rows = next(v for (server, key), v in stored.items()
+                        if server == c.server and f"clients={p.clients}" in key)
             ops = hdr.count(rows[("latency", "p50")][1]["hdr"])
             elapsed, moved = rows[("elapsed", "value")][0], rows[("bytes", "value")][0]
             longest_s = hdr.percentiles_ms(rows[("latency", "p50")][1]["hdr"])["max"] / 1000.0

@@ -61,7 +61,8 @@ def test_run_queue_share_flags_a_starved_client():
 
 
 def test_client_cpu_cell():
-    assert (client_cpu_cell(0.45, 0.48).text, client_cpu_cell(0.45, 0.48).mark) == ("45% +48% wait client-bound", "loss")
+    starved = client_cpu_cell(0.45, 0.48)
+    assert (starved.text, starved.mark) == ("45% +48% wait client-bound", "loss")
     assert (client_cpu_cell(0.45, 0.10).text, client_cpu_cell(0.45, 0.10).mark) == ("45% +10% wait", "")
     assert client_cpu_cell(0.95).text == "95% client-bound" and client_cpu_cell(0.45).text == "45%"
     assert client_cpu_cell(None, 0.5).text == "n/a"

@@ -23,8 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from runner.catalogue.workloads import WorkloadParams
 from runner.load.result import PhaseResult, client_bound, client_runqueue_share, client_saturation, client_utilization
 from runner.multihost.loadgen import loadgen_args, result_from_json
