@@ -25,3 +25,13 @@ def chromium() -> Iterator:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+def fill_form(page, fields: dict[str, str]) -> None:  # noqa: ANN001 (a Playwright Page)
+    """Fill a page's form fields in order: ``{selector: value}``, a ``select...`` selector by
+    choosing the option, any other by typing the value."""
+    for selector, value in fields.items():
+        if selector.startswith("select"):
+            page.select_option(selector, value)
+        else:
+            page.fill(selector, value)

@@ -66,3 +66,28 @@ def test_client_cpu_cell():
     assert (client_cpu_cell(0.45, 0.10).text, client_cpu_cell(0.45, 0.10).mark) == ("45% +10% wait", "")
     assert client_cpu_cell(0.95).text == "95% client-bound" and client_cpu_cell(0.45).text == "45%"
     assert client_cpu_cell(None, 0.5).text == "n/a"
+
+
+def test_campaign_table_flags_a_starved_row_from_its_run_queue_series():
+    """``xferlab show`` and the exports: the campaign table's ``client CPU`` cell of a row with
+    a ``client_cpu_runqueue_wait`` series shows it and flags the row from CPU + wait; a
+    campaign stored without it renders as before (no record key, no ``wait``)."""
+    from dataclasses import replace
+
+    from runner.report import tables
+    from runner.report.text import render
+    from tests.runner.report.fixtures import A, B, RETR, _s, campaign
+
+    plain = campaign()
+    starved = replace(plain, series=[*plain.series,
+                                     _s(B, "retr", RETR, "client_cpu_runqueue_wait", "ratio", False,
+                                        [0.50, 0.49, 0.52, 0.51, 0.48])])
+    t = tables.campaign_table(starved)
+    retr_b = next(r for r in t.rows if r.key == f"{B}:retr")
+    assert (retr_b.cells[7].text, retr_b.cells[7].mark) == ("40% +50% wait client-bound", "loss")
+    rec = next(r for r in t.records if r["server"] == B and r["workload"] == "retr")
+    assert rec["client_cpu_utilization"] == 0.40 and rec["client_cpu_runqueue_wait"] == 0.50
+    retr_a = next(r for r in t.rows if r.key == f"{A}:retr")
+    assert retr_a.cells[7].text == "95% client-bound"  # no wait recorded for A: utilization alone
+    assert "client_cpu_runqueue_wait" not in tables.campaign_table(plain).records[0]
+    assert "+50% wait" in render([t], width=200)
