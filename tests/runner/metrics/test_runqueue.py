@@ -76,7 +76,7 @@ def test_campaign_table_flags_a_starved_row_from_its_run_queue_series():
 
     from runner.report import tables
     from runner.report.text import render
-    from tests.runner.report.fixtures import A, B, RETR, _s, campaign
+    from tests.runner.report.fixtures import RETR, A, B, _s, campaign
 
     plain = campaign()
     starved = replace(plain, series=[*plain.series,
