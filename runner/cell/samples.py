@@ -9,13 +9,18 @@ from runner.catalogue.workloads import WORKLOADS
 from runner.cell.mixed_samples import mixed_samples
 from runner.cell.server_cpu import ServerCpu, server_cpu_samples
 from runner.load import hdr
-from runner.load.result import LATE_SESSION_S, PhaseResult, client_utilization, latency_stats
+from runner.load.result import (
+    LATE_SESSION_S,
+    PhaseResult,
+    client_bound,
+    client_runqueue_share,
+    client_utilization,
+    latency_stats,
+)
 from runner.metrics.fairness import STATS as FAIRNESS_STATS
 from runner.metrics.fairness import figures_from_raw
 from runner.store.models import Sample
 
-#: A phase whose load generator used at least this share of one CPU is flagged client-bound.
-CLIENT_BOUND_UTILIZATION = 0.90
 MAX_RAW_LATENCIES = 200_000
 
 
@@ -184,6 +189,10 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
     out.append(Sample(metric="client_cpu", stat="user", value=result.client_cpu_user_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="system", value=result.client_cpu_system_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="utilization", value=client_utilization(result), unit="ratio"))
+    if (rq := client_runqueue_share(result)) is not None:
+        out.append(Sample(metric="client_cpu", stat="runqueue_wait", value=rq, unit="ratio",
+                          raw=({"wait_s": round(result.client_runqueue_wait_s, 6)}
+                               if result.client_runqueue_wait_s is not None else None)))
     if server_cpu is not None:
         cpu = server_cpu if isinstance(server_cpu, ServerCpu) else ServerCpu("tree", *server_cpu)
         out += server_cpu_samples(cpu)
@@ -208,7 +217,7 @@ def headline(result: PhaseResult) -> str:
         rate = result.successful / result.elapsed_s if result.elapsed_s > 0 else 0.0
         s = (f"{rate:,.0f} req/s, {result.requests} requests, {result.network_failed} network failed, "
              f"{sum(result.non_2xx.values())} non-2xx")
-        return s + (" [client-bound]" if client_utilization(result) >= CLIENT_BOUND_UTILIZATION else "")
+        return s + (" [client-bound]" if client_bound(result) else "")
     if info and info.primary == "throughput":
         s = f"{result.throughput_mib_s:,.1f} MiB/s"
     else:
@@ -221,7 +230,7 @@ def headline(result: PhaseResult) -> str:
         s += ", errors: " + ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items()))
     if result.late_sessions:
         s += f", {result.late_sessions} of {result.greeted_sessions} sessions waited > {LATE_SESSION_S:g} s"
-    if client_utilization(result) >= CLIENT_BOUND_UTILIZATION:
+    if client_bound(result):
         s += " [client-bound]"
     return s
 

@@ -104,6 +104,10 @@ class PhaseResult:
             that have no meaningful per-client split.
         client_cpu_user_s / client_cpu_system_s: CPU time the load generator process
             spent during the measured phase (s), from ``os.times()`` deltas.
+        client_runqueue_wait_s: seconds the load generator's threads were runnable but
+            waiting for a CPU during the measured phase (schedstat run delay,
+            runner.metrics.runqueue); None when not measured (the real-client and HTTP-tool
+            drivers, a kernel without schedstat, a result stored before it was measured).
         notes: free-form remarks (e.g. "login mode: sequential").
         started_at / ended_at: wall clock (``time.time()``, epoch seconds) of the measured
             phase's first start and last end, None when nothing was measured; used to
@@ -113,6 +117,9 @@ class PhaseResult:
             (runner.multihost.combine), the highest of the hosts' own CPU s / wall s;
             None for one host. The client-bound flag is per host: two hosts at 50%
             each are not client-bound (runner.load.result.client_utilization).
+        busiest_client_runqueue_share / busiest_client_saturation: for a combined result,
+            the highest of the hosts' run-queue wait shares, and the highest of their
+            CPU share + run-queue share (:func:`client_saturation`); None for one host.
         late_sessions: of those, how many waited more than :data:`LATE_SESSION_S`
             (3 s) for connect + greeting: the kernel retransmitted their handshake
             (docs/methodology.md, "Slow is a figure").
@@ -193,6 +200,9 @@ class PhaseResult:
     greeted_sessions: int = 0
     late_sessions: int = 0
     busiest_client_utilization: float | None = None
+    client_runqueue_wait_s: float | None = None
+    busiest_client_runqueue_share: float | None = None
+    busiest_client_saturation: float | None = None
     requests: int = 0
     successful: int = 0
     network_failed: int = 0
@@ -251,3 +261,38 @@ def client_utilization(result: PhaseResult) -> float:
     if result.elapsed_s <= 0:
         return 0.0
     return (result.client_cpu_user_s + result.client_cpu_system_s) / result.elapsed_s
+
+
+#: CPU share + run-queue share of the load generator at or above which a phase is
+#: flagged client-bound: the client was running or waiting to run for at least 90% of
+#: the phase, so the figure measures the client (or what starved it), not the server.
+CLIENT_BOUND_SATURATION = 0.90
+
+
+def client_runqueue_share(result: PhaseResult) -> float | None:
+    """Seconds the load generator waited on a run queue / phase wall seconds (0.5: runnable
+    but kept off the CPU for half the phase), of the busiest host when the result combines
+    several; None when the driver did not measure it (runner.metrics.runqueue)."""
+    if result.busiest_client_runqueue_share is not None:
+        return result.busiest_client_runqueue_share
+    if result.client_runqueue_wait_s is None or result.elapsed_s <= 0:
+        return None
+    return result.client_runqueue_wait_s / result.elapsed_s
+
+
+def client_saturation(result: PhaseResult) -> float:
+    """:func:`client_utilization` + :func:`client_runqueue_share` (0 when not measured):
+    the share of the phase the load generator was runnable, running or waiting for a CPU.
+    A client alone on its CPU waits little, so this is its utilization; a client pinned to
+    a CPU that another busy process also uses runs about half the time and waits the
+    other half, so its utilization alone (0.5) hides that it was the bottleneck, and this
+    figure (1.0) shows it. For a combined result, the highest of the hosts' figures."""
+    if result.busiest_client_saturation is not None:
+        return result.busiest_client_saturation
+    return client_utilization(result) + (client_runqueue_share(result) or 0.0)
+
+
+def client_bound(result: PhaseResult) -> bool:
+    """True when the phase is flagged client-bound: :func:`client_saturation` at or above
+    :data:`CLIENT_BOUND_SATURATION`."""
+    return client_saturation(result) >= CLIENT_BOUND_SATURATION

@@ -73,7 +73,8 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
     of the whole phase (not an average of the sources' percentiles).
     Raises ValueError for an empty list, mixed workloads, a histogram some sources lack
     or one that does not decode."""
-    from runner.load.result import client_utilization  # the per-host figure, as one host's result reports it
+    # the per-host figures, as one host's result reports them
+    from runner.load.result import client_runqueue_share, client_saturation, client_utilization
 
     if not results:
         raise ValueError("combine: no results")
@@ -123,7 +124,13 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         latencies_ms=[x for _, r in results for x in r.latencies_ms], errors=errors,
         clients=[c for _, r in results for c in r.clients],
         client_cpu_user_s=sum(r.client_cpu_user_s for _, r in results),
-        client_cpu_system_s=sum(r.client_cpu_system_s for _, r in results), notes=notes,
+        client_cpu_system_s=sum(r.client_cpu_system_s for _, r in results),
+        client_runqueue_wait_s=(None if any(r.client_runqueue_wait_s is None for _, r in results)
+                                else sum(r.client_runqueue_wait_s or 0.0 for _, r in results)),
+        busiest_client_runqueue_share=(max((x for _, r in results if (x := client_runqueue_share(r)) is not None),
+                                           default=None) if len(results) > 1 else None),
+        busiest_client_saturation=max(client_saturation(r) for _, r in results) if len(results) > 1 else None,
+        notes=notes,
         started_at=min(starts) if starts else None, ended_at=max(ends) if ends else None,
         greeted_sessions=sum(r.greeted_sessions for _, r in results),
         late_sessions=sum(r.late_sessions for _, r in results),

@@ -18,13 +18,11 @@ import statistics
 from runner.report import fmt
 from runner.report.data import CampaignData, Series
 from runner.report.model import Cell, Column, Row, Table
+from runner.report.tables import RUNQUEUE_METRIC, client_cpu_cell
 
 #: The series that marks a real-client cell: peak resident set of its client processes
 #: (runner.cell.samples.process_samples; absent for xferlab's own drivers).
 MARKER = "client_max_rss_max"
-#: Share of one core at or above which the client is flagged client-bound (as the
-#: campaign table, runner.report.tables.CLIENT_BOUND).
-CLIENT_BOUND = 0.90
 
 
 def _median(s: Series | None) -> float | None:
@@ -58,8 +56,9 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
     over the best row's: a time over the shortest, a throughput over the highest, so
     ``"1.00x"`` marks the best), ``jain`` (Jain's index of the per-client rates),
     ``rate_min``, ``rate_p50``, ``rate_max`` (per-client MiB/s), ``cpu_user``, ``cpu_sys``
-    (CPU seconds of all client processes), ``client_cpu`` (their share of one core;
-    ``client-bound`` at 90%), ``max_rss`` (the largest peak resident set of one client in
+    (CPU seconds of all client processes), ``client_cpu`` (their share of one core,
+    with the run-queue wait share when recorded; ``client-bound`` at 90%:
+    runner.report.tables.client_cpu_cell), ``max_rss`` (the largest peak resident set of one client in
     any repeat), ``minflt`` (minor page faults, all clients).
 
     Records (CSV/JSON): per row ``server, workload, params_key, title, metric, unit`` and
@@ -109,8 +108,7 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
 
         def num(v: float | None, u: str = "") -> Cell:
             return Cell(fmt.NA if v is None else fmt.value(v, u) if u else fmt.number(v))
-        cpu = Cell(fmt.NA) if busy is None else (
-            Cell(f"{busy * 100:.0f}% client-bound", "loss") if busy >= CLIENT_BOUND else Cell(f"{busy * 100:.0f}%"))
+        cpu = client_cpu_cell(busy, m(RUNQUEUE_METRIC))
         rows.append(Row(f"{workload}[{params_key}]", (
             Cell(server), num(value, unit), Cell(str(n)),
             Cell(fmt.NA if ratio is None else f"{ratio:.2f}x", "win" if ratio == 1.0 else ""),

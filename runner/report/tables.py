@@ -277,8 +277,9 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
 
 # -- campaign ---------------------------------------------------------------
 
-#: Median load-generator CPU / wall time at or above which a result is flagged
-#: client-bound: the figure then measures the client, not the server (seed 003).
+#: Median load-generator CPU / wall time (plus, when recorded, its run-queue wait / wall
+#: time) at or above which a result is flagged client-bound: the figure then measures the
+#: client, not the server (seed 003; runner.load.result.client_saturation).
 CLIENT_BOUND = 0.90
 
 
@@ -288,6 +289,10 @@ COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
 #: Relative disagreement of the process-tree cross-check with a cgroup CPU figure above
 #: which the ``server CPU`` cell flags it (runner.cell.server_cpu.DISAGREEMENT).
 CPU_DISAGREEMENT = 0.10
+
+
+#: The series of the load generator's run-queue wait / wall time (runner.metrics.runqueue).
+RUNQUEUE_METRIC = "client_cpu_runqueue_wait"
 
 
 def server_cpu_cell(text: str, sources: Sequence[str], tree_diffs: Sequence[float]) -> Cell:
@@ -312,11 +317,16 @@ def fairness_text(jain: float | None) -> str:
     return fmt.NA if jain is None else f"{jain:.2f}"
 
 
-def _client_cpu_cell(busy: float | None) -> Cell:
+def client_cpu_cell(busy: float | None, wait: float | None = None) -> Cell:
+    """The ``client CPU`` cell: the load generator's CPU share of one core ``busy``
+    (``"52%"``), then, when recorded, its run-queue wait share ``wait`` (``"52% +47%
+    wait"``: runnable but kept off its CPU, runner.metrics.runqueue), and ``client-bound``
+    (marked ``loss``) when ``busy + wait`` reaches :data:`CLIENT_BOUND`. ``n/a`` when
+    ``busy`` is None (not recorded)."""
     if busy is None:
         return Cell(fmt.NA)
-    text = f"{busy * 100:.0f}%"
-    return Cell(text + " client-bound", "loss") if busy >= CLIENT_BOUND else Cell(text)
+    text = f"{busy * 100:.0f}%" + (f" +{wait * 100:.0f}% wait" if wait is not None else "")
+    return Cell(text + " client-bound", "loss") if busy + (wait or 0.0) >= CLIENT_BOUND else Cell(text)
 
 
 def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
@@ -328,8 +338,9 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     ``errors`` (failed operations summed over the repeats, from the ``errors`` or
     ``errors_total`` series; ``n/a`` when not recorded) and ``failed`` (failed or skipped cells in
     ``data.failures``), ``client_cpu`` (median load-generator CPU seconds per wall
-    second, from the ``client_cpu_utilization`` series; at 90% or more marked
-    ``client-bound``, a loss) and, when the campaign stored them, ``server_cpu``: the
+    second, from the ``client_cpu_utilization`` series, with the median run-queue wait per
+    wall second of ``client_cpu_runqueue_wait`` when recorded; at 90% or more together
+    marked ``client-bound``, a loss: :func:`client_cpu_cell`) and, when the campaign stored them, ``server_cpu``: the
     server's CPU cost of the work, median of ``server_cpu_per_op`` (``"41.20 us/op"``,
     logins and QUITs) or ``server_cpu_per_gib`` (``"0.210 s/GiB"``, transfers), with its
     source and any disagreement of its cross-check (:func:`server_cpu_cell`) and, when
@@ -340,7 +351,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     server is never silently missing.
 
     Records: per row ``server, workload, params_key, title, metric, unit``, the
-    summary fields, ``errors``, ``failed``, ``client_cpu_utilization``; with the optional
+    summary fields, ``errors``, ``failed``, ``client_cpu_utilization`` (and
+    ``client_cpu_runqueue_wait`` when the campaign recorded it); with the optional
     columns ``server_cpu``, ``server_cpu_unit``, ``server_cpu_source`` (``cgroup``, ``tree``,
     ``cgroup+tree``; None when unknown), ``server_cpu_tree_diff`` (the cells' ratios, or
     None), ``fairness_jain`` and ``fairness_cv``
@@ -357,6 +369,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     fair = any(s.metric == FAIRNESS_METRIC for s in data.series)
     if fair:
         columns += (Column("fairness", "Jain", True),)  # narrow: the header is the index's name
+    runqueue = any(s.metric == RUNQUEUE_METRIC for s in data.series)
     rows: list[Row] = []
     records: list[dict] = []
     keys = _ordered_keys(data, data.series)
@@ -377,6 +390,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             errors = int(sum(err.samples)) if err else None
             util = _find(data.series, server, key, "client_cpu_utilization")
             busy = summarize(util.samples).median if util else None
+            rq = _find(data.series, server, key, RUNQUEUE_METRIC)
+            wait = summarize(rq.samples).median if rq else None
             summ = summarize(s.samples) if s else None
             unit = s.unit if s else ""
             cells: tuple[Cell, ...] = (Cell(server), Cell(_title(data, data.series, key)),
@@ -385,8 +400,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                      Cell(str(summ.n) if summ else "0"),
                      Cell(str(errors) if errors is not None else fmt.NA),
                      Cell(str(failed)),
-                     _client_cpu_cell(busy))
-            record_extra: dict = {}
+                     client_cpu_cell(busy, wait))
+            record_extra: dict = {"client_cpu_runqueue_wait": wait} if runqueue else {}
             if cost:
                 c = next((x for x in (_find(data.series, server, key, m) for m in COST_METRICS) if x), None)
                 med = summarize(c.samples).median if c else None

@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.support.ports import free_port
 
 TOKEN = "test-token-123"
-#: Debian's Chromium, driven by Playwright (never ``playwright install``).
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 ROOT = Path(__file__).resolve().parents[2]
-#: Where the browser tests put their screenshots (gitignored).
-SHOTS = ROOT / "artifacts" / "screenshots"
 #: The token of the app the browser tests serve.
 BROWSER_TOKEN = "browser-token"
 
@@ -279,11 +274,5 @@ def worker(xferlab_env, tmp_path):
 
 @pytest.fixture
 def browser():
-    """Debian's headless Chromium (:data:`CHROMIUM`) through Playwright; closed at the end."""
-    from playwright.sync_api import sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    """Debian's headless Chromium through Playwright (tests.support.browser); closed at the end."""
+    yield from chromium()

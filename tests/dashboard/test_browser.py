@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.dashboard.conftest import BROWSER_TOKEN as TOKEN
-from tests.dashboard.conftest import CHROMIUM, ROOT, SHOTS
+from tests.dashboard.conftest import ROOT
+from tests.support.browser import CHROMIUM, SHOTS, fill_form
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,
@@ -70,14 +71,10 @@ def test_launch_watch_compare_export(server, worker, browser, xferlab_env, tmp_p
     page.click("button[type=submit]")
     page.wait_for_url(f"{server}/launch")
     # fill the form, first with a bad value: the error shows beside its field
-    page.fill("input[name=name]", "browser")
-    page.fill("input[name=repeats]", "0")
-    page.select_option("select[name=backend]", "local")
-    page.select_option("select[name='servers.0.name']", "pyftpdlib")
-    page.fill("input[name='servers.0.version']", "2.2.0")
-    page.select_option("select[name='servers.1.name']", "pyftpdlib")
-    page.fill("input[name='servers.1.version']", "2.2.0")
-    page.fill("input[name='servers.1.variant']", "use_sendfile=false")
+    fill_form(page, {"input[name=name]": "browser", "input[name=repeats]": "0", "select[name=backend]": "local",
+                     "select[name='servers.0.name']": "pyftpdlib", "input[name='servers.0.version']": "2.2.0",
+                     "select[name='servers.1.name']": "pyftpdlib", "input[name='servers.1.version']": "2.2.0",
+                     "input[name='servers.1.variant']": "use_sendfile=false"})
     page.uncheck("input[value='preset:classic']")
     page.check("input[name=workloads][value=retr]")
     page.check("input[name=workloads][value=login]")

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.dashboard.conftest import BROWSER_TOKEN as TOKEN
-from tests.dashboard.conftest import CHROMIUM
 from tests.dashboard.many import STEP_AT, TEN_SERVERS, WORKLOADS
 from tests.dashboard.test_browser import WIDE, _open, _shots
+from tests.support.browser import CHROMIUM, fill_form
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,
@@ -167,11 +167,9 @@ def test_launch_form_sustained_sweep_link(server, worker, browser):
     page.wait_for_url(f"{server}/launch")
     presets = page.inner_text("#preset-list")
     assert all(p in presets for p in ("classic", "seed002", "seed003", "seed004"))
-    page.fill("input[name=name]", "sustained form")
-    page.fill("input[name=repeats]", "1")
-    page.select_option("select[name=backend]", "local")
-    page.select_option("select[name='servers.0.name']", "pyftpdlib")
-    page.fill("input[name='servers.0.version']", "2.2.0")
+    fill_form(page, {"input[name=name]": "sustained form", "input[name=repeats]": "1",
+                     "select[name=backend]": "local", "select[name='servers.0.name']": "pyftpdlib",
+                     "input[name='servers.0.version']": "2.2.0"})
     page.uncheck("input[value='preset:classic']")
     page.check("input[name=workloads][value=retr_sustained]")
     for f, v in (("file_size", "256K"), ("duration", "0.5"), ("op_timeout", "20"), ("phase_timeout", "60")):
@@ -180,10 +178,8 @@ def test_launch_form_sustained_sweep_link(server, worker, browser):
     page.fill("input[name='params.user_rate']", "64K")
     page.check("input[name='link.loopback']")
     # hostile values: each refused beside its field, nothing queued
-    page.fill("input[name=sweep]", "1, 2, $(reboot)")
-    page.fill("input[name='params.rate']", "-5")
-    page.fill("input[name='link.0.rate']", "100mbit;reboot")
-    page.fill("input[name='link.0.delay']", "1ms")
+    fill_form(page, {"input[name=sweep]": "1, 2, $(reboot)", "input[name='params.rate']": "-5",
+                     "input[name='link.0.rate']": "100mbit;reboot", "input[name='link.0.delay']": "1ms"})
     page.click("#launch-button")
     page.wait_for_selector(".field-error[data-field=sweep]")
     assert "integer" in page.inner_text(".field-error[data-field=sweep]")

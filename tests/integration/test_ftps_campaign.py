@@ -50,7 +50,17 @@ def test_run_tls_explicit_end_to_end_and_rst_export(tmp_path, xferlab_env, db_ur
             assert rows[("tls", "version")].raw["protocol"] in ("TLSv1.2", "TLSv1.3")
             assert rows[("tls", "version")].raw["key_type"] == "ecdsa-p256"
             assert rows[("tls_handshake", "p50")].value > 0
-        assert rows[("throughput", "value")].value > 0
+        # RETR repeats 1 MiB transfers back to back for 0.2 s; elapsed is the sum of their spans:
+        # at least the 0.2 s less the loop's gaps, at most 0.2 s plus the last (longest) transfer.
+        # Each confirmed transfer is exactly 1 MiB, one stored latency each.
+        spans_ms = rows[("latency", "p50")].raw
+        moved, elapsed = rows[("bytes", "value")].value, rows[("elapsed", "value")].value
+        assert len(spans_ms) >= 1 and moved == len(spans_ms) * 2**20
+        assert abs(elapsed - sum(spans_ms) / 1000.0) <= 1e-3 * len(spans_ms)  # spans rounded to 1 us
+        assert 0.9 * SMALL["duration"] <= elapsed <= SMALL["duration"] + max(spans_ms) / 1000.0 + 0.01
+        mib = moved / 2**20
+        assert mib / (SMALL["duration"] + max(spans_ms) / 1000.0 + 0.01) <= rows[("throughput", "value")].value \
+            <= mib / (0.9 * SMALL["duration"])
     assert (tmp_path / "data" / "tls" / "campaign-1-ecdsa-p256" / "ca.pem").is_file()
     rst = _run(["export", "1", "--format", "rst"], xferlab_env)
     assert "pyftpdlib [tls=explicit]" in rst

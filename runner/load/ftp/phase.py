@@ -17,6 +17,7 @@ from runner.catalogue.workloads import LOGIN_WINDOW, WorkloadParams
 from runner.load.ftp.session import FTPError, FTPSession, classify
 from runner.load.result import LATE_SESSION_S, ClientFigures, OpFigures, PhaseResult, SessionFigures
 from runner.load.target import Target
+from runner.metrics import runqueue
 
 #: Largest number of single-stream transfers in one phase (a bound on the repeat loop).
 MAX_REPEATS = 1_000_000
@@ -91,6 +92,8 @@ class Phase:
         self.wall_ref: tuple[float, float] | None = None  # (time.time(), perf_counter()) at begin
         self.cpu_user = 0.0
         self.cpu_sys = 0.0
+        self.rq0: dict[int, int] | None = None  # run-queue wait per thread at begin (runner.metrics.runqueue)
+        self.rq_wait: float | None = None
         self.measuring = False
         self.handshakes_ms: list[float] = []  # FTPS: each session's control-connection handshake
         self.tls: dict[str, str] = {}  # FTPS: mode, key type, negotiated protocol and cipher
@@ -121,7 +124,8 @@ class Phase:
         return kind
 
     def begin(self) -> None:
-        """Start the measured phase: CPU and wall clocks."""
+        """Start the measured phase: CPU, run-queue wait and wall clocks."""
+        self.rq0 = runqueue.thread_waits()
         self.cpu0 = os.times()
         self.t0 = time.perf_counter()
         self.wall_ref = (time.time(), self.t0)
@@ -133,6 +137,7 @@ class Phase:
             return
         self.measuring = False
         c, c0 = os.times(), self.cpu0
+        self.rq_wait = runqueue.waited_s(self.rq0, runqueue.thread_waits())
         assert c0 is not None, "end() without begin()"  # measuring is set by begin() only
         self.cpu_user = c.user - c0.user
         self.cpu_sys = c.system - c0.system
@@ -182,8 +187,9 @@ class Phase:
         return PhaseResult(
             workload=self.workload, elapsed_s=max(elapsed, 0.0), bytes=self.bytes, ops=self.ops,
             latencies_ms=self.latencies_ms, errors=dict(self.errors), clients=self.clients,
-            client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes,
-            started_at=started_at, ended_at=ended_at, greeted_sessions=self.greeted,
+            client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys,
+            client_runqueue_wait_s=self.rq_wait, notes=notes, started_at=started_at, ended_at=ended_at,
+            greeted_sessions=self.greeted,
             late_sessions=self.late, histograms=dict(self.histograms),
             user_rate=self.p.user_rate if self.histograms else 0, tls_handshake_ms=self.handshakes_ms, tls=self.tls,
             op_figures=dict(self.op_figures), buckets=dict(self.buckets), sessions=list(self.mixed_sessions),

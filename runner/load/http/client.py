@@ -44,6 +44,7 @@ from runner.load.ftp.tls import client_context, tls_error, tls_facts
 from runner.load.http.response import ResponseError, ResponseReader
 from runner.load.result import ClientFigures, PhaseResult
 from runner.load.target import Target
+from runner.metrics import runqueue
 
 #: Bodies up to this size are sent with one write; larger ones in slices of it, with flow control.
 BODY_SLICE = 1 << 20
@@ -328,7 +329,8 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
     ``successful`` (also ``ops``), ``network_failed``, ``non_2xx``, ``bytes`` (payload),
     ``bytes_read`` / ``bytes_written`` (wire), ``latencies_ms`` (one per completed
     request), ``clients`` (per-client ``requests``), ``reconnects``, client CPU from
-    ``os.times()`` deltas over the phase, ``elapsed_s`` from the first connect to the stop.
+    ``os.times()`` deltas over the phase and its run-queue wait (runner.metrics.runqueue),
+    ``elapsed_s`` from the first connect to the stop.
     ``checkpoint("loaded")`` (when given) is called half-way through the phase in a worker
     thread, so a slow memory sample does not stall the clients.
 
@@ -353,6 +355,7 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
     n = params.clients
     say(f"{workload}: {n} clients for {params.duration:g} s against {target.host}:{target.http_port}")
     with gc_paused():
+        rq0 = runqueue.thread_waits()
         c0 = os.times()
         t0 = time.perf_counter()
         stop_at = t0 + params.duration
@@ -377,6 +380,7 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
             c._end()
         await asyncio.gather(*tasks, sweeper, return_exceptions=True)
         c1 = os.times()
+        rq_wait = runqueue.waited_s(rq0, runqueue.thread_waits())
         await asyncio.gather(*marks)
     if ph.upload and params.method == "put":
         notes.append(f"PUT names: /uploads/{ph.prefix}c<client>-<seq>")
@@ -385,8 +389,9 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
     return PhaseResult(
         workload=workload, elapsed_s=elapsed, bytes=ph.bytes, ops=ph.successful, latencies_ms=ph.latencies_ms,
         errors=ph.errors, clients=sorted(ph.clients, key=lambda c: -c.requests),
-        client_cpu_user_s=c1.user - c0.user, client_cpu_system_s=c1.system - c0.system, notes=notes,
-        started_at=started, ended_at=started + elapsed, requests=ph.requests, successful=ph.successful,
+        client_cpu_user_s=c1.user - c0.user, client_cpu_system_s=c1.system - c0.system,
+        client_runqueue_wait_s=rq_wait, notes=notes, started_at=started, ended_at=started + elapsed,
+        requests=ph.requests, successful=ph.successful,
         network_failed=ph.network_failed, non_2xx=ph.non_2xx, bytes_read=ph.bytes_read,
         bytes_written=ph.bytes_written, reconnects=ph.reconnects, unfinished=unfinished,
         tls_handshake_ms=ph.handshakes_ms, tls=ph.tls)

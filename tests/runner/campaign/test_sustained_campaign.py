@@ -37,12 +37,28 @@ def test_sweep_campaign_to_curves(engine):
         p99 = s.scalars(select(Sample.value).where(Sample.cell_id == cells[-1].id, Sample.metric == "latency",
                                                     Sample.stat == "p99")).one()
         data = load_campaign(s, campaign_id=cid)
+        stored = {(c.server_label, c.params_key): {(m, st): (v, r) for m, st, v, r in s.execute(
+            select(Sample.metric, Sample.stat, Sample.value, Sample.raw).where(Sample.cell_id == c.id))}
+            for c in cells}
     assert raw["unit"] == "us" and raw["digits"] == 3
     assert hdr.percentiles_ms(raw["hdr"])["p99"] == p99  # the stored histogram gives the stored figure
     got = curves(data)
     assert [(c.server, [p.clients for p in c.points]) for c in got] == [("tpd", [1, 3]), ("pyftpdlib", [1, 3])]
     for c in got:
-        assert all(p.throughput > 0 and p.p99_ms and p.p99_ms > 0 for p in c.points)
+        for p in c.points:
+            # the physics of the cell, recomputed from its stored rows: every operation moved one
+            # 256 KiB file; the closed loop runs 0.5 s and ends at its last completion, at most
+            # one operation (the histogram's longest) after the schedule's end
+            rows = next(v for (server, key), v in stored.items()
+                        if server == c.server and f"clients={p.clients}" in key)
+            ops = hdr.count(rows[("latency", "p50")][1]["hdr"])
+            elapsed, moved = rows[("elapsed", "value")][0], rows[("bytes", "value")][0]
+            longest_s = hdr.percentiles_ms(rows[("latency", "p50")][1]["hdr"])["max"] / 1000.0
+            assert ops >= p.clients and moved == ops * 256 * 1024
+            assert 0.5 <= elapsed <= 0.5 + longest_s + 0.05
+            assert moved / (0.5 + longest_s + 0.05) / 2**20 <= p.throughput <= moved / 0.5 / 2**20
+            assert abs(p.throughput - moved / elapsed / 2**20) <= 1e-9 * p.throughput
+            assert p.p99_ms is not None and 0.0 < p.p99_ms <= longest_s * 1000.0 * 1.001
         # every client moves far more than 1 KiB/s: all of them are "users at rate R"
         assert [p.users_at_rate for p in c.points] == [1, 3] and c.all_at_rate == 3
         assert c.knee in (None, 1, 3)
@@ -70,8 +86,17 @@ def test_open_loop_over_two_client_processes(engine):
         assert cell.status == "done", cell.error
         rows = {(m, st): (v, raw) for m, st, v, raw in s.execute(
             select(Sample.metric, Sample.stat, Sample.value, Sample.raw).where(Sample.cell_id == cell.id))}
-    assert rows[("ops_rate", "value")][0] > 0
     assert hdr.count(rows[("latency", "p50")][1]["hdr"]) == 100
-    assert hdr.count(rows[("service_time", "p50")][1]["hdr"]) == 100
+    # each process runs 50 operations on its own 1 s schedule (slots 0.02 s apart, the last at
+    # 0.98 s) and ends at its last completion, at most the longest corrected latency later; the
+    # cell spans the earliest start to the latest end
+    longest_s = hdr.percentiles_ms(rows[("latency", "p50")][1]["hdr"])["max"] / 1000.0
+    shares = [raw for (m, _), (_, raw) in rows.items() if m == "client_host"]
+    for share in shares:
+        assert share["ops"] == 50 and 0.98 <= share["elapsed_s"] <= 1.0 + longest_s + 0.05, share
+    skew = max(x["started_at"] for x in shares) - min(x["started_at"] for x in shares)
+    elapsed = rows[("elapsed", "value")][0]
+    assert 0.98 <= elapsed <= 1.0 + longest_s + 0.05 + skew
+    assert abs(rows[("ops_rate", "value")][0] - 100 / elapsed) <= 1e-9 * 100 / elapsed
     hosts = [k for k in rows if k[0] == "client_host"]
     assert len({st for _, st in hosts}) >= 2, hosts  # one share per process

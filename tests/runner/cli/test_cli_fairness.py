@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
-import sys
 
 from sqlalchemy.orm import Session
+
+from tests.support.cli import run_cli
 
 MIB = 1 << 20
 FAIR, UNFAIR = "fair-server", "unfair-server"
@@ -42,27 +42,20 @@ def _store(engine) -> int:
         return camp.id
 
 
-def _cli(args: list[str], env: dict) -> str:
-    p = subprocess.run([sys.executable, "-m", "runner.cli", *args], env=env, capture_output=True, text=True,
-                       timeout=120, check=False)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
-
-
 def test_show_compare_export_carry_fairness(engine, xferlab_env):
     cid = _store(engine)
-    out = _cli(["show", str(cid)], xferlab_env)
+    out = run_cli(["show", str(cid)], xferlab_env)
     head, rows = out.split("┃ Jain ┃", 1)[0], out.split("┃ Jain ┃", 1)[1]
     assert "client CPU" in head
     fair_row = next(line for line in rows.splitlines() if FAIR in line)
     unfair_row = next(line for line in rows.splitlines() if UNFAIR in line)
     assert fair_row.rstrip(" │").endswith("1.00") and unfair_row.rstrip(" │").endswith("0.73")
 
-    out = _cli(["compare", FAIR, UNFAIR, "--campaign", str(cid)], xferlab_env)
+    out = run_cli(["compare", FAIR, UNFAIR, "--campaign", str(cid)], xferlab_env)
     assert f"Fairness (Jain's index over the clients): {FAIR} vs. {UNFAIR}" in out
     assert "4 concurrent clients (RETR 4M file): 1.00 +- 0% -> 0.727 +- 0%: 1.38x lower" in out
 
-    out = _cli(["export", str(cid), "--format", "csv"], xferlab_env)
+    out = run_cli(["export", str(cid), "--format", "csv"], xferlab_env)
     rows = {(r["server"], r["metric"]): r for r in csv.DictReader(io.StringIO(out))}
     assert float(rows[(UNFAIR, "fairness_jain")]["median"]) == 64 / 88
     assert abs(float(rows[(UNFAIR, "fairness_cv")]["median"]) - 1.5 ** 0.5 / 2) < 1e-12

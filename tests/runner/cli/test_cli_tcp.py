@@ -8,28 +8,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 
+from tests.support.cli import run_cli
 from tests.support.tcp_campaign import SERVER, store_tcp_campaign
-
-
-def _cli(args: list[str], env: dict) -> str:
-    p = subprocess.run([sys.executable, "-m", "runner.cli", *args], env=env, capture_output=True, text=True,
-                       timeout=120, check=False)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
 
 
 def test_show_and_every_export_carry_the_tcp_counters(engine, xferlab_env):
     cid = store_tcp_campaign(engine)
-    out = _cli(["show", str(cid)], xferlab_env)
+    out = run_cli(["show", str(cid)], xferlab_env)
     assert "Kernel TCP counters" in out
     assert "148 listen overflows, 148 listen drops, 296 SYN/SYN-ACK" in out   # the terminal table wraps the rest
     assert "3 SYN/SYN-ACK retransmits" in out and "│             32 │" in out
     assert "154 of 300 sessions waited > 3 s" in out      # the reason, and its counters beside it
 
-    doc = json.loads(_cli(["export", str(cid), "--format", "json"], xferlab_env))
+    doc = json.loads(run_cli(["export", str(cid), "--format", "json"], xferlab_env))
     tcp = doc["tcp"]
     assert [(t["repeat"], t["status"], t["counters"], t["listen_backlog"]) for t in tcp] == [
         (0, "failed", {"ListenOverflows": 148, "ListenDrops": 148, "TCPSynRetrans": 296}, 32),
@@ -37,7 +29,7 @@ def test_show_and_every_export_carry_the_tcp_counters(engine, xferlab_env):
         (2, "done", {}, 32)]                               # the backlog is non-zero, the counters are not
     assert all(t["server"] == SERVER and t["workload"] == "login" for t in tcp)
 
-    rows = list(csv.DictReader(io.StringIO(_cli(["export", str(cid), "--format", "csv"], xferlab_env))))
+    rows = list(csv.DictReader(io.StringIO(run_cli(["export", str(cid), "--format", "csv"], xferlab_env))))
     got = {(r["repeat"], r["status"], r["checkpoint"]): float(r["median"]) for r in rows if r["metric"] == "tcp"}
     assert got == {("0", "failed", "ListenOverflows"): 148, ("0", "failed", "ListenDrops"): 148,
                    ("0", "failed", "TCPSynRetrans"): 296, ("1", "done", "TCPSynRetrans"): 3}
@@ -45,7 +37,7 @@ def test_show_and_every_export_carry_the_tcp_counters(engine, xferlab_env):
 
     for fmt, marker in (("md", "| vsftpd-small-backlog"), ("html", "<td>vsftpd-small-backlog</td>"),
                         ("rst", "Kernel TCP counters\n")):
-        text = _cli(["export", str(cid), "--format", fmt], xferlab_env)
+        text = run_cli(["export", str(cid), "--format", fmt], xferlab_env)
         assert "Kernel TCP counters" in text and "148 listen overflows" in text and marker in text, fmt
         assert "3 SYN/SYN-ACK retransmits" in text and "32" in text
 

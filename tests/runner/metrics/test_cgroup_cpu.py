@@ -16,19 +16,13 @@ from runner.cell.server_cpu import phase_cpu
 from runner.metrics import server_cgroup
 from runner.metrics.cgroup_cpu import CpuCgroup, CpuStat, cpu_cgroup, from_engine_cpu_stats, v2_root
 from runner.metrics.sampler import TreeSampler
+from tests.support.fake_proc import fake_proc
 from tests.support.skips import machine_lacks
 from tests.support.waiting import wait_for
 
 SCRIPT = Path(__file__).resolve().parents[2] / "support" / "forking_server.py"
 WORKERS = 4
 BURN_S = 0.25
-
-
-def _proc(tmp: Path, pid: int, text: str) -> Path:
-    proc = tmp / "proc"
-    (proc / str(pid)).mkdir(parents=True)
-    (proc / str(pid) / "cgroup").write_text(text)
-    return proc
 
 
 def test_v2_cpu_stat(tmp_path: Path):
@@ -41,13 +35,13 @@ def test_v2_cpu_stat(tmp_path: Path):
     (d / "cgroup.procs").write_text("7\n")
     (d / "cpu.stat").write_text("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 9\n"
                                 "nr_throttled 3\nthrottled_usec 250\n")
-    proc = _proc(tmp_path, 7, "0::/system.slice/docker-abc.scope\n")
+    proc = fake_proc(tmp_path, 7, "0::/system.slice/docker-abc.scope\n")
     cg = cpu_cgroup(7, root, proc)
     assert cg == CpuCgroup(d, 2, None)
     assert cg.read() == CpuStat(1500, 1000, 500, 3, 250, str(d))
     assert v2_root(root) == root
     # the root cgroup counts the whole machine: never taken as a server's
-    assert cpu_cgroup(8, root, _proc(tmp_path / "b", 8, "0::/\n")) is None
+    assert cpu_cgroup(8, root, fake_proc(tmp_path / "b", 8, "0::/\n")) is None
 
 
 def test_v1_and_hybrid(tmp_path: Path):
@@ -62,7 +56,7 @@ def test_v1_and_hybrid(tmp_path: Path):
     (cpu / "cpu.shares").write_text("1024\n")
     (cpu / "cpu.stat").write_text("nr_periods 4\nnr_throttled 2\nthrottled_time 5000000\n")
     text = "2:cpuacct:/docker/abc\n1:cpu:/docker/abc\n0::/\n"
-    cg = cpu_cgroup(5, root, _proc(tmp_path, 5, text))
+    cg = cpu_cgroup(5, root, fake_proc(tmp_path, 5, text))
     assert cg == CpuCgroup(acct, 1, cpu)
     assert cg.read() == CpuStat(3000, 2000, 1000, 2, 5000, str(acct))
     # hybrid: the container is in the v2 hierarchy too; usage from there, throttling from v1
@@ -70,7 +64,7 @@ def test_v1_and_hybrid(tmp_path: Path):
     u.mkdir(parents=True)
     (u / "cgroup.procs").write_text("5\n")
     (u / "cpu.stat").write_text("usage_usec 3100\nuser_usec 2100\nsystem_usec 1000\n")
-    cg = cpu_cgroup(5, root, _proc(tmp_path / "h", 5, text.replace("0::/", "0::/docker/abc")))
+    cg = cpu_cgroup(5, root, fake_proc(tmp_path / "h", 5, text.replace("0::/", "0::/docker/abc")))
     assert cg == CpuCgroup(u, 2, cpu)
     assert cg.read() == CpuStat(3100, 2100, 1000, 2, 5000, str(u))
     assert CpuStat(3100, 2100, 1000, 2, 5000).since(CpuStat(100, 100, 0, 1, 0)) == CpuStat(3000, 2000, 1000, 1, 5000)

@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from runner.metrics.cgroup import cgroup_dir, from_engine_stats, read_cgroup_memory
+from tests.support.fake_proc import fake_proc
 from tests.support.skips import machine_lacks
-
-
-def _proc(tmp: Path, pid: int, text: str) -> Path:
-    proc = tmp / "proc"
-    (proc / str(pid)).mkdir(parents=True)
-    (proc / str(pid) / "cgroup").write_text(text)
-    return proc
 
 
 def test_v1_tree(tmp_path: Path):
@@ -25,7 +19,7 @@ def test_v1_tree(tmp_path: Path):
     (d / "memory.usage_in_bytes").write_text("3000\n")
     (d / "memory.max_usage_in_bytes").write_text("5000\n")
     (d / "memory.stat").write_text("cache 1000\nrss 1500\ntotal_rss 2000\n")
-    proc = _proc(tmp_path, 42, "5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n")
+    proc = fake_proc(tmp_path, 42, "5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n")
     assert cgroup_dir(42, root, proc) == (d, 1)
     assert read_cgroup_memory(d, 1) == {"current": 3000.0, "peak": 5000.0, "anon": 2000.0}
 
@@ -36,7 +30,7 @@ def test_v2_tree_and_hybrid_layout(tmp_path: Path):
     d.mkdir(parents=True)
     (d / "memory.current").write_text("4096\n")
     (d / "memory.stat").write_text("anon 1024\nfile 2048\n")
-    proc = _proc(tmp_path, 7, "0::/system.slice/docker-abc.scope\n")
+    proc = fake_proc(tmp_path, 7, "0::/system.slice/docker-abc.scope\n")
     assert cgroup_dir(7, root, proc) == (d, 2)
     assert read_cgroup_memory(d, 2) == {"current": 4096.0, "anon": 1024.0}  # no memory.peak: none
     (d / "memory.peak").write_text("8192\n")
@@ -49,7 +43,7 @@ def test_v2_tree_and_hybrid_layout(tmp_path: Path):
 
 
 def test_not_found(tmp_path: Path):
-    proc = _proc(tmp_path, 9, "4:memory:/gone\n0::/gone\n")
+    proc = fake_proc(tmp_path, 9, "4:memory:/gone\n0::/gone\n")
     assert cgroup_dir(9, tmp_path / "cg", proc) is None
     assert cgroup_dir(10, tmp_path / "cg", proc) is None  # no such process
     with pytest.raises(OSError):

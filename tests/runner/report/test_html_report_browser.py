@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.runner.report.chart_fixture import EVIL, SERVERS, chart_campaign
+from tests.support.browser import CHROMIUM, SHOTS, chromium
 
-CHROMIUM = "/usr/bin/chromium"
 CHARTJS = Path("/usr/share/javascript/chart.js/chart.min.js")
 pytestmark = [
     pytest.mark.browser, pytest.mark.integration,
@@ -23,9 +23,6 @@ pytestmark = [
     pytest.mark.skipif(not CHARTJS.exists(), reason=f"{CHARTJS} is absent (apt-get install libjs-chart.js)"),
 ]
 ROOT = Path(__file__).resolve().parents[3]
-SHOTS = ROOT / "artifacts" / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync"]
 
 #: Every Chart.js chart of the page: the canvas's aria-label, type, and per dataset its label,
 #: its data as given, and its CI whiskers.
@@ -50,13 +47,7 @@ WHISKER_PIXELS_JS = """label => {
 
 @pytest.fixture
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    yield from chromium()
 
 
 def _open_offline(browser, path: Path):

@@ -1,0 +1,93 @@
+"""runner.metrics.runqueue: the per-thread run-queue wait of a process, and how it reaches
+the stored rows and the tables (the flag from a real starved client:
+tests/runner/load/ftp/test_client_bound.py)."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from runner.cell.samples import headline, phase_samples
+from runner.load.result import PhaseResult, client_bound, client_runqueue_share, client_saturation
+from runner.metrics.runqueue import thread_waits, waited_s
+from runner.report.tables import client_cpu_cell
+
+
+def test_thread_waits_reads_every_thread_of_this_process():
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    try:
+        waits = thread_waits()
+        assert waits is not None and os.getpid() in waits and t.native_id in waits
+        assert thread_waits(os.getpid()) is not None
+    finally:
+        stop.set()
+        t.join(timeout=5)
+
+
+def test_thread_waits_of_a_gone_process_is_none():
+    assert thread_waits(2 ** 22 + 7) is None  # above the largest pid_max (4194304)
+
+
+def test_waited_s_counts_growth_and_new_threads_and_drops_exited_ones():
+    before = {1: 1_000_000_000, 2: 500_000_000, 3: 10}
+    after = {1: 1_250_000_000, 2: 500_000_000, 4: 100_000_000}  # 3 exited, 4 was born
+    assert waited_s(before, after) == 0.25 + 0.0 + 0.1
+    assert waited_s(None, after) is None and waited_s(before, None) is None
+
+
+def test_waited_s_of_a_sleeping_thread_stays_near_zero():
+    before = thread_waits()
+    time.sleep(0.2)  # asleep: not on a run queue
+    assert 0.0 <= waited_s(before, thread_waits()) < 0.1
+
+
+def _result(wait: float | None, cpu: float = 0.45) -> PhaseResult:
+    return PhaseResult(workload="retr_sustained", elapsed_s=2.0, bytes=1 << 20, ops=100,
+                       client_cpu_user_s=cpu * 2.0, client_cpu_system_s=0.0, client_runqueue_wait_s=wait)
+
+
+def test_run_queue_share_flags_a_starved_client():
+    starved = _result(0.95)  # 45% on the CPU, 47.5% waiting for it
+    assert client_runqueue_share(starved) == 0.475 and client_saturation(starved) == 0.45 + 0.475
+    assert client_bound(starved) and "[client-bound]" in headline(starved)
+    rows = {(s.metric, s.stat): s for s in phase_samples(starved)}
+    assert rows[("client_cpu", "runqueue_wait")].value == 0.475
+    assert rows[("client_cpu", "runqueue_wait")].raw == {"wait_s": 0.95}
+    for unmeasured in (_result(None), _result(0.1)):  # not measured, or little wait: utilization decides
+        assert not client_bound(unmeasured) and "[client-bound]" not in headline(unmeasured)
+    assert ("client_cpu", "runqueue_wait") not in {(s.metric, s.stat) for s in phase_samples(_result(None))}
+
+
+def test_client_cpu_cell():
+    starved = client_cpu_cell(0.45, 0.48)
+    assert (starved.text, starved.mark) == ("45% +48% wait client-bound", "loss")
+    assert (client_cpu_cell(0.45, 0.10).text, client_cpu_cell(0.45, 0.10).mark) == ("45% +10% wait", "")
+    assert client_cpu_cell(0.95).text == "95% client-bound" and client_cpu_cell(0.45).text == "45%"
+    assert client_cpu_cell(None, 0.5).text == "n/a"
+
+
+def test_campaign_table_flags_a_starved_row_from_its_run_queue_series():
+    """``xferlab show`` and the exports: the campaign table's ``client CPU`` cell of a row with
+    a ``client_cpu_runqueue_wait`` series shows it and flags the row from CPU + wait; a
+    campaign stored without it renders as before (no record key, no ``wait``)."""
+    from dataclasses import replace
+
+    from runner.report import tables
+    from runner.report.text import render
+    from tests.runner.report.fixtures import RETR, A, B, _s, campaign
+
+    plain = campaign()
+    starved = replace(plain, series=[*plain.series,
+                                     _s(B, "retr", RETR, "client_cpu_runqueue_wait", "ratio", False,
+                                        [0.50, 0.49, 0.52, 0.51, 0.48])])
+    t = tables.campaign_table(starved)
+    retr_b = next(r for r in t.rows if r.key == f"{B}:retr")
+    assert (retr_b.cells[7].text, retr_b.cells[7].mark) == ("40% +50% wait client-bound", "loss")
+    rec = next(r for r in t.records if r["server"] == B and r["workload"] == "retr")
+    assert rec["client_cpu_utilization"] == 0.40 and rec["client_cpu_runqueue_wait"] == 0.50
+    retr_a = next(r for r in t.rows if r.key == f"{A}:retr")
+    assert retr_a.cells[7].text == "95% client-bound"  # no wait recorded for A: utilization alone
+    assert "client_cpu_runqueue_wait" not in tables.campaign_table(plain).records[0]
+    assert "+50% wait" in render([t], width=200)
