@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.conftest import CHROMIUM, SHOTS
+from tests.support.browser import CHROMIUM, SHOTS
 from tests.support.real_profile import frame_samples, record, store_profiled_campaign
 
 pytestmark = [

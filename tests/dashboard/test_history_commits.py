@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.dashboard.conftest import CHROMIUM, SHOTS
+from tests.support.browser import CHROMIUM, SHOTS
 from tests.support.commits import LABEL, commits, run_commit_campaign
 
 WIDE = {"width": 1280, "height": 900}
