@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.catalogue.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams
+from runner.spec.capacity import CapacitySpec
 
 #: Workload presets of a spec entry (``preset: classic``): names of runner.catalogue.workloads.
 PRESETS: dict[str, tuple[str, ...]] = {"classic": CLASSIC_SUITE}
@@ -71,6 +72,7 @@ class WorkloadSpec(BaseModel):
     preset: str | None = None
     params: WorkloadParams = Field(default_factory=WorkloadParams)
     sweep: list[int] | None = Field(None, description="client counts of a saturation sweep")
+    capacity: CapacitySpec | None = Field(None, description="search the sustainable users at a service level")
 
     @model_validator(mode="before")
     @classmethod
@@ -90,6 +92,13 @@ class WorkloadSpec(BaseModel):
             raise ValueError(f"unknown workload {self.name!r}; known: {', '.join(WORKLOADS)}")
         if self.preset is not None and self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; known: {', '.join(PRESETS)}")
+        if self.capacity is not None:
+            if self.name is None or not WORKLOADS[self.name].sustained:
+                known = ", ".join(n for n, w in WORKLOADS.items() if w.sustained)
+                raise ValueError(f"capacity: needs a sustained workload by name ({known})")
+            if self.sweep is not None:
+                raise ValueError("capacity: the search chooses the client counts; give no sweep")
+            self.capacity.check(self.params)
         return self
 
     def names(self) -> tuple[str, ...]:
@@ -97,5 +106,8 @@ class WorkloadSpec(BaseModel):
         return PRESETS[self.preset] if self.preset else (self.name,)  # type: ignore[return-value]
 
     def param_sets(self) -> list[WorkloadParams]:
-        """The parameters of each cell family (one per client count of a sweep)."""
+        """The parameters of each cell family (one per client count of a sweep); a capacity
+        search's first step only (the campaign queues the next ones)."""
+        if self.capacity is not None:
+            return [self.capacity.step_params(self.params, self.capacity.start)]
         return param_sets(self.params, self.sweep)
