@@ -57,8 +57,9 @@ class CapacitySpec(BaseModel):
         ops = params.duration * self.user_rate / params.file_size
         if ops < MIN_OPS_PER_USER:
             raise ValueError(f"capacity: each user is due {ops:.3g} operations per step (duration "
-                             f"{params.duration:g} s x user_rate {self.user_rate} B/s / file_size {params.file_size} B);"
-                             f" need at least {MIN_OPS_PER_USER}: raise params.duration or lower params.file_size")
+                             f"{params.duration:g} s x user_rate {self.user_rate} B/s / file_size "
+                             f"{params.file_size} B); need at least {MIN_OPS_PER_USER}: "
+                             "raise params.duration or lower params.file_size")
 
     def step_params(self, params: WorkloadParams, clients: int) -> WorkloadParams:
         """``params`` for the step of ``clients`` users: ``clients``, the open-loop ``rate``

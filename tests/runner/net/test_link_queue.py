@@ -8,7 +8,7 @@ import json
 
 from runner.net import link as linknet
 from runner.net.conditions import parse_link
-from tests.runner.net.test_link import PAYLOAD_MBIT, _stream, _steady_mbit
+from tests.runner.net.test_link import PAYLOAD_MBIT, _steady_mbit, _stream
 from tests.support.skips import machine_lacks, not_root, skip_if_problem
 
 pytestmark = skip_if_problem(linknet.base_problem(), machine=not_root())
