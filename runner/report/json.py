@@ -16,6 +16,10 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
      "saturation": [{"server": ..., "workload": ..., "knee": 16, "points": [...], ...}],
                                           # only with a sweep of a sustained workload
                                           # (runner.report.saturation); derived, ignored on load
+     "capacity": [{"server": ..., "workload": ..., "title": ..., "params_key": ..., "users": 12,
+                   "record": {"slo": ..., "lo": 12, "hi": 13, "reason": ..., "steps": [...]}}],
+                                          # only with a capacity search (runner.report.data.
+                                          # CapacityResult); ignored on load
      "tcp": [{"server": "a", "workload": "login", "title": ..., "params_key": ..., "repeat": 0,
               "status": "failed", "counters": {"ListenOverflows": 148, ...},
               "listen_backlog": 32}]}     # only when a cell stored kernel TCP counters or a
@@ -70,6 +74,7 @@ def to_dict(data: CampaignData) -> dict:
         "series": [_series(s) for s in data.series],
         **({"saturation": sat} if (sat := [c.as_dict() for c in curves(data)]) else {}),
         **({"tcp": [dataclasses.asdict(c) for c in data.tcp]} if data.tcp else {}),
+        **({"capacity": [dataclasses.asdict(c) for c in data.capacity]} if data.capacity else {}),
     }
 
 

@@ -56,7 +56,8 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
                     reference: str | None = None) -> str:
     """A campaign's report: per-server table (with the knee line of each sustained sweep,
     whose saturation table follows it: runner.report.saturation; in text, their summary at
-    the end), each server against ``reference`` (default
+    the end; the sustainable users of each capacity search in its caption, then the capacity
+    tables: runner.report.capacity), each server against ``reference`` (default
     the first server), memory table, seed 002's upload table when the campaign has
     ``http_upload`` cells (runner.report.uploads), the real-client tables of seeds 003
     and 004 when it has real-client cells (runner.report.clients), the kernel TCP counters of
@@ -64,6 +65,7 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     In HTML, with the charts of runner.report.charts (per benchmark, the comparison with
     ``reference``, memory over time, fairness, saturation). Raises ValueError for an
     unknown format or ``reference``."""
+    from runner.report.capacity import capacity_tables, headline
     from runner.report.charts import chart_data
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
@@ -77,6 +79,11 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     for t in tables:
         if t.kind == "campaign" and sweeps:
             t.caption = "Saturation knee: " + "; ".join(knee_text(c) for c in sweeps) + "."
+    for t in tables:
+        if t.kind == "campaign" and data.capacity:
+            t.caption = ((t.caption + " " if t.caption else "") + "Sustainable users: "
+                         + "; ".join(headline(r) for r in data.capacity) + ".")
+    tables += capacity_tables(data)  # the headline per server, then each search's steps
     tables += [saturation_table(c) for c in sweeps]
     tables += upload_tables(data)  # seed 002's disk/tmpfs table of an HTTP upload campaign
     tables += client_tables(data)  # seeds 003/004: real client processes, their spread, CPU and memory

@@ -5,6 +5,7 @@ resolution 1, confirmation) runs as a real campaign of open-loop ``retr_sustaine
 (runner.campaign.capacity) and must answer K within one step of its resolution."""
 from __future__ import annotations
 
+import json
 import time
 
 from sqlalchemy import select
@@ -64,4 +65,18 @@ def test_capacity_search_finds_the_cap(engine, tmp_path):
     assert at8["min_rate"] * (1 << 20) <= 1.1 * R / 8, at8
     assert at8["throughput"] * (1 << 20) <= 1.15 * R, at8
     assert took < 240, took
+    # the reports: the headline in the campaign table's caption, the capacity tables, the JSON document
+    from runner.report.reader import load_campaign
+    from runner.report.render import campaign_report
+
+    with Session(engine) as s:
+        data = load_campaign(s, campaign_id=cid)
+    [res] = data.capacity
+    assert (res.users, res.workload) == (users, "retr_sustained") and "clients=" not in res.params_key
+    text = campaign_report(data, fmt="text")
+    assert "Capacity: sustainable users at the service level" in text and "Capacity steps:" in text
+    assert f"{users:g} users at each user >= 128 KiB/s, Jain >= 0.9; broke at {users + 1:g}" in text
+    doc = json.loads(campaign_report(data, fmt="json"))
+    assert doc["capacity"][0]["users"] == users and len(doc["capacity"][0]["record"]["steps"]) == len(cells)
+    assert "Sustainable users" in campaign_report(data, fmt="html")
     print(f"capacity {users:g} users; steps (N, ok) {steps}; {record['reason_text']}; {took:.1f} s")
