@@ -14,8 +14,7 @@ from sqlalchemy.orm import Session
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.metrics.fairness import cv_from_jain, stored_curve
-from runner.report.data import (CampaignData, CapacityResult, CellTcp, ClientCurve, MemoryTimeline, Series,
-                                 WorkloadFacts)
+from runner.report.data import CampaignData, CapacityResult, CellTcp, ClientCurve, MemoryTimeline, Series, WorkloadFacts
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
 from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
