@@ -79,4 +79,20 @@ def test_capacity_search_finds_the_cap(engine, tmp_path):
     doc = json.loads(campaign_report(data, fmt="json"))
     assert doc["capacity"][0]["users"] == users and len(doc["capacity"][0]["record"]["steps"]) == len(cells)
     assert "Sustainable users" in campaign_report(data, fmt="html")
+    # history: one point of the capacity series, keyed without clients and rate; rebuilt alike
+    from runner.history import list_series, series_overview
+    from runner.store.models import SeriesPoint
+    from runner.store.points import rebuild_points
+
+    with Session(engine) as s:
+        def points():
+            return [(p.params_key, list(p.samples)) for p in s.scalars(
+                select(SeriesPoint).where(SeriesPoint.campaign_id == cid, SeriesPoint.metric == "capacity"))]
+        stored = points()
+        rebuild_points(s)
+        assert points() == stored == [(res.params_key, [users])], stored
+        [ser] = [d for d in list_series(s) if d["metric"] == "capacity"]
+        assert ser["unit"] == "users" and ser["benchmark"].endswith(", sustainable users"), ser
+        assert [d["metric"] for d in series_overview(s, figure="capacity")] == ["capacity"]
+        s.rollback()
     print(f"capacity {users:g} users; steps (N, ok) {steps}; {record['reason_text']}; {took:.1f} s")
