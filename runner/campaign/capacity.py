@@ -60,7 +60,8 @@ def _values(session: Session, cell_id: int) -> dict[tuple[str, str], float]:
 
 
 def figures(session: Session, cell: Cell, spec: CampaignSpec) -> StepFigures:
-    """What ``cell`` measured, as the search reads it (runner.metrics.capacity.StepFigures)."""
+    """What ``cell`` measured, as the search reads it (runner.metrics.capacity.StepFigures);
+    the slowest user's rate of a one-client cell is its throughput (no fairness figures)."""
     v = _values(session, cell.id)
     cpu = [v[("server_cpu", k)] for k in ("user", "system") if ("server_cpu", k) in v]
     try:
@@ -73,7 +74,9 @@ def figures(session: Session, cell: Cell, spec: CampaignSpec) -> StepFigures:
     return StepFigures(
         clients=p.clients, status=cell.status, users_at_rate=v.get(("users_at_rate", "value")),
         p99_ms=v.get(("latency", "p99")), jain=v.get(("fairness", "jain")), errors=v.get(("errors", "total"), 0.0),
-        throughput=v.get(("throughput", "value")), min_rate=v.get(("fairness", "min_rate")),
+        throughput=v.get(("throughput", "value")),
+        # one client has no fairness figures: its rate is the phase's
+        min_rate=v.get(("fairness", "min_rate"), v.get(("throughput", "value")) if p.clients == 1 else None),
         server_cpu_s=sum(cpu) if cpu else None, elapsed_s=v.get(("elapsed", "value")), server_cores=cores,
         client_util=v.get(("client_cpu", "utilization")),
         listen_drops=max(v.get(("tcp", "ListenOverflows"), 0.0), v.get(("tcp", "ListenDrops"), 0.0)),
