@@ -66,7 +66,7 @@ def test_hostile_values_are_refused_beside_their_field(client, field, value, err
 
 def test_every_preset_is_listed(client):
     page = html.unescape(client.get("/launch").text)
-    assert preset_names() == ["classic", "seed002", "seed003", "seed004"]
+    assert preset_names() == ["classic", "realistic", "seed002", "seed003", "seed004"]
     for name in preset_names():
         assert f"<option>{name}</option>" in page and f"<b>{name}</b>: {preset_summary(name)}" in page
         assert preset_facts(name) in page
