@@ -82,3 +82,31 @@ def capacity_tables(data: CampaignData) -> list[Table]:
     """The headline table and one steps table per search; [] without a search."""
     head = capacity_table(data)
     return [head, *(curve_table(r) for r in data.capacity)] if head is not None else []
+
+
+def capacity_comparison(data: CampaignData, a: str, b: str) -> Table | None:
+    """Sustainable users of servers ``a`` (the reference) and ``b`` side by side (kind
+    ``"capacity_comparison"``): one row per search both ran (same workload, parameters and
+    service level), with ``b / a`` (``n/a`` when ``a`` sustained no user); None when they
+    share no search. Records: ``workload, params_key, slo, users_a, users_b, ratio``."""
+    def key(r: CapacityResult) -> tuple[str, str, str]:
+        return r.workload, r.params_key, str(r.record.get("slo_text"))
+
+    left = {key(r): r for r in data.capacity if r.server == a}
+    pairs = [(left[key(r)], r) for r in data.capacity if r.server == b and key(r) in left]
+    if not pairs:
+        return None
+    columns = (Column("profile", "profile"), Column("slo", "service level"), Column("a", a, True),
+               Column("b", b, True), Column("ratio", f"{b} / {a}", True))
+    rows, records = [], []
+    for ra, rb in pairs:
+        ratio = rb.users / ra.users if ra.users else None
+        mark = "" if ratio is None or ratio == 1 else "win" if ratio > 1 else "loss"
+        rows.append(Row(f"{ra.workload}/{ra.params_key}", (
+            Cell(ra.title.split(" clients ", 1)[-1]), Cell(str(ra.record.get("slo_text"))), Cell(users_text(ra)),
+            Cell(users_text(rb)), Cell(f"{ratio:.2f}x" if ratio is not None else fmt.NA, mark)), unit="users"))
+        records.append({"workload": ra.workload, "params_key": ra.params_key, "slo": ra.record.get("slo"),
+                        "users_a": ra.users, "users_b": rb.users, "ratio": ratio})
+    return Table("capacity_comparison", f"Sustainable users: {a} vs. {b}", columns, rows,
+                 "Each server's capacity search at the same service level (docs/methodology.md, \"Capacity\").",
+                 records)

@@ -27,3 +27,17 @@ def test_campaign_without_search_and_unknown_ids(client, sweep_campaign):
     assert client.get(f"/api/campaigns/{cid}/capacity").json()["searches"] == []
     assert client.get("/api/campaigns/999999/capacity").status_code == 404
     assert client.get("/api/campaigns/abc/capacity").status_code == 422
+
+
+def test_compare_shows_sustainable_users_side_by_side(engine, capacity_campaign):
+    """``xferlab compare A B`` of two campaigns' searches: the sustainable users of each and their ratio."""
+    from sqlalchemy.orm import Session
+
+    from runner.report.render import compare_report
+
+    a, b = capacity_campaign(), capacity_campaign()
+    with Session(engine) as s:
+        text = compare_report(s, f"{a}:tpd", f"{b}:tpd")
+    assert f"Sustainable users: tpd (#{a}) vs. tpd (#{b})" in text, text
+    row = next(line for line in text.splitlines() if "each user >= 1024 KiB/s" in line and "1.00x" in line)
+    assert row.count(" 3 ") >= 2, row
