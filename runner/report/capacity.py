@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from runner.report import fmt
 from runner.report.data import CampaignData, CapacityResult
-from runner.report.model import Cell, Column, Row, Table
+from runner.report.model import Cell, Column, Mark, Row, Table
 
 
 def users_text(r: CapacityResult) -> str:
@@ -101,7 +101,7 @@ def capacity_comparison(data: CampaignData, a: str, b: str) -> Table | None:
     rows, records = [], []
     for ra, rb in pairs:
         ratio = rb.users / ra.users if ra.users else None
-        mark = "" if ratio is None or ratio == 1 else "win" if ratio > 1 else "loss"
+        mark: Mark = "" if ratio is None or ratio == 1 else "win" if ratio > 1 else "loss"
         rows.append(Row(f"{ra.workload}/{ra.params_key}", (
             Cell(ra.title.split(" clients ", 1)[-1]), Cell(str(ra.record.get("slo_text"))), Cell(users_text(ra)),
             Cell(users_text(rb)), Cell(f"{ratio:.2f}x" if ratio is not None else fmt.NA, mark)), unit="users"))
