@@ -80,7 +80,7 @@ def figures(session: Session, cell: Cell, spec: CampaignSpec) -> StepFigures:
         server_cpu_s=sum(cpu) if cpu else None, elapsed_s=v.get(("elapsed", "value")), server_cores=cores,
         client_util=v.get(("client_cpu", "utilization")),
         listen_drops=max(v.get(("tcp", "ListenOverflows"), 0.0), v.get(("tcp", "ListenDrops"), 0.0)),
-        link_rate=link_rate)
+        link_rate=link_rate, demand=p.clients * p.user_rate if p.rate is not None else None)
 
 
 def _steps(session: Session, cell: Cell, entry: WorkloadSpec) -> list[Cell]:

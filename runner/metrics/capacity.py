@@ -23,7 +23,8 @@ fairness:
 * **why it broke** (:func:`break_reason`): the figures of the first failing step above the
   answer, tested in this order: the client (its CPU at or above ``CLIENT_BOUND`` of one
   core: the lab measured its own limit), listen drops (ListenOverflows or ListenDrops),
-  the link (the moved rate at or above ``LINK_SHARE`` of a shaped link's rate), the server
+  the link (the moved rate, or the users' demand N x ``user_rate``, at or above ``LINK_SHARE``
+  of a shaped link's rate), the server
   CPU (at or above ``CPU_SHARE`` of the cores it may use); otherwise ``server`` (none of
   those: a limit of the server's own, e.g. a bandwidth cap, a lock or a per-session cost).
 """
@@ -89,6 +90,7 @@ class StepFigures:
         client_util: client CPU, share of one core; None when not stored.
         listen_drops: ListenOverflows + ListenDrops of the phase.
         link_rate: a shaped link's rate in bytes/s, None on loopback.
+        demand: the users' demand, N x user_rate in bytes/s, None when not known.
     """
 
     clients: int
@@ -105,6 +107,7 @@ class StepFigures:
     client_util: float | None = None
     listen_drops: float = 0.0
     link_rate: int | None = None
+    demand: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,9 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
     if f.link_rate and f.throughput is not None and f.throughput * (1 << 20) >= LINK_SHARE * f.link_rate:
         return "link", (f"{f.throughput:,.2f} MiB/s moved on a {f.link_rate * 8 / 1e6:g} Mbit/s link "
                         f"(>= {LINK_SHARE:.0%} of it)")
+    if f.link_rate and f.demand is not None and f.demand >= LINK_SHARE * f.link_rate:
+        return "link", (f"the users asked {f.demand / (1 << 20):,.2f} MiB/s of a {f.link_rate * 8 / 1e6:g} Mbit/s "
+                        f"link (>= {LINK_SHARE:.0%} of it)")
     if f.server_cpu_s is not None and f.elapsed_s:
         busy = f.server_cpu_s / f.elapsed_s
         if busy >= CPU_SHARE * f.server_cores:

@@ -70,6 +70,11 @@ def test_break_reason_order():
     assert break_reason(StepFigures(**base, listen_drops=3))[0] == "listen_drops"
     assert break_reason(StepFigures(**base, link_rate=12_500_000))[0] == "link"  # 11.5 MiB/s of 100 Mbit
     assert break_reason(StepFigures(**base))[0] == "server_cpu"  # 1.9 of 2 cores busy
+    # 9.3 MiB/s moved, but 12 users asked 12 MiB/s of a link that carries 11.9
+    kind, text = break_reason(StepFigures(**{**base, "throughput": 9.3}, link_rate=12_500_000, demand=12 << 20))
+    assert kind == "link" and "asked 12.00 MiB/s" in text
+    assert break_reason(StepFigures(**{**base, "throughput": 9.3}, link_rate=12_500_000, demand=8 << 20))[0] \
+        == "server_cpu"
     kind, text = break_reason(StepFigures(**{**base, "server_cpu_s": 0.5}))
     assert kind == "server" and "0.25 of 2 cores" in text
 
