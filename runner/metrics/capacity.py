@@ -26,7 +26,9 @@ fairness:
   the link (the moved rate, or the users' demand N x ``user_rate``, at or above ``LINK_SHARE``
   of a shaped link's rate), the server
   CPU (at or above ``CPU_SHARE`` of the cores it may use); otherwise ``server`` (none of
-  those: a limit of the server's own, e.g. a bandwidth cap, a lock or a per-session cost).
+  those: a limit of the server's own, e.g. a bandwidth cap, a lock or a per-session cost, or
+  CPU time it waited for while other processes held the cores, which its own CPU figure
+  does not show).
 """
 from __future__ import annotations
 
@@ -224,8 +226,8 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
         cpu = f"server CPU {busy:.2f} of {f.server_cores} cores"
     else:
         cpu = "server CPU not measured"
-    return "server", (f"not client, drops, link or CPU ({cpu}): a limit of the server's own"
-                      if f.status == "done" else f"the cell {f.status}")
+    return "server", (f"not client, drops, link or CPU ({cpu}): a limit of the server's own "
+                      "(or CPU time it waited for on a busy machine)" if f.status == "done" else f"the cell {f.status}")
 
 
 def summary(slo: Slo, verdicts: Sequence[Verdict], state: SearchState,
