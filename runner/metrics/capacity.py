@@ -16,8 +16,8 @@ fairness:
   the per-client rates is at least ``min_jain`` (for N >= 2);
 * the **search** (:func:`next_step`): the ramp doubles N from ``start`` until a step fails
   or ``max_users`` passes; then bisection between the largest passing N (``lo``) and the
-  smallest failing one (``hi``) until ``hi - lo <= resolution``; then a confirmation run at
-  ``lo``. A failed confirmation makes ``lo`` failing and the bisection goes on below it.
+  smallest failing one (``hi``) until ``hi - lo <= resolution`` (while no N passed, down to
+  one user); then a confirmation run at ``lo``. A failed confirmation makes ``lo`` failing and the bisection goes on below it.
   The answer is ``lo`` (0 when no N passed), exact to ``resolution`` users: the true
   capacity lies in ``[lo, hi - 1]``.
 * **why it broke** (:func:`break_reason`): the figures of the first failing step above the
@@ -187,7 +187,7 @@ def next_step(runs: Mapping[int, Sequence[bool]], *, start: int, max_users: int,
         if lo >= max_users:
             return _confirmed(runs, lo, hi, confirm, capped=True)
         return SearchState(lo, hi, min(2 * lo, max_users) if lo else start)
-    if hi - lo <= resolution:
+    if hi - lo <= resolution and (lo > 0 or hi == 1):  # no N passed yet: bisect down to one user
         return _confirmed(runs, lo, hi, confirm)
     mid = (lo + hi) // 2
     if mid in runs:  # an N measured before (a non-monotonic curve): move towards hi

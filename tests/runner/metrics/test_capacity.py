@@ -39,6 +39,9 @@ def test_search_resolution_and_cap():
     for cap in (37, 100, 300):
         answer, _, _ = _search(cap, resolution=8)
         assert cap - 8 < answer <= cap  # the true capacity lies in [answer, hi - 1], hi - answer <= 8
+    # a failing first step is bisected down to one user whatever the resolution
+    assert _search(1, start=8, resolution=8) == (1, [8, 4, 2, 1, 1], False)
+    assert _search(0, start=2, resolution=4) == (0, [2, 1], False)
     answer, steps, capped = _search(5000, max_users=64)
     assert (answer, capped) == (64, True) and steps == [1, 2, 4, 8, 16, 32, 64, 64]
 
