@@ -17,7 +17,8 @@ fairness:
 * the **search** (:func:`next_step`): the ramp doubles N from ``start`` until a step fails
   or ``max_users`` passes; then bisection between the largest passing N (``lo``) and the
   smallest failing one (``hi``) until ``hi - lo <= resolution`` (while no N passed, down to
-  one user); then a confirmation run at ``lo``. A failed confirmation makes ``lo`` failing and the bisection goes on below it.
+  one user); then a confirmation run at ``lo``. A failed confirmation makes ``lo`` failing
+  and the bisection goes on below it.
   The answer is ``lo`` (0 when no N passed), exact to ``resolution`` users: the true
   capacity lies in ``[lo, hi - 1]``.
 * **why it broke** (:func:`break_reason`): the figures of the first failing step above the
