@@ -3,7 +3,9 @@
 #   - the Debian packages listed in scripts/apt-packages.txt (when root and apt-get exist),
 #   - the unprivileged user the client tools (lftp, wget, curl, wrk, h2load) run as when
 #     the runner is root: XFERLAB_CLIENT_USER, default xferlab-client (when root),
-#   - a virtualenv in .venv with xferlab and its test dependencies.
+#   - a virtualenv in .venv with xferlab and its test dependencies,
+#   - inferno (the flame graph tools: inferno-flamegraph, inferno-diff-folded, inferno-collapse-perf),
+#     built from crates.io with cargo into .venv/bin (runner/report/flamegraph.py).
 # Idempotent: a second run only checks. Uses the package tools' default mirrors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,5 +56,20 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q -U pip
     .venv/bin/python -m pip install -q -e '.[test]'
     touch "$stamp"
+fi
+
+# inferno: the flame graphs of profiled cells (runner/report/flamegraph.py). Pinned; the build
+# from source took 3 min 40 s with one job on a busy 2-core machine (1 min 5 s of CPU); later
+# runs only check cargo's record of what it installed (.venv/.crates.toml).
+INFERNO_VERSION=0.12.8
+if ! { [ -x .venv/bin/inferno-flamegraph ] && [ -x .venv/bin/inferno-diff-folded ] &&
+       grep -q "^\"inferno $INFERNO_VERSION " .venv/.crates.toml 2>/dev/null; }; then
+    if command -v cargo >/dev/null; then
+        echo "install.sh: building inferno $INFERNO_VERSION into .venv/bin (cargo install; a few minutes)"
+        cargo install --quiet inferno --locked --version "$INFERNO_VERSION" --root .venv
+    else
+        echo "install.sh: flame graphs need inferno $INFERNO_VERSION: install Rust's cargo, then run" >&2
+        echo "  cargo install inferno --locked --version $INFERNO_VERSION --root .venv" >&2
+    fi
 fi
 echo "install.sh: ready: .venv/bin/xferlab"

@@ -17,7 +17,7 @@ BIN = Path(sys.executable).parent
 MAX_MODULE_LINES = 600
 #: The modules of runner.report that read the store (the store -> CampaignData reader and the
 #: export glue); every other report module renders only the data handed to it.
-REPORT_READERS = {"runner.report", "runner.report.reader", "runner.report.render"}
+REPORT_READERS = {"runner.report", "runner.report.reader", "runner.report.render", "runner.report.profile_pairs"}
 
 
 def _run(tool: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -23,6 +23,9 @@ def page_compare(request: Request, session: SessionDep, a: str | None = Query(No
 
         try:
             ctx["result"] = comparison(session, a=a, b=b, campaign=campaign)
+            from dashboard.services.profiles import compare_profiles
+
+            ctx["result"]["profiles"] = compare_profiles(session, a=a, b=b, campaign=campaign)
         except (CompareError, ValueError) as exc:
             ctx["error"] = str(exc).strip("'\"")
             return render(request, "compare.html", status_code=404 if isinstance(exc, LookupError) else 400, **ctx)

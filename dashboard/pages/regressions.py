@@ -18,5 +18,7 @@ def page_regressions(request: Request, session: SessionDep, settings: SettingsDe
                      window: int = Query(DEFAULT_WINDOW, ge=2, le=2000)):
     a, m = thresholds(settings, alpha, min_effect)
     changes = find_regressions(session, alpha=a, min_effect=m, include_improvements=improvements, window=window)
-    return render(request, "regressions.html", changes=changes, alpha=a, min_effect=m, improvements=improvements,
-                  window=window)
+    from dashboard.services.profiles import regression_links
+
+    return render(request, "regressions.html", changes=changes, flame_links=regression_links(session, changes),
+                  alpha=a, min_effect=m, improvements=improvements, window=window)

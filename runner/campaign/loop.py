@@ -25,6 +25,7 @@ from runner.backends.base import Backend
 from runner.catalogue.workloads import WorkloadParams
 from runner.cell.local import run_local_cell
 from runner.cell.outcome import CellOutcome, CellRunner, Reporter, failed, warmup_params
+from runner.cell.profile_rows import profile_row
 from runner.cell.server_reuse import ServerPool
 from runner.cell.watchdog import CellWatchdog, cell_bound_s
 from runner.config import get_settings
@@ -78,14 +79,17 @@ class ScrubbingReporter:
 
 
 def scrubbed_outcome(outcome: CellOutcome, secrets: frozenset[str]) -> CellOutcome:
-    """``outcome`` with its error, summary, build info and environment snapshot scrubbed of
-    ``secrets`` and of URL passwords (runner.spec.redaction.scrub_data), as stored and shown;
-    samples and the measured result are unchanged (numbers)."""
+    """``outcome`` with its error, summary, build info, environment snapshot and profile notes
+    scrubbed of ``secrets`` and of URL passwords (runner.spec.redaction.scrub_data), as stored
+    and shown; samples, the measured result and the profile's stacks are unchanged."""
     from dataclasses import replace
 
+    profile = outcome.profile
+    if profile is not None and profile.notes:
+        profile = replace(profile, notes=tuple(scrub(n, secrets) or "" for n in profile.notes))
     return replace(outcome, error=scrub(outcome.error, secrets), summary=scrub(outcome.summary, secrets) or "",
                    build_info=scrub_data(outcome.build_info, secrets),
-                   environment=scrub_data(outcome.environment, secrets))
+                   environment=scrub_data(outcome.environment, secrets), profile=profile)
 
 
 class Heartbeat:
@@ -369,6 +373,8 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
             if new is not None:
                 note.append(f"{c.server_label} · {c.workload}: 95% CI {steadiness(group_values(s, c))} of the "
                             f"median, wanted +-{spec.target_ci * 100:g}%: repeat {new.repeat + 1} queued")
+    profile = profile_row(outcome.profile) if outcome.profile is not None and outcome.status != "skipped" else None
     crud.finish_cell(session, cell=current, status=outcome.status, error=outcome.error, samples=outcome.samples,
-                     build=build, environment=env, then=then, server_cpu_source=outcome.server_cpu_source)
+                     build=build, environment=env, then=then, server_cpu_source=outcome.server_cpu_source,
+                     profile=profile)
     return note[-1] if note else None

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from runner.catalogue.mixed import MAX_DIR_ENTRIES, OpMix, SizeDist, default_mix, size_label
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -92,6 +94,24 @@ class WorkloadParams(BaseModel):
             campaign's ``driver``, so one campaign can put two drivers side by side (seed
             004: ``wget`` beside ``xferlab-ftp``). None (default): the campaign's driver.
             Part of the cell key (and the row title, ``[wget]``) only when set.
+
+    The ``mixed`` workload (runner.load.ftp.mixed; docs/methodology.md, "Mixed sessions")
+    also reads:
+
+    Attributes:
+        mix: the operation weights of a session (runner.catalogue.mixed.OpMix).
+        sizes: the file-size distribution of its transfers (runner.catalogue.mixed.SizeDist).
+        session_ops: a session ends after this many operations (K; login not counted), 1 .. 100,000.
+        session_seconds: ... or after this many seconds (T), whichever comes first; None: no limit.
+        think: the pause between two operations of a session: ``none``, ``fixed``
+            (``think_ms``) or ``exponential`` (mean ``think_ms``, drawn from the session's
+            seeded generator).
+        think_ms: the think time (ms), 0 .. 600,000.
+        seed: the seed of every random draw of the phase (operations, sizes, think times,
+            offsets); client i's generator is ``random.Random(f"{seed}:{i}")``, so a phase
+            is reproducible.
+        dir_entries: entries of the directory LIST, MLSD and CWD work on (10, 1,000,
+            100,000 ...), 1 .. 100,000; made once and checked before the phase.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -115,6 +135,14 @@ class WorkloadParams(BaseModel):
     user_rate: int = Field(MIB, ge=1, le=1 << 40)
     client_options: dict[str, str] = Field(default_factory=dict, max_length=32)
     driver: str | None = Field(None, min_length=1, max_length=40)
+    mix: OpMix = Field(default_factory=default_mix)
+    sizes: SizeDist = Field(default_factory=SizeDist)
+    session_ops: int = Field(20, ge=1, le=100_000)
+    session_seconds: float | None = Field(None, gt=0, le=3600)
+    think: Literal["none", "fixed", "exponential"] = "none"
+    think_ms: float = Field(0.0, ge=0, le=600_000)
+    seed: int = Field(1, ge=0, le=(1 << 63) - 1)
+    dir_entries: int = Field(10, ge=1, le=MAX_DIR_ENTRIES)
 
     @field_validator("client_options", mode="before")
     @classmethod
@@ -128,6 +156,14 @@ class WorkloadParams(BaseModel):
             if (isinstance(k, str) and not 0 < len(k) <= 100) or (isinstance(out[k], str) and len(out[k]) > 100):
                 raise ValueError(f"client option {k!r}: names and values are 1..100 and 0..100 characters")
         return out
+
+    @model_validator(mode="after")
+    def _think(self) -> WorkloadParams:
+        if self.think == "none" and self.think_ms > 0:
+            raise ValueError(f"think_ms is {self.think_ms:g} but think is none: give think: fixed or exponential")
+        if self.think != "none" and self.think_ms <= 0:
+            raise ValueError(f"think is {self.think}: give think_ms > 0 (the think time in ms)")
+        return self
 
     @field_validator("file_size", "transfer_size", "buffer_size", "body_size", "user_rate", mode="before")
     @classmethod
@@ -189,14 +225,15 @@ class WorkloadInfo:
         ``D``, ``SESSION``, ``LOOP``), e.g. ``N concurrent clients (RETR SIZE file)``: the
         launch form's list of workloads."""
         return self.title.format(clients="N", size="SIZE", body="BODY", duration="D", session="SESSION",
-                                 loop="LOOP")
+                                 loop="LOOP", mix="MIX")
 
     def title_for(self, params: WorkloadParams) -> str:
         """Row title with parameters filled in, e.g. ``300 concurrent clients (RETR 10M file)``."""
         title = self.title.format(clients=params.clients, size=human_size(params.file_size),
                                   body=human_size(params.body_size), duration=f"{params.duration:g}",
                                   session=params.session.replace("_", " "),
-                                  loop=f"open loop {params.rate:g}/s" if params.rate else "closed loop")
+                                  loop=f"open loop {params.rate:g}/s" if params.rate else "closed loop",
+                                  mix=mix_summary(params))
         if params.client_options and "client_options" in self.uses:
             title += " [" + ", ".join(f"{k}={v}" if v else k for k, v in params.client_options.items()) + "]"
         if params.driver:
@@ -235,6 +272,10 @@ WORKLOADS: dict[str, WorkloadInfo] = {
         WorkloadInfo("stor_sustained", "{clients} clients STOR {size} for {duration} s ({session}, {loop})",
                      "throughput", "MiB/s", True, ("clients", "file_size", "duration", "session", "rate", "user_rate")
                      + _T, sustained=True),
+        # mixed FTP sessions: weighted operations, size distributions, think times (runner.load.ftp.mixed)
+        WorkloadInfo("mixed", "{clients} clients mixed sessions for {duration} s ({mix})", "ops_rate", "1/s", True,
+                     ("clients", "duration", "mix", "sizes", "session_ops", "session_seconds", "think", "think_ms",
+                      "seed", "dir_entries", "login_mode") + _T),
         # HTTP (seed 002): N keep-alive clients, each one request after another for ``duration`` s
         WorkloadInfo("http_upload", "{clients} HTTP clients (upload {body} body)", "requests_rate", "req/s", True,
                      ("clients", "duration", "body_size", "method", "keepalive", "op_timeout"), protocol="http"),
@@ -243,6 +284,33 @@ WORKLOADS: dict[str, WorkloadInfo] = {
                      protocol="http"),
     )
 }
+
+
+def _sizes_key(d: SizeDist) -> list[tuple[str, object]]:
+    """The fields of a size distribution that its kind uses, for :func:`params_key`."""
+    used = {"fixed": ("size",), "storm": ("size", "count"), "uniform": ("min", "max", "files"),
+            "log2": ("min", "max", "files"), "buckets": ("buckets",)}[d.kind]
+    out: list[tuple[str, object]] = [("kind", d.kind)]
+    for f in used:
+        v = getattr(d, f)
+        out.append((f, "/".join(f"{size_label(s)}x{w:g}" for s, w in sorted(v.items())) if f == "buckets" else v))
+    return out
+
+
+def mix_summary(params: WorkloadParams) -> str:
+    """A mixed workload's script in a few words, e.g. ``retr 40% stor 10% ...; sizes fixed 1M;
+    20 ops/session; think exp 100 ms; dir 1000``."""
+    probs = params.mix.probabilities()
+    ops = " ".join(f"{k} {v * 100:.0f}%" for k, v in probs.items())
+    d = params.sizes
+    sizes = {"fixed": f"fixed {human_size(d.size)}", "storm": f"storm {d.count}x{human_size(d.size)}",
+             "buckets": "buckets " + "/".join(human_size(s) for s in sorted(d.buckets)),
+             "uniform": f"uniform {human_size(d.min or 0)}-{human_size(d.max or 0)}",
+             "log2": f"log2 {human_size(d.min or 0)}-{human_size(d.max or 0)}"}[d.kind]
+    think = "no think" if params.think == "none" or not params.think_ms else (
+        f"think {'exp ' if params.think == 'exponential' else ''}{params.think_ms:g} ms")
+    limit = f"{params.session_ops} ops" + (f"/{params.session_seconds:g} s" if params.session_seconds else "")
+    return f"{ops}; {sizes}; {limit}/session; {think}; dir {params.dir_entries}; seed {params.seed}"
 
 
 def workloads_of(protocol: ProtocolName) -> tuple[str, ...]:
@@ -254,7 +322,7 @@ def workloads_of(protocol: ProtocolName) -> tuple[str, ...]:
 #: The sustained-load workloads (runner.load.ftp.sustained): a closed or open loop of transfers.
 SUSTAINED: tuple[str, ...] = tuple(n for n, w in WORKLOADS.items() if w.sustained)
 #: Seed 000's eight FTP benchmarks (``--preset classic``), in its order.
-CLASSIC_SUITE: tuple[str, ...] = tuple(n for n in workloads_of("ftp") if n not in SUSTAINED)
+CLASSIC_SUITE: tuple[str, ...] = tuple(n for n in workloads_of("ftp") if n not in SUSTAINED and n != "mixed")
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B)?\s*$", re.IGNORECASE)
@@ -292,6 +360,10 @@ def params_key(workload: str, params: WorkloadParams) -> str:
         if k == "client_options":
             if d[k]:
                 parts.append(f"{k}=" + ";".join(f"{a}={b}" for a, b in sorted(d[k].items())))
+        elif k == "mix":
+            parts.append("mix=" + ";".join(f"{a}:{b:g}" for a, b in params.mix.weights().items() if b > 0))
+        elif k == "sizes":
+            parts.append("sizes=" + ";".join(f"{a}:{b}" for a, b in _sizes_key(params.sizes)))
         else:
             parts.append(f"{k}={d[k]}")
     return ",".join(parts)

@@ -19,6 +19,7 @@ from runner.catalogue.workloads import WorkloadParams
 from runner.cell.samples import headline, phase_samples
 from runner.cell.server_cpu import ServerCpu
 from runner.load.result import PhaseResult
+from runner.metrics.profile_data import ServerProfile
 
 if TYPE_CHECKING:
     from runner.backends.base import Backend
@@ -46,6 +47,8 @@ class CellOutcome:
             used); None means the campaign's local snapshot.
         server_cpu_source: where the server CPU figures came from, ``cgroup`` or
             ``tree`` (runner.cell.server_cpu); None when none was measured.
+        profile: the server's CPU profile over the measured phase of a profiled cell
+            (stored with the samples, runner.store.profiles); None when not profiled.
     """
 
     status: str
@@ -56,6 +59,7 @@ class CellOutcome:
     summary: str = ""
     environment: dict[str, Any] | None = None
     server_cpu_source: str | None = None
+    profile: ServerProfile | None = None
 
 
 class Reporter(Protocol):

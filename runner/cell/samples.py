@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from runner.catalogue.workloads import WORKLOADS
+from runner.cell.mixed_samples import mixed_samples
 from runner.cell.server_cpu import ServerCpu, server_cpu_samples
 from runner.load import hdr
 from runner.load.result import LATE_SESSION_S, PhaseResult, client_utilization, latency_stats
@@ -179,6 +180,7 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="late_sessions", stat="value", value=float(result.late_sessions), unit="count",
                           raw={"greeted": result.greeted_sessions, "threshold_s": LATE_SESSION_S}))
     out += tls_samples(result)
+    out += mixed_samples(result)
     out.append(Sample(metric="client_cpu", stat="user", value=result.client_cpu_user_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="system", value=result.client_cpu_system_s, unit="s"))
     out.append(Sample(metric="client_cpu", stat="utilization", value=client_utilization(result), unit="ratio"))

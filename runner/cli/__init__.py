@@ -6,7 +6,8 @@ argument builder, handler), handlers imported only when their command runs (pype
     xferlab resume ID                                   finish an interrupted campaign
     xferlab campaigns                                   list campaigns
     xferlab show ID                                     one campaign's figures and failures
-    xferlab compare A B [--format F]                    compare two servers or campaigns
+    xferlab compare A B [--format F] [--profile]        compare two servers or campaigns (and their profiles)
+    xferlab profile CELL_ID [-o DIR]                    a profiled cell's flame graph, folded stacks, syscalls
     xferlab export ID --format F                        export a campaign
     xferlab cancel ID                                   cancel a queued or running campaign
     xferlab servers [--fetch NAME] [--json]             what can run here (local and docker), and why not
@@ -123,6 +124,14 @@ def _compare_args(cp: argparse.ArgumentParser) -> None:
     cp.add_argument("--format", choices=FORMATS)
     cp.add_argument("--speedup", action="store_true", help="add the seed's speedup column (new/old - 1)")
     cp.add_argument("-o", "--output", help="write to a file instead of stdout")
+    cp.add_argument("--profile", action="store_true",
+                    help="also write the differential flame graph of each workload profiled on both sides")
+    cp.add_argument("--profile-dir", default=".", help="folder of the --profile SVGs (default: .)")
+
+
+def _profile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("cell_id", type=int, help="a profiled cell's id (the dashboard's campaign page lists them)")
+    p.add_argument("-o", "--output", default=".", help="folder to write the files into (default: .)")
 
 
 def _export_args(e: argparse.ArgumentParser) -> None:
@@ -189,6 +198,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("compare", "compare two servers (in a campaign) or two campaigns", "runner.cli.read:cmd_compare",
             _compare_args, description="A and B are each a campaign id (one-server campaign), ID:SERVER, or a "
                                        "SERVER label looked up in --campaign (default: the latest campaign)."),
+    Command("profile", "a profiled cell's flame graphs, folded stacks and syscall table as files",
+            "runner.cli.profile:cmd_profile", _profile_args,
+            description="Writes cell-N.svg (interactive on-CPU flame graph), cell-N.folded, cell-N-syscalls.txt "
+                        "and, when stored, cell-N-offcpu.svg and .folded. Needs inferno (make install)."),
     Command("export", "export a campaign's tables", "runner.cli.read:cmd_export", _export_args),
     Command("cancel", "cancel a queued or running campaign", "runner.cli.read:cmd_cancel", _cancel_args),
     Command("servers", "which servers can run here, and why not", "runner.cli.tools:cmd_servers", _servers_args),

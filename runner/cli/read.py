@@ -103,6 +103,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except reporting.CompareError as exc:
             raise CliError(str(exc)) from None
     common.emit(out, args.output)
+    if getattr(args, "profile", False):
+        from runner.cli.profile import write_compare_profiles
+
+        write_compare_profiles(args)
     return 0
 
 

@@ -50,6 +50,41 @@ class ClientFigures:
 
 
 @dataclass
+class OpFigures:
+    """One operation kind's (or one size bucket's) share of a mixed phase (runner.load.ftp.mixed).
+
+    Attributes:
+        ops: completed operations (count).
+        bytes: payload bytes they moved (RETR/STOR/resume: the file bytes; LIST/MLSD: the
+            listing's bytes; others 0).
+        items: LIST/MLSD: names counted in their listings (count); 0 for the others.
+        errors: failed operations by kind (runner.load.ftp.replies).
+        latency: HDR histogram (runner.load.hdr, encoded) of each completed operation from
+            its intended start to its end.
+        service: the same from its actual start.
+    """
+
+    ops: int = 0
+    bytes: int = 0
+    items: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    latency: str = ""
+    service: str = ""
+
+
+@dataclass
+class SessionFigures:
+    """One session of a mixed phase: from its login's intended start to its last
+    operation's end (``seconds``), its payload ``bytes``, its completed ``ops`` (login
+    included) and whether all of them succeeded (``ok``)."""
+
+    seconds: float
+    bytes: int
+    ops: int
+    ok: bool = True
+
+
+@dataclass
 class PhaseResult:
     """Figures of one workload phase, measured by the load generator.
 
@@ -129,6 +164,18 @@ class PhaseResult:
             from its actual start to its end. ``latencies_ms`` stays empty for them.
         user_rate: the rate R of the figure "users at rate R" (bytes/s; the workload's
             ``user_rate``), 0 for other workloads.
+
+    Mixed phases (``mixed``: runner.load.ftp.mixed) also fill ``histograms`` (over all
+    operations) and:
+
+    Attributes:
+        op_figures: ``{op kind: OpFigures}`` (runner.catalogue.mixed.OPS and ``login``); their
+            ``ops`` and ``bytes`` sum to ``ops`` and ``bytes`` exactly.
+        buckets: ``{size bucket: OpFigures}`` of the transfers (RETR, STOR, resume); their
+            ``ops`` and ``bytes`` sum to those of the three kinds exactly.
+        sessions: one SessionFigures per session, in the order they ended.
+        seed: the phase's seed (WorkloadParams.seed); None for other workloads.
+        deleted: the first 1,000 names the phase's DELEs removed (for checks).
     """
 
     workload: str
@@ -160,6 +207,11 @@ class PhaseResult:
     user_rate: int = 0
     tls_handshake_ms: list[float] = field(default_factory=list)
     tls: dict[str, str] = field(default_factory=dict)
+    op_figures: dict[str, OpFigures] = field(default_factory=dict)
+    buckets: dict[str, OpFigures] = field(default_factory=dict)
+    sessions: list[SessionFigures] = field(default_factory=list)
+    seed: int | None = None
+    deleted: list[str] = field(default_factory=list)
 
     @property
     def throughput_mib_s(self) -> float:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.load import hdr
-from runner.load.result import PhaseResult
+from runner.load.result import OpFigures, PhaseResult
 
 if TYPE_CHECKING:
     from runner.store.models import Sample
@@ -31,15 +31,35 @@ def client_shares(workload: str, clients: int, hosts: int) -> list[int]:
     return split_clients(clients, hosts)
 
 
-def host_params(workload: str, params: WorkloadParams, share: int) -> WorkloadParams:
-    """The WorkloadParams one client host runs: ``params`` with ``clients = share``
-    (its part of the N clients, or of the idle sessions of ``*_idle``); the open-loop
-    ``rate`` of a sustained workload (operations/s over all clients) becomes the host's
-    part of it, ``rate x share / clients``, so the hosts together keep the spec's rate."""
+def host_params(workload: str, params: WorkloadParams, share: int, index: int = 0) -> WorkloadParams:
+    """The WorkloadParams client host (or process) number ``index`` (0-based) runs:
+    ``params`` with ``clients = share`` (its part of the N clients, or of the idle sessions
+    of ``*_idle``); the open-loop ``rate`` of a sustained workload (operations/s over all
+    clients) becomes the host's part of it, ``rate x share / clients``, so the hosts together
+    keep the spec's rate; the ``mixed`` workload's ``seed`` becomes ``seed + index`` (mod
+    2**63), so the hosts' clients draw different sequences, each reproducible."""
     update: dict[str, float | int] = {"clients": share}
     if params.rate is not None and WORKLOADS[workload].sustained and share > 0:
         update["rate"] = params.rate * share / params.clients
+    if workload == "mixed":
+        update["seed"] = (params.seed + index) % (1 << 63)
     return params.model_copy(update=update)
+
+
+def _merge_figures(parts: list[dict[str, OpFigures]]) -> dict[str, OpFigures]:
+    """Per-kind (or per-bucket) figures of several sources added: counts and bytes summed,
+    errors summed by kind, HDR histograms added (exact)."""
+    out: dict[str, OpFigures] = {}
+    for key in dict.fromkeys(k for d in parts for k in d):
+        figs = [d[key] for d in parts if key in d]
+        errors: dict[str, int] = {}
+        for f in figs:
+            for k, v in f.errors.items():
+                errors[k] = errors.get(k, 0) + v
+        out[key] = OpFigures(sum(f.ops for f in figs), sum(f.bytes for f in figs), sum(f.items for f in figs), errors,
+                             hdr.merge(f.latency for f in figs if f.latency) or "",
+                             hdr.merge(f.service for f in figs if f.service) or "")
+    return out
 
 
 def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> PhaseResult:
@@ -117,7 +137,11 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         tls=next((r.tls for _, r in results if r.tls), {}),
         unfinished=(None if any(r.unfinished is None for _, r in results)
                     else sum(r.unfinished or 0 for _, r in results)),
-        histograms=histograms, user_rate=max(r.user_rate for _, r in results))
+        histograms=histograms, user_rate=max(r.user_rate for _, r in results),
+        op_figures=_merge_figures([r.op_figures for _, r in results]),
+        buckets=_merge_figures([r.buckets for _, r in results]),
+        sessions=[x for _, r in results for x in r.sessions], seed=results[0][1].seed,
+        deleted=[x for _, r in results for x in r.deleted])
 
 
 def contribution_samples(docs: list[dict[str, Any]], results: list[tuple[str, PhaseResult]]) -> list[Sample]:

@@ -36,7 +36,7 @@ from typing import Any
 
 from runner.catalogue.workloads import WorkloadParams
 from runner.load.registry import DEFAULT_DRIVER
-from runner.load.result import ClientFigures, PhaseResult
+from runner.load.result import ClientFigures, OpFigures, PhaseResult, SessionFigures
 from runner.multihost import MultiHostError
 from runner.multihost.combine import client_shares, host_params
 from runner.multihost.inventory import Inventory
@@ -88,6 +88,9 @@ def result_from_json(d: dict[str, Any]) -> PhaseResult:
     d["clients"] = [ClientFigures(int(c[0]), float(c[1]), bool(c[2]), int(c[3]) if len(c) > 3 else 0,
                                   *(int(x) for x in c[4:7]))
                     for c in d.get("clients", [])]
+    for key in ("op_figures", "buckets"):
+        d[key] = {k: OpFigures(**v) for k, v in (d.get(key) or {}).items()}
+    d["sessions"] = [SessionFigures(**x) for x in d.get("sessions") or []]
     return PhaseResult(**d)
 
 
@@ -245,10 +248,10 @@ def run_loadgens(inv: Inventory, workload: str, target: dict[str, Any], params: 
     shares = client_shares(workload, params.clients, len(inv.clients))
     start_at = time.time() + start_delay
     procs = []
-    for host, share in zip(inv.clients, shares):
+    for index, (host, share) in enumerate(zip(inv.clients, shares)):
         if share == 0:
             continue
-        args = loadgen_args(workload, target, host_params(workload, params, share), start_at=start_at,
+        args = loadgen_args(workload, target, host_params(workload, params, share, index), start_at=start_at,
                             name=host.name, cpu=cpu, driver=driver)
         procs.append((host.name, subprocess.Popen(host.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                   stdin=subprocess.DEVNULL, text=True)))

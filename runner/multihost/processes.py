@@ -91,7 +91,7 @@ def run_client_processes(workload: str, target: Target, params: WorkloadParams, 
         for i, share in enumerate(shares):
             if share == 0:
                 continue
-            args = loadgen_args(workload, tgt, host_params(workload, params, share), start_at=start_at,
+            args = loadgen_args(workload, tgt, host_params(workload, params, share, i), start_at=start_at,
                                 name=f"process {i + 1}", cpu=[cpus[i % len(cpus)]] if cpus else None,
                                 driver=driver)
             # the JSON document goes to a file, not a pipe: through a pipe, documents over its

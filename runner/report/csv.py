@@ -17,6 +17,10 @@
   the kernel's counter name in ``checkpoint``, the count in ``median`` and ``sample_1``,
   and per cell one row of metric ``listen_backlog`` when it was read; the header then
   ends with ``repeat`` (0 = first) and ``status`` (done, failed), filled in those rows.
+  A campaign with ``mixed`` cells (runner.report.data.MixedRow) gets, per operation kind
+  and per size bucket, rows of metric ``mixed_op_FIG`` / ``mixed_bucket_FIG`` (FIG: ``ops``,
+  ``ops_rate``, ``mib_s``, ``p50``, ``p99``, ``p999``, ``service_p99``, ``errors``), the kind or bucket in
+  ``checkpoint``, the median over the repeats in ``median``, the repeats in ``n``.
 
 Formula injection (OWASP, "CSV Injection"): a *text* cell starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a line break is prefixed with a single quote, so a
@@ -100,6 +104,14 @@ def render_data(data: CampaignData) -> str:
         if t.listen_backlog is not None:
             rows.append({**cell, "metric": "listen_backlog", "checkpoint": None, "median": t.listen_backlog,
                          "sample_1": t.listen_backlog})
+    units = {"ops": "count", "ops_rate": "1/s", "mib_s": "MiB/s", "p50": "ms", "p99": "ms", "p999": "ms",
+             "service_p99": "ms", "errors": "count"}
+    for m in data.mixed:
+        for fig, unit in units.items():
+            rows.append({"campaign": data.name, "server": m.server, "workload": m.workload,
+                         "params_key": m.params_key, "title": m.title, "metric": f"mixed_{m.group}_{fig}",
+                         "unit": unit, "checkpoint": m.name, "higher_is_better": fig in ("ops", "ops_rate", "mib_s"),
+                         "n": m.repeats, "median": getattr(m, fig)})
     return _write(header, rows)
 
 

@@ -60,6 +60,43 @@ class WorkloadFacts:
 
 
 @dataclass(frozen=True)
+class MixedRow:
+    """One operation kind or size bucket of a ``mixed`` workload's cells, over their done
+    repeats (runner.cell.mixed_samples; docs/methodology.md, "Mixed sessions").
+
+    Attributes:
+        server / workload / title / params_key: the cell family.
+        group: ``op`` (an operation kind) or ``bucket`` (a size bucket of the transfers).
+        name: the operation (``retr``, ``login``...) or the bucket (``4K``, ``64K-128K``).
+        repeats: done cells that stored it.
+        ops: completed operations per cell (count; median over the repeats).
+        ops_rate: operations per second of the phase (1/s; median).
+        mib_s: payload MiB per second of the phase (2**20 bytes/s; median).
+        p50 / p99 / p999: latency from the intended start (ms; median over the repeats of
+            each cell's percentile); None when not stored (p99.9 of a bucket).
+        errors: failed operations, summed over the repeats (count).
+        service_p99: p99 of the service time, from the actual start (ms; median); None for a
+            bucket. Far below ``p99``: the operations started late (a busy client), not slow.
+    """
+
+    server: str
+    workload: str
+    title: str
+    params_key: str
+    group: str
+    name: str
+    repeats: int
+    ops: float
+    ops_rate: float
+    mib_s: float
+    p50: float | None
+    p99: float | None
+    p999: float | None
+    errors: int
+    service_p99: float | None = None
+
+
+@dataclass(frozen=True)
 class CellTcp:
     """The kernel TCP counters and listen backlog stored for one cell (runner.metrics.tcpstats,
     metrics ``tcp`` and ``listen_backlog`` of runner.cell.samples.tcp_samples).
@@ -86,6 +123,49 @@ class CellTcp:
     counters: dict[str, int] = field(default_factory=dict)
     listen_backlog: int | None = None
 
+
+@dataclass(frozen=True)
+class CellProfileData:
+    """The server's CPU profile stored for one cell (table ``cell_profile``; the profile a
+    cell runner measured over the phase, runner.metrics.profile_data.ServerProfile).
+
+    Attributes:
+        cell_id: the cell's database id (``xferlab profile CELL_ID``).
+        server: server label.
+        workload: workload name.
+        title: row title of the cell's workload and parameters.
+        params_key: canonical parameter string.
+        repeat: the cell's repeat index, as stored (0 = first).
+        status: ``done`` or ``failed``.
+        profiler: ``perf`` or ``py-spy``.
+        profiler_version: the profiler's own version string.
+        rate_hz: sampling frequency, samples per second per CPU.
+        duration_s: seconds the profiler ran.
+        on_cpu: folded stacks of the on-CPU samples (``frame;frame;... N``, N samples).
+        off_cpu: folded stacks of off-CPU time (N in microseconds), None when not measured.
+        on_cpu_s: CPU seconds the samples stand for.
+        off_cpu_s: seconds the server's threads were blocked, None when not measured.
+        syscalls: ``{"name", "count", "total_s", "errors"}`` per system call, as stored.
+        notes: what the profile could not see, one line each.
+    """
+
+    cell_id: int
+    server: str
+    workload: str
+    title: str
+    params_key: str
+    repeat: int
+    status: str
+    profiler: str
+    profiler_version: str
+    rate_hz: int
+    duration_s: float
+    on_cpu: str
+    off_cpu: str | None = None
+    on_cpu_s: float = 0.0
+    off_cpu_s: float | None = None
+    syscalls: tuple[dict, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,6 +277,10 @@ class CampaignData:
             compared by ``==``.
         tcp: the kernel TCP counters and listen backlog of every done or failed cell
             that stored a non-zero counter or a backlog, in cell order (:class:`CellTcp`).
+        profiles: the server CPU profile of every done or failed cell that has one, in
+            cell order (:class:`CellProfileData`).
+        mixed: the per-operation and per-bucket figures of the ``mixed`` cells
+            (:class:`MixedRow`), operations in table order then buckets by size.
         capacity: the capacity searches that ended (:class:`CapacityResult`), in cell order.
     """
 
@@ -213,4 +297,6 @@ class CampaignData:
     timelines: list[MemoryTimeline] = field(default_factory=list, compare=False)
     client_curves: list[ClientCurve] = field(default_factory=list, compare=False)
     tcp: list[CellTcp] = field(default_factory=list)
+    profiles: list[CellProfileData] = field(default_factory=list)
+    mixed: list[MixedRow] = field(default_factory=list)
     capacity: list[CapacityResult] = field(default_factory=list)

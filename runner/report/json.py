@@ -22,9 +22,23 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
                                           # CapacityResult); ignored on load
      "tcp": [{"server": "a", "workload": "login", "title": ..., "params_key": ..., "repeat": 0,
               "status": "failed", "counters": {"ListenOverflows": 148, ...},
-              "listen_backlog": 32}]}     # only when a cell stored kernel TCP counters or a
+              "listen_backlog": 32}],     # only when a cell stored kernel TCP counters or a
                                           # backlog (runner.report.data.CellTcp): non-zero
                                           # counters only; loaded back
+     "profiles": [{"cell_id": 12, "server": "a", "workload": "retr", "title": ..., "params_key": ...,
+                   "repeat": 0, "status": "done", "profiler": "perf", "profiler_version": "6.1.187",
+                   "rate_hz": 99, "duration_s": 3.0, "on_cpu_s": 2.9, "off_cpu_s": null,
+                   "on_cpu": "tpd;main;... 42\n...", "off_cpu": null,
+                   "syscalls": [{"name": "sendfile", "count": 300, "total_s": 0.4, "errors": 0}],
+                   "notes": [...]}],
+                                          # only when a cell stored a server CPU profile
+                                          # (runner.report.data.CellProfileData): the folded
+                                          # stacks as stored; loaded back
+     "mixed": [{"server": ..., "workload": "mixed", "title": ..., "params_key": ..., "group": "op",
+                "name": "retr", "repeats": 3, "ops": 258.0, "ops_rate": 128.8, "mib_s": 14.2,
+                "p50": 1.1, "p99": 9.8, "p999": 20.1, "errors": 0, "service_p99": 4.2}]}
+                                          # only with mixed cells (runner.report.data.MixedRow),
+                                          # per operation and per size bucket; loaded back
 
 Table document (``render(Table or [Table, ...])``; not loadable, derived data)::
 
@@ -40,7 +54,7 @@ import dataclasses
 import json as _json
 from collections.abc import Sequence
 
-from runner.report.data import CampaignData, CellTcp, Series
+from runner.report.data import CampaignData, CellProfileData, CellTcp, MixedRow, Series
 from runner.report.saturation import curves
 from runner.report.stats import summarize
 from runner.report.tables import Table, as_tables
@@ -74,8 +88,29 @@ def to_dict(data: CampaignData) -> dict:
         "series": [_series(s) for s in data.series],
         **({"saturation": sat} if (sat := [c.as_dict() for c in curves(data)]) else {}),
         **({"tcp": [dataclasses.asdict(c) for c in data.tcp]} if data.tcp else {}),
+        **({"profiles": [_profile(p) for p in data.profiles]} if data.profiles else {}),
+        **({"mixed": [dataclasses.asdict(r) for r in data.mixed]} if data.mixed else {}),
         **({"capacity": [dataclasses.asdict(c) for c in data.capacity]} if data.capacity else {}),
     }
+
+
+def _profile(p: CellProfileData) -> dict:
+    d = dataclasses.asdict(p)
+    d["syscalls"], d["notes"] = [dict(r) for r in p.syscalls], list(p.notes)
+    return d
+
+
+def _load_profile(p: dict, i: int) -> CellProfileData:
+    where = f"profiles[{i}]"
+    off = p.get("off_cpu_s")
+    return CellProfileData(
+        cell_id=int(_need(p, "cell_id", where)), server=_need(p, "server", where),
+        workload=_need(p, "workload", where), title=p.get("title", ""), params_key=p.get("params_key", ""),
+        repeat=int(_need(p, "repeat", where)), status=p.get("status", ""), profiler=_need(p, "profiler", where),
+        profiler_version=_need(p, "profiler_version", where), rate_hz=int(_need(p, "rate_hz", where)),
+        duration_s=float(_need(p, "duration_s", where)), on_cpu=_need(p, "on_cpu", where), off_cpu=p.get("off_cpu"),
+        on_cpu_s=float(p.get("on_cpu_s", 0.0)), off_cpu_s=None if off is None else float(off),
+        syscalls=tuple(dict(r) for r in p.get("syscalls") or ()), notes=tuple(str(n) for n in p.get("notes") or ()))
 
 
 def _table(t: Table) -> dict:
@@ -137,10 +172,14 @@ def from_dict(doc: dict) -> CampaignData:
                    status=t.get("status", ""), counters={str(k): int(v) for k, v in (t.get("counters") or {}).items()},
                    listen_backlog=None if t.get("listen_backlog") is None else int(t["listen_backlog"]))
            for t in doc.get("tcp") or []]
+    needed = [f.name for f in dataclasses.fields(MixedRow) if f.name != "service_p99"]  # optional: later field
+    mixed = [MixedRow(**{k: _need(m, k, "mixed") for k in needed}, service_p99=m.get("service_p99"))
+             for m in doc.get("mixed") or []]
     return CampaignData(campaign_id=_need(c, "id", "campaign"), name=_need(c, "name", "campaign"),
                         servers=list(_need(c, "servers", "campaign")), series=series,
                         environment=dict(c.get("environment") or {}), failures=failures,
-                        setups=dict(c.get("setups") or {}), tcp=tcp)
+                        setups=dict(c.get("setups") or {}), tcp=tcp, mixed=mixed,
+                        profiles=[_load_profile(p, i) for i, p in enumerate(doc.get("profiles") or [])])
 
 
 def load_json(text: str | bytes) -> CampaignData:

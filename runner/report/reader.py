@@ -12,12 +12,23 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runner.catalogue.workloads import WORKLOADS, WorkloadParams
+from runner.catalogue.mixed import OPS
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams, parse_size
 from runner.metrics.fairness import cv_from_jain, stored_curve
-from runner.report.data import CampaignData, CapacityResult, CellTcp, ClientCurve, MemoryTimeline, Series, WorkloadFacts
+from runner.report.data import (
+    CampaignData,
+    CapacityResult,
+    CellProfileData,
+    CellTcp,
+    ClientCurve,
+    MemoryTimeline,
+    MixedRow,
+    Series,
+    WorkloadFacts,
+)
 from runner.spec.model import secret_values
 from runner.spec.redaction import scrub, scrub_data
-from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
+from runner.store.models import Campaign, Cell, CellProfile, Environment, Sample, ServerBuild
 
 #: (metric, stat) pairs exported as series, with unit and direction.
 SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
@@ -156,7 +167,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
                         cpu_sources={k: tuple(v) for k, v in sources.items()},
                         timelines=_timelines(session, done, titles),
                         client_curves=_client_curves(session, done, titles),
-                        tcp=_tcp(session, cells, titles),
+                        tcp=_tcp(session, cells, titles), mixed=_mixed(session, done, titles, servers),
+                        profiles=_profiles(session, cells, titles, secrets),
                         capacity=_capacity(session, cells, titles))
 
 
@@ -263,6 +275,118 @@ def _capacity(session: Session, cells, titles: dict[tuple[str, str], str]) -> li
     return [CapacityResult(c.server_label, c.workload, titles[(c.workload, c.params_key)],
                            _STEP_KEY_RE.sub("", c.params_key).strip(","), int(got[c.id][0]), dict(got[c.id][1] or {}))
             for c in cells if c.id in got]
+
+
+def load_cell_profile(session: Session, *, cell_id: int) -> CellProfileData:
+    """The stored server CPU profile of cell ``cell_id`` (notes scrubbed of its campaign's
+    secrets). Raises LookupError naming the cell when there is no such cell or it was
+    not profiled."""
+    cell = session.get(Cell, cell_id)
+    if cell is None:
+        raise LookupError(f"no cell {cell_id}")
+    camp = session.get(Campaign, cell.campaign_id)
+    secrets = secret_values(camp.spec) if camp is not None else frozenset()
+    title = WORKLOADS[cell.workload].title_for(WorkloadParams.model_validate(cell.params))
+    found = _profiles(session, [cell], {(cell.workload, cell.params_key): title}, secrets, any_status=True)
+    if not found:
+        raise LookupError(f"cell {cell_id} ({cell.server_label} · {cell.workload}, {cell.status}) has no profile: "
+                          "profiled cells are those of a spec, workload or server with `profile:`, or "
+                          "`xferlab run --profile`")
+    return found[0]
+
+
+def _profiles(session: Session, cells, titles: dict[tuple[str, str], str], secrets, *,
+              any_status: bool = False) -> list[CellProfileData]:
+    """The stored server CPU profiles of the done and failed ``cells`` (of every cell with
+    ``any_status``), in their order; the notes scrubbed of ``secrets``."""
+    measured = {c.id: c for c in cells if any_status or c.status in ("done", "failed")}
+    if not measured:
+        return []
+    rows = {p.cell_id: p for p in session.scalars(select(CellProfile).where(CellProfile.cell_id.in_(list(measured))))}
+    out = []
+    for c in cells:
+        p = rows.get(c.id)
+        if p is None:
+            continue
+        out.append(CellProfileData(
+            cell_id=c.id, server=c.server_label, workload=c.workload, title=titles[(c.workload, c.params_key)],
+            params_key=c.params_key, repeat=c.repeat, status=c.status, profiler=p.profiler,
+            profiler_version=p.profiler_version, rate_hz=p.rate_hz, duration_s=p.duration_s, on_cpu=p.on_cpu,
+            off_cpu=p.off_cpu, on_cpu_s=p.on_cpu_s, off_cpu_s=p.off_cpu_s,
+            syscalls=tuple(dict(r) for r in p.syscalls or ()),
+            notes=tuple(scrub(str(n), secrets) or "" for n in p.notes or ())))
+    return out
+
+
+_MIXED_METRICS = ("elapsed", "op_count", "ops_rate", "throughput", "latency", "service_time", "op_errors",
+                  "bucket_ops", "bucket_bytes", "bucket_latency")
+
+
+def _mixed(session: Session, done: dict[int, Cell], titles: dict[tuple[str, str], str],
+           servers: list[str]) -> list[MixedRow]:
+    """The per-operation and per-bucket rows (runner.report.data.MixedRow) of the done
+    ``mixed`` cells: each figure the median over the repeats, errors summed; in parameter
+    order, then the campaign's server order, operations before buckets."""
+    cells = {i: c for i, c in done.items() if c.workload == "mixed"}
+    if not cells:
+        return []
+    rows = session.execute(select(Sample.cell_id, Sample.metric, Sample.stat, Sample.value)
+                           .where(Sample.cell_id.in_(list(cells)), Sample.metric.in_(_MIXED_METRICS))).all()
+    per: dict[int, dict[tuple[str, str], dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    elapsed: dict[int, float] = {}
+    for cell_id, metric, stat, value in rows:
+        fig = per[cell_id]
+        if metric == "elapsed":
+            elapsed[cell_id] = value
+        elif metric == "op_count":
+            fig[("op", stat)]["ops"] = value
+        elif metric in ("ops_rate", "throughput") and stat != "value":
+            fig[("op", stat)]["rate" if metric == "ops_rate" else "mib"] = value
+        elif metric in ("latency", "service_time") and ":" in stat:
+            op, q = stat.split(":", 1)
+            fig[("op", op)][q if metric == "latency" else f"service_{q}"] = value
+        elif metric == "op_errors":
+            d = fig[("op", stat.split(":", 1)[0])]
+            d["errors"] = d.get("errors", 0.0) + value
+        elif metric == "bucket_ops":
+            fig[("bucket", stat)]["ops"] = value
+        elif metric == "bucket_bytes":
+            fig[("bucket", stat)]["bytes"] = value
+        elif metric == "bucket_latency":
+            b, q = stat.rsplit(":", 1)
+            fig[("bucket", b)][q] = value
+    groups: dict[tuple[str, str, str, str, str], list[dict[str, float]]] = defaultdict(list)
+    for cell_id, figs in per.items():
+        c = cells[cell_id]
+        el = elapsed.get(cell_id, 0.0)
+        for (group, name), d in figs.items():
+            if group == "bucket" and el > 0:
+                d["rate"] = d.get("ops", 0.0) / el
+                d["mib"] = d.get("bytes", 0.0) / (1 << 20) / el
+            groups[(c.server_label, c.workload, c.params_key, group, name)].append(d)
+
+    def med(ds: list[dict[str, float]], k: str) -> float | None:
+        vals = sorted(d[k] for d in ds if k in d)
+        if not vals:
+            return None
+        mid = len(vals) // 2
+        return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+    out = [MixedRow(server, workload, titles[(workload, pkey)], pkey, group, name, len(ds), med(ds, "ops") or 0.0,
+                    med(ds, "rate") or 0.0, med(ds, "mib") or 0.0, med(ds, "p50"), med(ds, "p99"), med(ds, "p99.9"),
+                    int(sum(d.get("errors", 0.0) for d in ds)), med(ds, "service_p99"))
+           for (server, workload, pkey, group, name), ds in groups.items()]
+    order = {op: i for i, op in enumerate(("login", *OPS))}
+    out.sort(key=lambda r: (natural_key(r.params_key), servers.index(r.server), r.group != "op",
+                            order.get(r.name, 99) if r.group == "op" else _bucket_bytes(r.name)))
+    return out
+
+
+def _bucket_bytes(label: str) -> float:
+    try:
+        return float(parse_size(label.split("-")[0]))
+    except ValueError:
+        return float("inf")
 
 
 #: Build-info keys shown as a server's setup (runner.report.context.setup_table).

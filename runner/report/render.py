@@ -60,8 +60,10 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     tables: runner.report.capacity), each server against ``reference`` (default
     the first server), memory table, seed 002's upload table when the campaign has
     ``http_upload`` cells (runner.report.uploads), the real-client tables of seeds 003
-    and 004 when it has real-client cells (runner.report.clients), the kernel TCP counters of
-    every cell where one was non-zero (runner.report.tcp); rendered in ``fmt``.
+    and 004 when it has real-client cells (runner.report.clients), the per-operation and per-bucket
+    tables of the mixed cells (runner.report.mixed), the kernel TCP counters of every cell where
+    one was non-zero (runner.report.tcp), the profiled cells' profiler, version, rate and
+    on/off-CPU split (runner.report.profiles); rendered in ``fmt``.
     In HTML, with the charts of runner.report.charts (per benchmark, the comparison with
     ``reference``, memory over time, fairness, saturation). Raises ValueError for an
     unknown format or ``reference``."""
@@ -69,6 +71,8 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     from runner.report.charts import chart_data
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
+    from runner.report.mixed import mixed_tables
+    from runner.report.profiles import profile_table
     from runner.report.saturation import curves, knee_text, saturation_table, summary_lines
     from runner.report.tables import report_tables
     from runner.report.tcp import tcp_table
@@ -87,7 +91,9 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     tables += [saturation_table(c) for c in sweeps]
     tables += upload_tables(data)  # seed 002's disk/tmpfs table of an HTTP upload campaign
     tables += client_tables(data)  # seeds 003/004: real client processes, their spread, CPU and memory
+    tables += mixed_tables(data)  # the mixed workload: per operation kind and per size bucket
     tables += [t for t in (tcp_table(data),) if t is not None]  # listen overflows beside the late sessions
+    tables += [t for t in (profile_table(data),) if t is not None]  # profiler, version, rate of profiled cells
     tables += [t for t in (context_table(data.environment, data.setups), setup_table(data.servers, data.setups))
                if t is not None]
     out = render_tables(tables, fmt, data=data, title=f"xferlab campaign {data.campaign_id}: {data.name}",

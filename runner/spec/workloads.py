@@ -62,6 +62,13 @@ def param_sets(params: WorkloadParams, sweep: list[int] | None) -> list[Workload
     return [params.model_copy(update={"clients": n}) for n in sweep]
 
 
+def capacity_ready(name: str) -> bool:
+    """Whether workload ``name`` can be a capacity search's profile: it takes an open-loop
+    ``rate`` and a per-user ``user_rate`` (its cells then store ``users_at_rate``, the
+    fairness figures and the latency from the intended start), e.g. ``retr_sustained``."""
+    return {"rate", "user_rate"} <= set(WORKLOADS[name].uses)
+
+
 class WorkloadSpec(BaseModel):
     """A workload by name, or a preset expanding into several, with parameter overrides;
     ``sweep`` (or a list in ``params.clients``): one cell family per client count
@@ -93,9 +100,9 @@ class WorkloadSpec(BaseModel):
         if self.preset is not None and self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; known: {', '.join(PRESETS)}")
         if self.capacity is not None:
-            if self.name is None or not WORKLOADS[self.name].sustained:
-                known = ", ".join(n for n, w in WORKLOADS.items() if w.sustained)
-                raise ValueError(f"capacity: needs a sustained workload by name ({known})")
+            if self.name is None or not capacity_ready(self.name):
+                known = ", ".join(n for n in WORKLOADS if capacity_ready(n))
+                raise ValueError(f"capacity: needs a workload by name with an open loop and per-user rates ({known})")
             if self.sweep is not None:
                 raise ValueError("capacity: the search chooses the client counts; give no sweep")
             self.capacity.check(self.params)

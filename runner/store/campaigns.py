@@ -18,7 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from runner.spec.model import CampaignSpec, expand
-from runner.store.models import Campaign, Cell, Environment, Sample, ServerBuild
+from runner.store.models import Campaign, Cell, CellProfile, Environment, Sample, ServerBuild
 from runner.store.points import refresh_points
 
 
@@ -139,13 +139,14 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
                 samples: list[Sample] | None = None, build: ServerBuild | None = None,
                 environment: Environment | None = None,
                 then: Callable[[Session, Cell], object] | None = None,
-                server_cpu_source: str | None = None) -> None:
-    """Store a cell's outcome and samples, refresh its campaign's progress and the history
+                server_cpu_source: str | None = None, profile: CellProfile | None = None) -> None:
+    """Store a cell's outcome, samples and profile, refresh its campaign's progress and the history
     points of its group (runner.store.points.refresh_points, under the campaign's row
     lock); commits all in one transaction.
 
     ``status`` is ``done``, ``failed`` or ``skipped``; ``server_cpu_source`` where its
-    ``server_cpu`` rows came from (``cgroup``, ``tree``; Cell.server_cpu_source). ``then(session, cell)`` runs after
+    ``server_cpu`` rows came from (``cgroup``, ``tree``; Cell.server_cpu_source); ``profile``
+    the server's CPU profile over the phase (runner.store.profiles). ``then(session, cell)`` runs after
     the samples are flushed and before the progress is counted, in the same transaction
     (runner.campaign.repeats queues another repeat there, so the campaign is not closed first)."""
     cell.status = status
@@ -160,6 +161,10 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
     for s in samples or []:
         s.cell_id = cell.id
         session.add(s)
+    if profile is not None:
+        from runner.store.profiles import save_profile
+
+        save_profile(session, cell_id=cell.id, row=profile)
     if then is not None:
         session.flush()
         then(session, cell)

@@ -12,6 +12,8 @@ Tables:
     environment   environment snapshot (kernel, CPU, sysctls, ulimits, versions, pinning)
     series_point  one point of a history series: a group's raw figures, kept by finish_cell
                   (derived from ``sample``; runner/store/points.py)
+    cell_profile  the server's CPU profile over a profiled cell's measured phase (folded
+                  stacks, syscall table; runner/store/profiles.py)
 """
 from __future__ import annotations
 
@@ -142,6 +144,8 @@ class Cell(Base):
     samples: Mapped[list[Sample]] = relationship(back_populates="cell", cascade="all, delete-orphan")
     build: Mapped[ServerBuild | None] = relationship()
     environment: Mapped[Environment | None] = relationship()
+    profile: Mapped[CellProfile | None] = relationship(back_populates="cell", cascade="all, delete-orphan",
+                                                       passive_deletes=True)
 
 
 class Sample(Base):
@@ -173,6 +177,40 @@ class Sample(Base):
     raw: Mapped[Any | None] = mapped_column(JSONB)
 
     cell: Mapped[Cell] = relationship(back_populates="samples")
+
+
+class CellProfile(Base):
+    """The server's CPU profile over one cell's measured phase (one row per profiled cell;
+    runner.metrics.profile_data.ServerProfile as stored, runner/store/profiles.py).
+
+    Attributes:
+        profiler: ``perf`` or ``py-spy``.
+        profiler_version: the profiler's own version string.
+        rate_hz: sampling frequency, samples per second per CPU.
+        duration_s: seconds the profiler ran.
+        on_cpu: folded stacks of the on-CPU samples (lines ``frame;frame;... N``, N samples).
+        off_cpu: folded stacks of off-CPU time (N in microseconds); None when not measured.
+        on_cpu_s: CPU seconds the samples stand for (samples / rate_hz).
+        off_cpu_s: seconds the server's threads spent blocked; None when not measured.
+        syscalls: ``[{"name", "count", "total_s", "errors"}, ...]``, most time (or count) first.
+        notes: what the profile could not see, one string each.
+    """
+
+    __tablename__ = "cell_profile"
+
+    cell_id: Mapped[int] = mapped_column(ForeignKey("cell.id", ondelete="CASCADE"), primary_key=True)
+    profiler: Mapped[str] = mapped_column(String(20))
+    profiler_version: Mapped[str] = mapped_column(String(80))
+    rate_hz: Mapped[int] = mapped_column(Integer)
+    duration_s: Mapped[float] = mapped_column(Float)
+    on_cpu: Mapped[str] = mapped_column(Text)
+    off_cpu: Mapped[str | None] = mapped_column(Text)
+    on_cpu_s: Mapped[float] = mapped_column(Float)
+    off_cpu_s: Mapped[float | None] = mapped_column(Float)
+    syscalls: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
+    notes: Mapped[list[str]] = mapped_column(JSONB, default=list)
+
+    cell: Mapped[Cell] = relationship(back_populates="profile")
 
 
 class SeriesPoint(Base):

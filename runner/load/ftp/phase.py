@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from runner.catalogue.workloads import LOGIN_WINDOW, WorkloadParams
 from runner.load.ftp.session import FTPError, FTPSession, classify
-from runner.load.result import LATE_SESSION_S, ClientFigures, PhaseResult
+from runner.load.result import LATE_SESSION_S, ClientFigures, OpFigures, PhaseResult, SessionFigures
 from runner.load.target import Target
 
 #: Largest number of single-stream transfers in one phase (a bound on the repeat loop).
@@ -94,6 +94,11 @@ class Phase:
         self.measuring = False
         self.handshakes_ms: list[float] = []  # FTPS: each session's control-connection handshake
         self.tls: dict[str, str] = {}  # FTPS: mode, key type, negotiated protocol and cipher
+        # mixed phases (runner.load.ftp.mixed)
+        self.op_figures: dict[str, OpFigures] = {}
+        self.buckets: dict[str, OpFigures] = {}
+        self.mixed_sessions: list[SessionFigures] = []
+        self.deleted: list[str] = []
 
     # -- helpers ------------------------------------------------------------------
     def kw(self) -> dict:
@@ -180,7 +185,9 @@ class Phase:
             client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys, notes=notes,
             started_at=started_at, ended_at=ended_at, greeted_sessions=self.greeted,
             late_sessions=self.late, histograms=dict(self.histograms),
-            user_rate=self.p.user_rate if self.histograms else 0, tls_handshake_ms=self.handshakes_ms, tls=self.tls)
+            user_rate=self.p.user_rate if self.histograms else 0, tls_handshake_ms=self.handshakes_ms, tls=self.tls,
+            op_figures=dict(self.op_figures), buckets=dict(self.buckets), sessions=list(self.mixed_sessions),
+            seed=self.p.seed if self.workload == "mixed" else None, deleted=list(self.deleted))
 
     # -- sessions -----------------------------------------------------------------
     async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:

@@ -28,6 +28,7 @@ import ipaddress
 import socket
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
+from runner.load.ftp.listing import ListingCommands
 from runner.load.ftp.replies import (
     ERROR_KINDS,
     MAX_LINE,
@@ -101,7 +102,7 @@ class _ControlProtocol(asyncio.Protocol):
             w.set_result(None)
 
 
-class FTPSession(RetrReceivers, TlsTransfers):
+class FTPSession(RetrReceivers, TlsTransfers, ListingCommands):
     """One FTP control connection and the data connections it opens.
 
     Args:
@@ -345,18 +346,22 @@ class FTPSession(RetrReceivers, TlsTransfers):
             raise reply_error(r, what)
         return r
 
-    async def retr(self, path: str, expected: int) -> int:
-        """Download ``path`` and count its bytes: PASV/EPSV, data connect, ``RETR``,
+    async def retr(self, path: str, expected: int, *, offset: int = 0) -> int:
+        """Download ``path`` and count its bytes: PASV/EPSV, (``REST offset``, RFC 3659
+        section 5, when ``offset`` > 0: a resumed download), data connect, ``RETR``,
         payload to EOF, final ``226``. The whole transfer is bounded by ``op_timeout``.
 
-        Returns the bytes received, which equal ``expected``. Raises
-        FTPError(kind="short_transfer") when fewer bytes arrived than ``expected``
-        though the server confirmed the transfer, ``protocol`` when more arrived.
+        Returns the bytes received, which equal ``expected`` (the bytes from ``offset``
+        to the end). Raises FTPError(kind="short_transfer") when fewer bytes arrived than
+        ``expected`` though the server confirmed the transfer, ``protocol`` when more
+        arrived, a reply kind when REST is refused.
         """
-        return await _with_timeout(self._retr(path, expected), self.op_timeout, f"RETR {path}")
+        return await _with_timeout(self._retr(path, expected, offset), self.op_timeout, f"RETR {path}")
 
-    async def _retr(self, path: str, expected: int) -> int:
+    async def _retr(self, path: str, expected: int, offset: int = 0) -> int:
         port = await self._passive_port()
+        if offset:
+            await self.command(f"REST {offset}", (350,))
         if self.tls_mode is not None:
             n = await self._retr_tls(port, path)
         elif self.retr_mode == "recv_into":

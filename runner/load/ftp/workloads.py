@@ -23,6 +23,8 @@ Timing method (units as docs/methodology.md):
   ``221`` and saw the connection closed.
 * ``retr_sustained`` / ``stor_sustained``: N clients loop transfers for ``duration`` s,
   closed or open loop, latencies in HDR histograms: :mod:`runner.load.ftp.sustained`.
+* ``mixed``: N clients run sessions of weighted operations with think times, figures per
+  operation kind and size bucket: :mod:`runner.load.ftp.mixed`.
 
 Client CPU (``client_cpu_user_s`` / ``client_cpu_system_s``) is the ``os.times()``
 delta of this process over the measured phase only.
@@ -47,6 +49,7 @@ from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.load import loop as event_loop
 from runner.load.base import LoadError
 from runner.load.ftp.fixtures import client_source, ensure_server_file, server_name
+from runner.load.ftp.mixed import run_mixed
 from runner.load.ftp.phase import MAX_REPEATS, Phase, gc_paused, raise_nofile_limit
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
 from runner.load.ftp.sustained import run_sustained
@@ -298,6 +301,7 @@ _IMPLS = {
     "quit": _quit,
     "retr_sustained": lambda ph: run_sustained(ph, "retr"),
     "stor_sustained": lambda ph: run_sustained(ph, "stor"),
+    "mixed": run_mixed,
 }
 
 

@@ -61,8 +61,25 @@ def test_the_json_document_round_trips_the_tcp_counters():
     data = CampaignData(7, "c", ["a"], [], tcp=cells)
     assert load_json(render(data)) == data
     t = tcp_table(data)
-    assert [r.cells[2].text for r in t.rows] == ["1"]      # one row: the cell with a non-zero counter
-    assert [c.text for c in t.rows[0].cells] == ["a", "300 concurrent clients (connect, login)", "1", "failed",
-                                                 "148 listen overflows", "32"]
+    assert len(t.rows) == 1                                 # one row: the family and status with a count
+    assert [c.text for c in t.rows[0].cells] == ["a", "300 concurrent clients (connect, login)", "failed",
+                                                 "1 of 1", "148 listen overflows", "32"]
     assert tcp_table(CampaignData(7, "c", ["a"], [], tcp=cells[1:])) is None
     assert "tcp" not in json.loads(render(CampaignData(7, "c", ["a"], [])))
+
+
+def test_repeats_of_one_cell_family_make_one_row_and_keep_every_repeat_in_the_records():
+    from runner.report.data import CampaignData, CellTcp
+    from runner.report.tcp import tcp_table
+
+    title = "RETR (server -> client)"
+    cells = [CellTcp("a", "retr", title, "size=1", r, "done", c, b)
+             for r, c, b in ((0, {"RetransSegs": 3}, 128), (1, {}, 128),
+                             (2, {"RetransSegs": 4, "TCPSynRetrans": 1}, 64), (3, {}, None))]
+    cells.append(CellTcp("b", "retr", title, "size=1", 0, "done", {"RetransSegs": 2}, None))
+    t = tcp_table(CampaignData(7, "c", ["a", "b"], [], tcp=cells))
+    assert [[c.text for c in r.cells] for r in t.rows] == [
+        ["a", title, "done", "1, 3 of 4", "1 SYN/SYN-ACK retransmits, 7 TCP retransmits", "64"],
+        ["b", title, "done", "1 of 1", "2 TCP retransmits", "n/a"]]
+    assert [(r["server"], r["repeat"], r["counters"]) for r in t.records] == [
+        ("a", 0, {"RetransSegs": 3}), ("a", 2, {"RetransSegs": 4, "TCPSynRetrans": 1}), ("b", 0, {"RetransSegs": 2})]

@@ -2,7 +2,9 @@
 the store helpers, as a run stores it), read back with ``runner.report.reader.load_campaign``
 and exported in every format; each export must equal, byte for byte, the golden file.
 The ``sweep.*`` goldens hold a saturation sweep (the sweep rows, the saturation tables,
-the knee).
+the knee); the ``profiled.*`` goldens a cell stored with a server CPU profile (the
+"Server CPU profiles" table; the JSON's ``profiles``), whose folded stacks are those of a
+real ``perf record`` kept in profile_input.folded.
 
 Regenerate only for an intended change of the export bytes:
 ``XFERLAB_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/runner/report/test_export_golden.py``
@@ -44,7 +46,26 @@ def exports(engine) -> dict[str, str]:
         sweep = load_campaign(s, campaign_id=store_sweep_campaign(engine))
         for fmt in FORMATS:
             out[f"sweep.{fmt}"] = campaign_report(sweep, fmt=fmt)
+        profiled = load_campaign(s, campaign_id=store_profiled_fixed(engine))
+        for fmt in FORMATS:
+            out[f"profiled.{fmt}"] = campaign_report(profiled, fmt=fmt)
     return out
+
+
+def store_profiled_fixed(engine) -> int:
+    """A campaign of one profiled cell and one unprofiled, their profile fixed: the folded
+    stacks of a real ``perf record -F 199 -g -e cpu-clock`` of tests/support/real_profile.py's
+    program in mode ``a`` (profile_input.folded: 96 samples), its ``write`` count as
+    ``perf stat`` gave it."""
+    from runner.metrics.profile_data import ServerProfile, SyscallRow
+    from tests.support.real_profile import store_profiled_campaign
+
+    folded = (Path(__file__).parent / "profile_input.folded").read_text()
+    profile = ServerProfile(profiler="perf", profiler_version="6.1.187", rate_hz=199, duration_s=1.5, on_cpu=folded,
+                            on_cpu_s=96 / 199, syscalls=(SyscallRow("write", 1076),),
+                            notes=("no off-CPU stacks in this test profile",))
+    return store_profiled_campaign(engine, {"busy": profile, "plain": None}, name="profiled",
+                                   elapsed=[1.25, 1.5, 1.75])[0]
 
 
 @pytest.fixture(autouse=True)

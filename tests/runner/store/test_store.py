@@ -66,11 +66,13 @@ def test_migrations_create_schema(empty_db_url):
         bare.dispose()
     engine = get_engine(url=empty_db_url)
     names = set(inspect(engine).get_table_names())
-    assert {"campaign", "cell", "sample", "server_build", "environment", "series_point", "alembic_version"} <= names
+    assert {"campaign", "cell", "sample", "server_build", "environment", "series_point", "cell_profile",
+            "alembic_version"} <= names
     with engine.connect() as c:
         version = c.execute(text("select version_num from alembic_version")).scalar()
-    # 0002 dashboard indexes, 0003 campaign.owner, 0004 series_point, 0005 cell.server_cpu_source
-    assert version == _script_head() == "0005"
+    # 0002 dashboard indexes, 0003 campaign.owner, 0004 series_point, 0005 cell.server_cpu_source,
+    # 0006 cell_profile
+    assert version == _script_head() == "0006"
 
 
 def test_migrate_is_idempotent(empty_db_url):
