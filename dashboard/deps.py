@@ -17,7 +17,7 @@ CampaignId = Annotated[int, PathParam(ge=1, le=INT4_MAX, description="campaign i
 OptionalCampaign = Annotated[int | None, Query(ge=1, le=INT4_MAX, description="campaign id")]
 CampaignQuery = Annotated[int, Query(ge=1, le=INT4_MAX, description="campaign id")]
 #: The history figure filter (the keys of runner.history.FIGURES; a test keeps them equal).
-FigureName = Literal["primary", "server_mem_uss", "server_mem_rss_minus_shared", "server_cpu", "all"]
+FigureName = Literal["primary", "server_mem_uss", "server_mem_rss_minus_shared", "server_cpu", "capacity", "all"]
 #: The history page's groupings (the keys of dashboard.services.history.GROUPS; a test keeps them equal).
 GroupName = Literal["benchmark", "server", "workload", "figure"]
 #: A history filter's values: server or workload names as ``series_point`` stores them (at

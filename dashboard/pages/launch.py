@@ -80,7 +80,7 @@ async def page_launch_post(request: Request, session: SessionDep):
             await run_in_threadpool(parse_spec, spec_dict, "form")
     except SpecError as exc:
         for path, msg in exc.errors:
-            f = field_of(path, rows)
+            f = field_of(path, rows, msg)
             if f:
                 errors.setdefault(f, field_message(path, msg))
             else:

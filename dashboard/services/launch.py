@@ -26,9 +26,12 @@ PARAM_FIELDS = ("clients", "file_size", "transfer_size", "duration", "login_mode
 #: runner.catalogue.workloads.WorkloadParams): session reuse, open-loop rate, the rate R of
 #: "users at rate R".
 SUSTAINED_FIELDS = ("session", "rate", "user_rate")
-#: Rows of shaped links (rate, delay, loss) on the form, beside the loopback box.
+#: The capacity search's fields (runner.spec.capacity.CapacitySpec): a search is asked for
+#: when ``user_rate`` is given.
+CAPACITY_FIELDS = ("user_rate", "p99_ms", "min_jain", "start", "max_users", "resolution")
+#: Rows of shaped links (rate, delay, loss, queue and its discipline) on the form, beside the loopback box.
 LINK_ROWS = 2
-LINK_PARTS = ("rate", "delay", "loss")
+LINK_PARTS = ("rate", "delay", "loss", "queue", "qdisc")
 
 
 def _split(text: str) -> list[str]:
@@ -44,7 +47,7 @@ def _sweep(text: str) -> list[int | str]:
 
 def _links(form: dict[str, str]) -> list[Any] | None:
     """The spec's ``link`` list from the loopback box and the shaped-link rows: each row
-    with a value is a mapping ``{rate, delay, loss}`` (validated by runner.net.conditions
+    with a value is a mapping ``{rate, delay, loss, queue, qdisc}`` (validated by runner.net.conditions
     through the spec), after ``loopback`` when the box is ticked. None (the spec's default,
     loopback alone) without a shaped link."""
     shaped = []
@@ -86,12 +89,17 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
         if v:
             params[f] = v
     sweep = _sweep(form.get("sweep", ""))
+    capacity = {f: form[f"capacity.{f}"].strip() for f in CAPACITY_FIELDS if form.get(f"capacity.{f}", "").strip()}
+    if capacity and form.get("capacity.check_rate") == "off":
+        capacity["check_rate"] = "false"
     wl: list[dict[str, Any]] = []
     for w in workloads:
         entry: dict[str, Any] = {"preset": w.split(":", 1)[1]} if w.startswith("preset:") else {"name": w}
         entry["params"] = params
         if sweep:
             entry["sweep"] = sweep
+        if capacity:
+            entry["capacity"] = capacity
         wl.append(entry)
     spec: dict[str, Any] = {"name": form.get("name", "").strip() or "campaign", "servers": servers, "workloads": wl,
                             "backend": form.get("backend", "auto"), "warmup": form.get("warmup") == "on"}
@@ -120,15 +128,21 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
     return spec, errors, rows
 
 
-def field_of(path: str, rows: list[int]) -> str:
+def field_of(path: str, rows: list[int], msg: str = "") -> str:
     """The form field a spec error path belongs to (``workloads.0.params.clients`` ->
-    ``params.clients``; ``servers.1.variant.x`` -> ``servers.<row>.variant``); ``""`` when none."""
+    ``params.clients``; ``workloads.0.capacity.p99_ms`` -> ``capacity.p99_ms``; an entry's
+    own error whose message ``msg`` is about its capacity search -> ``capacity``;
+    ``servers.1.variant.x`` -> ``servers.<row>.variant``); ``""`` when none."""
     parts = path.split(".")
     if parts[0] == "workloads":
         if len(parts) >= 4 and parts[2] == "params":
             return f"params.{parts[3]}"
         if len(parts) >= 3 and parts[2] == "sweep":
             return "sweep"
+        if len(parts) >= 3 and parts[2] == "capacity":
+            return f"capacity.{parts[3]}" if len(parts) >= 4 and parts[3] in CAPACITY_FIELDS else "capacity"
+        if "capacity" in msg:
+            return "capacity"
         return "workloads"
     if parts[0] == "servers":
         if len(parts) >= 2 and parts[1].isdigit() and int(parts[1]) < len(rows):

@@ -274,8 +274,10 @@ async function fairnessChart() {
   drawFairness(groups[pick]);
 }
 
-function drawSaturation(c) {
-  const canvas = document.getElementById("saturation-chart");
+// The saturation chart of curve `c` on canvas `canvasId`; `opts` (the capacity chart): `mark`,
+// the label of the marked point, and `summary`, the text under the chart, in place of the knee's
+function drawSaturation(c, canvasId = "saturation-chart", opts = null) {
+  const canvas = document.getElementById(canvasId);
   const old = Chart.getChart(canvas);
   if (old) old.destroy();
   const ns = c.points.map(p => p.clients);
@@ -286,20 +288,24 @@ function drawSaturation(c) {
     { label: "p99 (ms)", yAxisID: "y1", data: c.points.filter(p => p.p99_ms !== null).map(p => ({ x: p.clients, y: p.p99_ms })),
       borderColor: COLORS[1], backgroundColor: COLORS[1], pointRadius: 3, borderWidth: 1.5, borderDash: [5, 3], tension: 0 },
   ];
-  if (knee) datasets.push({ label: `knee: N = ${knee.clients}`, yAxisID: "y", type: "scatter", data: [{ x: knee.clients, y: knee.throughput }],
+  if (knee) datasets.push({ label: `${opts ? opts.mark : "knee"}: N = ${knee.clients}`, yAxisID: "y", type: "scatter", data: [{ x: knee.clients, y: knee.throughput }],
     borderColor: COLORS[3], backgroundColor: COLORS[3], pointStyle: "triangle", pointRadius: 9 });
   new Chart(canvas, {
     type: "line",
     data: { datasets },
     options: { maintainAspectRatio: false, animation: false, parsing: false,
-      plugins: { title: { display: true, text: [`${c.server} · ${c.workload}`, "throughput and p99 against clients"] },
+      plugins: { title: { display: true, text: [`${c.server} · ${c.workload}`, opts ? opts.title : "throughput and p99 against clients"] },
         legend: { labels: { boxWidth: 10 } } },
       scales: {
         x: { type: "logarithmic", min: ns[0], max: ns[ns.length - 1], title: { display: true, text: "clients N (log2)" },
           afterBuildTicks: axis => { axis.ticks = ns.map(v => ({ value: v })); }, ticks: { callback: v => String(v) } },
-        y: { position: "left", beginAtZero: true, title: { display: true, text: c.unit === "1/s" ? "operations/s" : c.unit } },
+        y: { position: "left", beginAtZero: true, title: { display: true, text: c.unit === "1/s" ? "operations/s" : opts ? opts.yTitle : c.unit } },
         y1: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "p99 (ms)" } } } },
   });
+  if (opts) {
+    document.getElementById(opts.summaryId).textContent = opts.summary;
+    return;
+  }
   const parts = [c.knee === null ? "No knee." : `Knee at N = ${c.knee}: ${fmtNum(knee.throughput)} ${c.unit}, p99 ${fmtNum(knee.p99_ms)} ms` +
     (c.knee_at_end ? " (the largest N swept: saturation may lie beyond)." : ".")];
   if (c.user_rate !== null && c.points.some(p => p.users_at_rate !== null)) {
@@ -326,6 +332,33 @@ async function saturationChart() {
   }));
   sel.onchange = () => drawSaturation(curves[parseInt(sel.value, 10)]);
   drawSaturation(curves[0]);
+}
+
+// A capacity search drawn as a saturation curve: the slowest user's rate against N, the answer marked
+function drawCapacity(s) {
+  const curve = { server: s.server, workload: s.workload, unit: "KiB/s", knee: s.users,
+    points: s.points.map(p => ({ clients: p.clients, throughput: p.min_rate_kib_s ?? 0, p99_ms: p.p99_ms })) };
+  drawSaturation(curve, "capacity-chart", { mark: "sustainable users", title: "slowest user's rate and p99 against users",
+    yTitle: "slowest user (KiB/s)", summaryId: "capacity-summary", summary: s.headline + "." });
+}
+
+async function capacityChart() {
+  const got = await campaignChart("capacity");
+  if (got === null) return;
+  const { el, d } = got;
+  const searches = d.searches;
+  el.hidden = searches.length === 0;
+  el.dataset.searches = searches.length;
+  if (!searches.length) return;
+  const sel = document.getElementById("capacity-group");
+  sel.replaceChildren(...searches.map((s, i) => {
+    const o = document.createElement("option");
+    o.value = String(i);
+    o.textContent = `${s.server} · ${s.users_text} users · ${s.title.replace(/^\d+ clients /, "")}`;
+    return o;
+  }));
+  sel.onchange = () => drawCapacity(searches[parseInt(sel.value, 10)]);
+  drawCapacity(searches[0]);
 }
 
 function timelineChart() {
@@ -376,4 +409,5 @@ document.addEventListener("DOMContentLoaded", () => {
   timelineChart();
   fairnessChart();
   saturationChart();
+  capacityChart();
 });

@@ -337,7 +337,8 @@ def _store_time(session: Session, cell_id: int, seconds: float) -> None:
 def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpec, backend: Backend,
            env_cache: dict) -> str | None:
     """Store ``outcome`` for ``cell`` (and, with adaptive repeats, queue another repeat of
-    its group when needed). Returns the message saying a repeat was queued, or None."""
+    its group when needed; for a capacity search's step, its next step: runner.campaign.capacity).
+    Returns the message saying what was queued, or None."""
     build = crud.get_or_create_build(session, info=outcome.build_info) if outcome.build_info else None
     env = None
     if outcome.status != "skipped" and outcome.environment is not None:
@@ -357,10 +358,17 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
     current = session.scalars(select(Cell).where(Cell.id == cell.id)).one()
     then = None
     note: list[str] = []
-    if spec.max_repeats:
+    capacity = any(w.capacity is not None for w in spec.workloads)
+    if spec.max_repeats or capacity:
+        from runner.campaign.capacity import after_step, entry_of
         from runner.campaign.repeats import add_repeat_if_needed, group_values, steadiness
 
         def then(s: Session, c: Cell) -> None:
+            if capacity and entry_of(spec, c) is not None:  # the search decides what runs next
+                said = after_step(s, c, spec)
+                if said is not None:
+                    note.append(said)
+                return
             new = add_repeat_if_needed(s, c, spec)
             if new is not None:
                 note.append(f"{c.server_label} · {c.workload}: 95% CI {steadiness(group_values(s, c))} of the "

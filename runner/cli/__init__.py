@@ -77,7 +77,8 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("spec", nargs="?", help="campaign spec (YAML or JSON)")
     r.add_argument("--preset", help="built-in spec instead of a file (runner/spec/preset_specs/): classic "
                                     "(seed 000, the default), seed002 (HTTP uploads, disk vs. tmpfs), "
-                                    "seed003 (lftp buffer sizes), seed004 (512 wget downloads, fairness)")
+                                    "seed003 (lftp buffer sizes), seed004 (512 wget downloads, fairness), "
+                                    "realistic (sustainable users of every FTP server)")
     r.add_argument("--name", help="campaign name")
     r.add_argument("--servers", help="comma-separated servers: name[:version[:opt=val;opt=val]]")
     r.add_argument("--workloads", help="comma-separated workloads (default: the spec's)")

@@ -32,6 +32,7 @@ FIGURES: dict[str, tuple[str, tuple[str, ...]]] = {
     "server_mem_uss": ("server memory, peak USS (MiB)", ("server_mem_uss",)),
     "server_mem_rss_minus_shared": ("server memory, peak rss - shared (MiB)", ("server_mem_rss_minus_shared",)),
     "server_cpu": ("server CPU per unit of work (s/GiB, us/op)", tuple(COST_METRICS)),
+    "capacity": ("sustainable users at a service level (users)", ("capacity",)),
     "all": ("every figure", SERIES_METRICS),
 }
 #: Most recent points of each series returned for its sparkline.

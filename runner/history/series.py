@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.report.stats import Summary, summarize
-from runner.store.points import CPU_COST, PEAK_MEMORY, PRIMARY, TREE_SUFFIX
+from runner.store.points import CAPACITY, CPU_COST, PEAK_MEMORY, PRIMARY, TREE_SUFFIX
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 0.05
@@ -34,8 +34,11 @@ COST_METRICS: dict[str, tuple[str, str]] = {
     **{m: _COST_FIGURES[m] for m in CPU_COST},
     # campaigns whose server CPU is a process-tree sum (runner.store.points.CPU_COST_TREE)
     **{m + TREE_SUFFIX: (_COST_FIGURES[m][0] + " (process tree)", _COST_FIGURES[m][1]) for m in CPU_COST}}
-#: Every series metric: ``""`` (the workload's primary figure), memory, then CPU cost.
-SERIES_METRICS = (PRIMARY, *MEMORY_METRICS, *COST_METRICS)
+#: Sustainable users of a capacity search (runner.store.points.CAPACITY; docs/methodology.md,
+#: "Capacity"): users, higher is better.
+CAPACITY_METRICS: dict[str, str] = {CAPACITY: "sustainable users"}
+#: Every series metric: ``""`` (the workload's primary figure), memory, CPU cost, then capacity.
+SERIES_METRICS = (PRIMARY, *MEMORY_METRICS, *COST_METRICS, *CAPACITY_METRICS)
 #: Bytes per MiB: memory series are shown in MiB.
 MIB = float(2**20)
 
@@ -116,6 +119,8 @@ class SeriesKey:
         """``(sample metric, unit, higher_is_better)`` of the series' points."""
         if self.metric in COST_METRICS:
             return self.metric, COST_METRICS[self.metric][1], False
+        if self.metric in CAPACITY_METRICS:
+            return self.metric, "users", True
         if self.metric:
             return self.metric, "MiB", False
         info = WORKLOADS.get(self.workload)
@@ -129,6 +134,8 @@ class SeriesKey:
         wl = benchmark_title(self.workload, self.params_key)
         if self.metric in COST_METRICS:
             return f"{wl}, {COST_METRICS[self.metric][0]}"
+        if self.metric in CAPACITY_METRICS:
+            return f"{wl}, {CAPACITY_METRICS[self.metric]}"
         return f"{wl}, server memory ({MEMORY_METRICS[self.metric]})" if self.metric else wl
 
     @property

@@ -27,9 +27,19 @@ tbf parameters (tc-tbf(8)): ``burst`` is the bucket size, at least ``rate / HZ``
 reach the rate (kernels with HZ up to 1000: 1 ms of traffic) and at least one 64 KiB
 GSO packet, which tbf otherwise splits into MTU-sized segments (net/sched/sch_tbf.c,
 tbf_segment); so ``burst = max(64 KiB, 1 ms at the rate)``. ``latency`` (the longest a
-packet may wait in the queue, which sets tbf's queue limit) is 50 ms, longer than any
-round trip the lab shapes, so a TCP sender's window is not cut by tail drops of a
+packet may wait in the queue, which sets tbf's queue limit) is 50 ms by default, longer
+than any round trip the lab shapes, so a TCP sender's window is not cut by tail drops of a
 short queue. Drops are recorded with each cell anyway.
+
+**The queue** of a rated link is a parameter (docs/methodology.md, "The link's queue"):
+``queue=50ms`` (the longest wait, tbf's ``latency``), ``queue=256kb`` (bytes, tbf's
+``limit``; ``b``, ``kb``, ``mb`` are tc(8)'s binary sizes: 1 kb = 1024 bytes), and the
+queueing discipline under tbf: ``tbf`` (tbf's own byte FIFO, the default), ``pfifo`` (a
+packet FIFO of ``ceil(bytes / 1514)`` packets, 1514 bytes the largest Ethernet frame) or
+``fq_codel`` (per-flow queues with CoDel, RFC 8290; its ``memory_limit`` the queue's
+bytes). A queue given in ms is ``ms x rate / 8`` bytes for pfifo and fq_codel. Text form:
+``100mbit/queue=256kb/fq_codel``; the default queue and discipline add nothing to the text,
+so the labels and history keys of links without them are unchanged.
 """
 from __future__ import annotations
 
@@ -49,6 +59,16 @@ MAX_DELAY_S = 10.0  # netem's delay is unbounded; ten seconds is past any FTP ti
 MIN_BURST_BYTES = 64 * 1024
 #: tbf's ``latency`` (queue limit expressed as waiting time), ms (module docstring).
 TBF_LATENCY_MS = 50
+#: Queueing disciplines of a rated link's queue (module docstring); the first is the default.
+QDISCS = ("tbf", "pfifo", "fq_codel")
+#: Bounds of a queue: one 64 KiB GSO packet (a tbf limit below it drops every such packet:
+#: 8 KiB carried 0.4 Mbit/s of a 100 Mbit/s link here) to 1 GiB; 1 ms to 10 s.
+MIN_QUEUE_BYTES, MAX_QUEUE_BYTES = MIN_BURST_BYTES, 1 << 30
+MIN_QUEUE_S, MAX_QUEUE_S = 0.001, 10.0
+#: The largest Ethernet frame with its header, bytes: the packet count of a pfifo queue.
+FRAME_BYTES = 1514
+_SIZE_UNITS = {"b": 1, "kb": 1024, "mb": 1 << 20}
+_SIZE_RE = re.compile(r"^([0-9]+)(b|kb|mb)$")
 
 _RATE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(bit|kbit|mbit|gbit)$")
 _TIME_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(s|ms|us)$")
@@ -67,11 +87,18 @@ class LinkSpec:
         rate_bit: rate limit, bits per second (tbf on each end's egress), or None.
         delay_s: one-way delay, seconds (netem on each end's egress), 0 for none.
         loss_pct: loss rate per direction, percent 0 <= loss < 100 (netem), 0 for none.
+        queue_bytes: the rated queue's size in bytes (tbf ``limit``), or None.
+        queue_s: the rated queue's longest wait in seconds (tbf ``latency``), or None; with
+            neither, :data:`TBF_LATENCY_MS`.
+        qdisc: the queue's discipline, one of :data:`QDISCS`.
     """
 
     rate_bit: int | None = None
     delay_s: float = 0.0
     loss_pct: float = 0.0
+    queue_bytes: int | None = None
+    queue_s: float | None = None
+    qdisc: str = "tbf"
 
     @property
     def loopback(self) -> bool:
@@ -99,7 +126,23 @@ class LinkSpec:
             parts.append(format_time(self.delay_s))
         if self.loss_pct:
             parts.append(f"{self.loss_pct:g}%")
+        if self.queue_bytes is not None:
+            parts.append(f"queue={format_size(self.queue_bytes)}")
+        elif self.queue_s is not None:
+            parts.append(f"queue={format_time(self.queue_s)}")
+        if self.qdisc != QDISCS[0]:
+            parts.append(self.qdisc)
         return "/".join(parts)
+
+    def queue_limit_bytes(self) -> int:
+        """The queue's size in bytes: ``queue_bytes``, else the wait (``queue_s`` or
+        :data:`TBF_LATENCY_MS`) at the rate. Raises LinkError for a link without a rate."""
+        if self.rate_bit is None:
+            raise LinkError("a link without a rate has no queue")
+        if self.queue_bytes is not None:
+            return self.queue_bytes
+        wait = self.queue_s if self.queue_s is not None else TBF_LATENCY_MS / 1000
+        return max(MIN_QUEUE_BYTES, math.ceil(wait * self.rate_bit / 8))
 
     def burst_bytes(self) -> int:
         """tbf's bucket size, bytes: ``max(64 KiB, 1 ms at the rate)`` (module docstring).
@@ -121,6 +164,36 @@ def format_rate(bit: int) -> str:
         if bit % RATE_UNITS[unit] == 0:
             return f"{bit // RATE_UNITS[unit]}{unit}"
     return f"{bit}bit"
+
+
+def format_size(n: int) -> str:
+    """``262144`` -> ``"256kb"``: the largest tc(8) binary size unit that divides it evenly."""
+    for unit in ("mb", "kb"):
+        if n % _SIZE_UNITS[unit] == 0:
+            return f"{n // _SIZE_UNITS[unit]}{unit}"
+    return f"{n}b"
+
+
+def parse_queue(v: Any) -> tuple[int | None, float | None]:
+    """``"256kb"`` -> ``(262144, None)``; ``"50ms"`` -> ``(None, 0.05)``: a queue as bytes
+    (tc(8) binary sizes b, kb, mb) or as the longest wait (s, ms, us).
+
+    Raises:
+        LinkError: neither form, or outside 1514 bytes..1 GiB or 1 ms..10 s.
+    """
+    s = str(v).strip().lower()
+    m = _SIZE_RE.match(s)
+    if m:
+        n = int(m.group(1)) * _SIZE_UNITS[m.group(2)]
+        if not MIN_QUEUE_BYTES <= n <= MAX_QUEUE_BYTES:
+            raise LinkError(f"queue {v!r}: want 64kb (one GSO packet) to 1024mb")
+        return n, None
+    if _TIME_RE.match(s):
+        sec = parse_time(s)
+        if not MIN_QUEUE_S <= sec <= MAX_QUEUE_S:
+            raise LinkError(f"queue {v!r}: want 1ms to 10s")
+        return None, sec
+    raise LinkError(f"queue {v!r}: want bytes (256kb, 1mb, 65536b) or a wait (50ms)")
 
 
 def format_time(seconds: float) -> str:
@@ -206,12 +279,21 @@ def parse_link(v: Any) -> LinkSpec:
     if isinstance(v, LinkSpec):
         return v
     if isinstance(v, dict):
-        unknown = sorted(set(v) - {"rate", "delay", "loss"})
+        unknown = sorted(set(v) - {"rate", "delay", "loss", "queue", "qdisc"})
         if unknown:
-            raise LinkError(f"unknown link key {', '.join(map(str, unknown))}; a link takes rate, delay, loss")
+            raise LinkError(f"unknown link key {', '.join(map(str, unknown))}; a link takes rate, delay, loss, "
+                            "queue, qdisc")
         rate = v.get("rate")
-        return LinkSpec(None if rate in (None, 0, "", "unlimited") else parse_rate(rate),
-                        parse_time(v.get("delay") or 0), parse_loss(v.get("loss") or 0))
+        rate_bit = None if rate in (None, 0, "", "unlimited") else parse_rate(rate)
+        qbytes, qs = parse_queue(v["queue"]) if v.get("queue") not in (None, "") else (None, None)
+        qdisc = str(v.get("qdisc") or QDISCS[0]).strip().lower()
+        if qdisc not in QDISCS:
+            raise LinkError(f"qdisc {v.get('qdisc')!r}: want one of {', '.join(QDISCS)}")
+        if rate_bit is None and (qbytes is not None or qs is not None or qdisc != QDISCS[0]):
+            raise LinkError("queue and qdisc: the queue is the rate limiter's; give a rate")
+        if qs is not None and qs == TBF_LATENCY_MS / 1000 and qdisc == QDISCS[0]:
+            qs = None  # the default, written out: the same link, the same text
+        return LinkSpec(rate_bit, parse_time(v.get("delay") or 0), parse_loss(v.get("loss") or 0), qbytes, qs, qdisc)
     if not isinstance(v, str) or not v.strip():
         raise LinkError(f"link {v!r}: want 'loopback', a text such as 100mbit/1ms/0.1% or "
                         "a mapping {rate, delay, loss}")
@@ -220,10 +302,16 @@ def parse_link(v: Any) -> LinkSpec:
         return LOOPBACK
     found: dict[str, Any] = {}
     for part in (p.strip() for p in s.split("/")):
-        kind = "loss" if part.endswith("%") else "rate" if "bit" in part or part.endswith("bps") \
-            else "delay" if _TIME_RE.match(part) else None
-        if kind is None:
-            raise LinkError(f"link {v!r}: part {part!r} is no rate (100mbit), delay (1ms) or loss (0.1%)")
+        if part.startswith("queue="):
+            kind, part = "queue", part[len("queue="):]
+        elif part in QDISCS:
+            kind = "qdisc"
+        else:
+            kind = "loss" if part.endswith("%") else "rate" if "bit" in part or part.endswith("bps") \
+                else "delay" if _TIME_RE.match(part) else ""
+        if not kind:
+            raise LinkError(f"link {v!r}: part {part!r} is no rate (100mbit), delay (1ms), loss (0.1%), "
+                            f"queue (queue=256kb) or qdisc ({', '.join(QDISCS)})")
         if kind in found:
             raise LinkError(f"link {v!r}: two {kind} parts")
         found[kind] = part
@@ -241,7 +329,10 @@ def qdisc_argvs(link: LinkSpec, dev: str, netns: str) -> list[list[str]]:
     """The ``tc`` commands that shape the egress of ``dev`` in the named namespace
     ``netns`` for ``link``, in order (empty for loopback):
 
-    - rate only: ``tc -n NS qdisc add dev DEV root handle 1: tbf rate R burst B latency 50ms``;
+    - rate only: ``tc -n NS qdisc add dev DEV root handle 1: tbf rate R burst B latency 50ms``
+      (``limit BYTES`` or ``latency Wus`` for a given queue), and for a ``pfifo`` or
+      ``fq_codel`` queue that qdisc as tbf's child (``parent 1:1 handle 20:``, or ``10:1``
+      under netem);
     - delay/loss only: ``... root handle 1: netem delay D loss L%``;
     - both: netem at the root and tbf as its child (``parent 1:1 handle 10:``), the
       combination of the netem documentation (tc-netem(8) and the Linux Foundation's
@@ -254,11 +345,21 @@ def qdisc_argvs(link: LinkSpec, dev: str, netns: str) -> list[list[str]]:
         return []
     base = ["tc", "-n", netns, "qdisc", "add", "dev", dev]
     tbf: list[str] = []
+    child: list[list[str]] = []
     if link.rate_bit is not None:
-        tbf = ["tbf", "rate", f"{link.rate_bit}bit", "burst", str(link.burst_bytes()),
-               "latency", f"{TBF_LATENCY_MS}ms"]
+        size = (["limit", str(link.queue_bytes)] if link.queue_bytes is not None
+                else ["latency", f"{round(link.queue_s * 1e6)}us" if link.queue_s is not None
+                      else f"{TBF_LATENCY_MS}ms"])
+        tbf = ["tbf", "rate", f"{link.rate_bit}bit", "burst", str(link.burst_bytes())] + size
+        tbf_handle = "10:" if link.needs_netem else "1:"
+        qbytes = link.queue_limit_bytes()
+        if link.qdisc == "pfifo":
+            child = [base + ["parent", f"{tbf_handle}1", "handle", "20:", "pfifo", "limit",
+                             str(max(1, math.ceil(qbytes / FRAME_BYTES)))]]
+        elif link.qdisc == "fq_codel":
+            child = [base + ["parent", f"{tbf_handle}1", "handle", "20:", "fq_codel", "memory_limit", str(qbytes)]]
     if not link.needs_netem:
-        return [base + ["root", "handle", "1:"] + tbf]
+        return [base + ["root", "handle", "1:"] + tbf] + child
     netem = ["netem"]
     if link.delay_s:
         netem += ["delay", f"{round(link.delay_s * 1e6)}us"]
@@ -267,7 +368,7 @@ def qdisc_argvs(link: LinkSpec, dev: str, netns: str) -> list[list[str]]:
     out = [base + ["root", "handle", "1:"] + netem]
     if tbf:
         out.append(base + ["parent", "1:1", "handle", "10:"] + tbf)
-    return out
+    return out + child
 
 
 def parse_qdisc_json(data: Any) -> list[dict[str, Any]]:

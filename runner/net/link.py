@@ -161,6 +161,31 @@ def _try_netem() -> str | None:
         _delete_netns(name)
 
 
+_qdisc_problems: dict[str, str | None] = {}
+
+
+def qdisc_problem(kind: str) -> str | None:
+    """Why the queueing discipline ``kind`` (``pfifo``, ``fq_codel``) cannot be used here,
+    or None; tried once per process and kind by adding it to ``lo`` of a throwaway
+    namespace, deleted again. E.g. ``"fq_codel is not in this kernel (modprobe
+    sch_fq_codel): Error: Specified qdisc kind is unknown."``."""
+    with _netem_lock:
+        if kind not in _qdisc_problems:
+            why = base_problem()
+            name = f"xl-{os.getpid()}-probe"
+            if why is None:
+                try:
+                    _run(["ip", "netns", "add", name])
+                    _run(["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", kind])
+                except LinkFailed as exc:
+                    why = (f"{kind} is not in this kernel (modprobe sch_{kind}): {str(exc).split(': ', 1)[-1]}"
+                           if "unknown" in str(exc).lower() else f"{kind} could not be tried: {exc}")
+                finally:
+                    _delete_netns(name)
+            _qdisc_problems[kind] = why
+        return _qdisc_problems[kind]
+
+
 def link_problem(link: LinkSpec) -> str | None:
     """Why ``link`` cannot be made here, or None (loopback: always None). The reason a
     cell over that link is skipped with."""
@@ -169,12 +194,14 @@ def link_problem(link: LinkSpec) -> str | None:
     why = base_problem()
     if why is None and link.needs_netem:
         why = netem_problem()
+    if why is None and link.rate_bit is not None and link.qdisc != "tbf":
+        why = qdisc_problem(link.qdisc)
     return why
 
 
 def link_problem_is_the_machine(link: LinkSpec) -> bool:
     """Whether :func:`link_problem` of ``link`` is the machine's own: this process is not
-    root, or netem cannot be used in this kernel (a delay or a loss). False when there is
+    root, or netem (a delay or a loss) or the queue's discipline cannot be used in this kernel. False when there is
     no problem, or when ``ip``/``tc`` is missing (iproute2, which the install step
     provides)."""
     if link_problem(link) is None:

@@ -220,6 +220,30 @@ class ClientCurve:
     points: tuple[tuple[int, float], ...]
 
 
+@dataclass(frozen=True)
+class CapacityResult:
+    """The result of one capacity search (docs/methodology.md, "Capacity"), as the cell that
+    ended it stored it (sample ``capacity``/``users``, runner.metrics.capacity.summary).
+
+    Attributes:
+        server: server label.
+        workload: workload name.
+        title: row title of the search's last step.
+        params_key: the steps' parameter key without ``clients`` and ``rate``.
+        users: sustainable users at the service level (0: not even one).
+        record: the stored summary: ``slo``, ``slo_text``, ``users``, ``lo``, ``hi``,
+            ``capped``, ``reason``, ``reason_text`` and ``steps`` (each step's figures, ``ok``
+            and ``missed``, in run order).
+    """
+
+    server: str
+    workload: str
+    title: str
+    params_key: str
+    users: int
+    record: dict
+
+
 @dataclass
 class CampaignData:
     """Everything a campaign report needs.
@@ -257,6 +281,7 @@ class CampaignData:
             cell order (:class:`CellProfileData`).
         mixed: the per-operation and per-bucket figures of the ``mixed`` cells
             (:class:`MixedRow`), operations in table order then buckets by size.
+        capacity: the capacity searches that ended (:class:`CapacityResult`), in cell order.
     """
 
     campaign_id: int
@@ -274,3 +299,4 @@ class CampaignData:
     tcp: list[CellTcp] = field(default_factory=list)
     profiles: list[CellProfileData] = field(default_factory=list)
     mixed: list[MixedRow] = field(default_factory=list)
+    capacity: list[CapacityResult] = field(default_factory=list)

@@ -16,6 +16,10 @@ Campaign document (``render(CampaignData)``), round-trip loadable by :func:`load
      "saturation": [{"server": ..., "workload": ..., "knee": 16, "points": [...], ...}],
                                           # only with a sweep of a sustained workload
                                           # (runner.report.saturation); derived, ignored on load
+     "capacity": [{"server": ..., "workload": ..., "title": ..., "params_key": ..., "users": 12,
+                   "record": {"slo": ..., "lo": 12, "hi": 13, "reason": ..., "steps": [...]}}],
+                                          # only with a capacity search (runner.report.data.
+                                          # CapacityResult); ignored on load
      "tcp": [{"server": "a", "workload": "login", "title": ..., "params_key": ..., "repeat": 0,
               "status": "failed", "counters": {"ListenOverflows": 148, ...},
               "listen_backlog": 32}],     # only when a cell stored kernel TCP counters or a
@@ -86,6 +90,7 @@ def to_dict(data: CampaignData) -> dict:
         **({"tcp": [dataclasses.asdict(c) for c in data.tcp]} if data.tcp else {}),
         **({"profiles": [_profile(p) for p in data.profiles]} if data.profiles else {}),
         **({"mixed": [dataclasses.asdict(r) for r in data.mixed]} if data.mixed else {}),
+        **({"capacity": [dataclasses.asdict(c) for c in data.capacity]} if data.capacity else {}),
     }
 
 

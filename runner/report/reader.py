@@ -17,6 +17,7 @@ from runner.catalogue.workloads import WORKLOADS, WorkloadParams, parse_size
 from runner.metrics.fairness import cv_from_jain, stored_curve
 from runner.report.data import (
     CampaignData,
+    CapacityResult,
     CellProfileData,
     CellTcp,
     ClientCurve,
@@ -168,7 +169,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
                         timelines=_timelines(session, done, titles),
                         client_curves=_client_curves(session, done, titles),
                         tcp=_tcp(session, cells, titles), mixed=_mixed(session, done, titles, servers),
-                        profiles=_profiles(session, cells, titles, secrets))
+                        profiles=_profiles(session, cells, titles, secrets),
+                        capacity=_capacity(session, cells, titles))
 
 
 #: Most points of one memory timeline and of one per-client curve in CampaignData: enough
@@ -257,6 +259,23 @@ def _tcp(session: Session, cells, titles: dict[tuple[str, str], str]) -> list[Ce
         out.append(CellTcp(c.server_label, c.workload, titles[(c.workload, c.params_key)], c.params_key, c.repeat,
                            c.status, counters, min(backlog) if backlog else None))
     return out
+
+
+_STEP_KEY_RE = re.compile(r"(?:^|,)(?:clients|rate)=[^,]*")
+
+
+def _capacity(session: Session, cells, titles: dict[tuple[str, str], str]) -> list[CapacityResult]:
+    """The ended capacity searches of ``cells`` (sample ``capacity``/``users`` with its
+    summary as raw; runner.campaign.capacity), in cell order."""
+    by_id = {c.id: c for c in cells}
+    if not by_id:
+        return []
+    rows = session.execute(select(Sample.cell_id, Sample.value, Sample.raw).where(
+        Sample.cell_id.in_(list(by_id)), Sample.metric == "capacity", Sample.stat == "users")).all()
+    got = {cell_id: (value, raw) for cell_id, value, raw in rows}
+    return [CapacityResult(c.server_label, c.workload, titles[(c.workload, c.params_key)],
+                           _STEP_KEY_RE.sub("", c.params_key).strip(","), int(got[c.id][0]), dict(got[c.id][1] or {}))
+            for c in cells if c.id in got]
 
 
 def load_cell_profile(session: Session, *, cell_id: int) -> CellProfileData:

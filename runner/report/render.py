@@ -56,7 +56,8 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
                     reference: str | None = None) -> str:
     """A campaign's report: per-server table (with the knee line of each sustained sweep,
     whose saturation table follows it: runner.report.saturation; in text, their summary at
-    the end), each server against ``reference`` (default
+    the end; the sustainable users of each capacity search in its caption, then the capacity
+    tables: runner.report.capacity), each server against ``reference`` (default
     the first server), memory table, seed 002's upload table when the campaign has
     ``http_upload`` cells (runner.report.uploads), the real-client tables of seeds 003
     and 004 when it has real-client cells (runner.report.clients), the per-operation and per-bucket
@@ -66,6 +67,7 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     In HTML, with the charts of runner.report.charts (per benchmark, the comparison with
     ``reference``, memory over time, fairness, saturation). Raises ValueError for an
     unknown format or ``reference``."""
+    from runner.report.capacity import capacity_tables, headline
     from runner.report.charts import chart_data
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
@@ -81,6 +83,11 @@ def campaign_report(data: CampaignData, *, fmt: str = "text", speedup: bool = Fa
     for t in tables:
         if t.kind == "campaign" and sweeps:
             t.caption = "Saturation knee: " + "; ".join(knee_text(c) for c in sweeps) + "."
+    for t in tables:
+        if t.kind == "campaign" and data.capacity:
+            t.caption = ((t.caption + " " if t.caption else "") + "Sustainable users: "
+                         + "; ".join(headline(r) for r in data.capacity) + ".")
+    tables += capacity_tables(data)  # the headline per server, then each search's steps
     tables += [saturation_table(c) for c in sweeps]
     tables += upload_tables(data)  # seed 002's disk/tmpfs table of an HTTP upload campaign
     tables += client_tables(data)  # seeds 003/004: real client processes, their spread, CPU and memory
@@ -151,7 +158,8 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
         return replace(data, servers=[la, lb], series=sub,
                        failures=[f for f in data.failures if f[0] in (la, lb)],
                        timelines=[t for t in data.timelines if t.server in (la, lb)],
-                       client_curves=[c for c in data.client_curves if c.server in (la, lb)]), la, lb, warnings
+                       client_curves=[c for c in data.client_curves if c.server in (la, lb)],
+                       capacity=[c for c in data.capacity if c.server in (la, lb)]), la, lb, warnings
     da, db = load_campaign(session, campaign_id=ca), load_campaign(session, campaign_id=cb)
     na, nb = (f"{la} (#{ca})", f"{lb} (#{cb})") if la == lb else (la, lb)
     series = [replace(s, server=na) for s in da.series if s.server == la]
@@ -172,7 +180,9 @@ def comparison_data(session: Session, a: str, b: str, *, campaign: int | None = 
                         timelines=[replace(t, server=na) for t in da.timelines if t.server == la]
                         + [replace(t, server=nb) for t in db.timelines if t.server == lb],
                         client_curves=[replace(c, server=na) for c in da.client_curves if c.server == la]
-                        + [replace(c, server=nb) for c in db.client_curves if c.server == lb])
+                        + [replace(c, server=nb) for c in db.client_curves if c.server == lb],
+                        capacity=[replace(c, server=na) for c in da.capacity if c.server == la]
+                        + [replace(c, server=nb) for c in db.capacity if c.server == lb])
     return data, na, nb, warnings
 
 
@@ -181,8 +191,10 @@ def compare_report(session: Session, a: str, b: str, *, campaign: int | None = N
     """The comparison table of ``a`` (reference) and ``b`` in ``fmt``, then (except in
     CSV, one table per file) the same comparison of their server CPU per unit of work
     (s/GiB or us/op, when both have it), their fairness over the clients of N-client
-    cells (Jain's index, when both have it), the two servers' setups and, for servers of two
+    cells (Jain's index, when both have it), their sustainable users (runner.report.capacity,
+    when both ran the same capacity search), the two servers' setups and, for servers of two
     campaigns, every difference between the campaigns' environments. Raises CompareError."""
+    from runner.report.capacity import capacity_comparison
     from runner.report.context import environment_diff_table, setup_table
     from runner.report.tables import COST_METRICS, comparison_table, fairness_comparison
 
@@ -195,6 +207,9 @@ def compare_report(session: Session, a: str, b: str, *, campaign: int | None = N
     fair = fairness_comparison(data, la, lb, speedup=speedup) if fmt != "csv" else None
     if fair is not None:  # how evenly each shared itself between its clients
         tables.append(fair)
+    cap = capacity_comparison(data, la, lb) if fmt != "csv" else None
+    if cap is not None:  # sustainable users at the same service level
+        tables.append(cap)
     diff = (environment_diff_table(data.environments[la], data.environments[lb], la, lb)
             if data.environments else None)
     if fmt != "csv":  # one table per CSV file: the comparison alone

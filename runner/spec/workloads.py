@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.catalogue.workloads import CLASSIC_SUITE, WORKLOADS, WorkloadParams
+from runner.spec.capacity import CapacitySpec
 from runner.spec.profile import ProfileField
 
 #: Workload presets of a spec entry (``preset: classic``): names of runner.catalogue.workloads.
@@ -63,6 +64,13 @@ def param_sets(params: WorkloadParams, sweep: list[int] | None) -> list[Workload
     return [params.model_copy(update={"clients": n}) for n in sweep]
 
 
+def capacity_ready(name: str) -> bool:
+    """Whether workload ``name`` can be a capacity search's profile: it takes an open-loop
+    ``rate`` and a per-user ``user_rate`` (its cells then store ``users_at_rate``, the
+    fairness figures and the latency from the intended start), e.g. ``retr_sustained``."""
+    return {"rate", "user_rate"} <= set(WORKLOADS[name].uses)
+
+
 class WorkloadSpec(BaseModel):
     """A workload by name, or a preset expanding into several, with parameter overrides;
     ``sweep`` (or a list in ``params.clients``): one cell family per client count
@@ -74,6 +82,7 @@ class WorkloadSpec(BaseModel):
     params: WorkloadParams = Field(default_factory=WorkloadParams)
     sweep: list[int] | None = Field(None, description="client counts of a saturation sweep")
     profile: ProfileField = Field(None, description="profile this entry's cells (runner.spec.profile); None inherits")
+    capacity: CapacitySpec | None = Field(None, description="search the sustainable users at a service level")
 
     @model_validator(mode="before")
     @classmethod
@@ -93,6 +102,13 @@ class WorkloadSpec(BaseModel):
             raise ValueError(f"unknown workload {self.name!r}; known: {', '.join(WORKLOADS)}")
         if self.preset is not None and self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; known: {', '.join(PRESETS)}")
+        if self.capacity is not None:
+            if self.name is None or not capacity_ready(self.name):
+                known = ", ".join(n for n in WORKLOADS if capacity_ready(n))
+                raise ValueError(f"capacity: needs a workload by name with an open loop and per-user rates ({known})")
+            if self.sweep is not None:
+                raise ValueError("capacity: the search chooses the client counts; give no sweep")
+            self.capacity.check(self.params)
         return self
 
     def names(self) -> tuple[str, ...]:
@@ -100,5 +116,8 @@ class WorkloadSpec(BaseModel):
         return PRESETS[self.preset] if self.preset else (self.name,)  # type: ignore[return-value]
 
     def param_sets(self) -> list[WorkloadParams]:
-        """The parameters of each cell family (one per client count of a sweep)."""
+        """The parameters of each cell family (one per client count of a sweep); a capacity
+        search's first step only (the campaign queues the next ones)."""
+        if self.capacity is not None:
+            return [self.capacity.step_params(self.params, self.capacity.start)]
         return param_sets(self.params, self.sweep)

@@ -45,8 +45,21 @@ CPU_COST = ("server_cpu_per_gib", "server_cpu_per_op")
 #: history never compares one with the other (docs/methodology.md, "What server CPU counts").
 TREE_SUFFIX = "_tree"
 CPU_COST_TREE = tuple(m + TREE_SUFFIX for m in CPU_COST)
+#: Sustainable users of a capacity search (runner.campaign.capacity): sample ``capacity``,
+#: stat ``users``, on the cell that ended the search; its point's ``params_key`` is the
+#: cell's without ``clients`` and ``rate`` (the key every step of the search shares), so
+#: searches of several campaigns make one series whatever N each ended at.
+CAPACITY = "capacity"
 #: Every series metric a point can have.
-POINT_METRICS = (PRIMARY, *PEAK_MEMORY, *CPU_COST, *CPU_COST_TREE)
+POINT_METRICS = (PRIMARY, *PEAK_MEMORY, *CPU_COST, *CPU_COST_TREE, CAPACITY)
+#: PostgreSQL regular expression of a step's ``clients=N`` and ``rate=R`` (search_key_expr).
+_STEP_PARAMS_RE = "(^|,)(clients|rate)=[^,]*"
+
+
+def search_key_expr(key):
+    """SQL expression: the parameter key ``key`` without ``clients`` and ``rate`` (as
+    runner.campaign.capacity.search_key): ``clients=4,file_size=1,rate=2.0`` -> ``file_size=1``."""
+    return func.regexp_replace(func.regexp_replace(key, _STEP_PARAMS_RE, "", "g"), "^,", "")
 
 
 def track_expr():
@@ -83,6 +96,8 @@ def figure_filter(metrics: tuple[str, ...] = POINT_METRICS):
     cost_tree = [m.removesuffix(TREE_SUFFIX) for m in metrics if m in CPU_COST_TREE]
     if cost_tree:
         parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost_tree), tree))
+    if CAPACITY in metrics:
+        parts.append(and_(Sample.stat == "users", Sample.metric == CAPACITY))
     return or_(*parts)
 
 
@@ -92,15 +107,18 @@ def points_select(*where):
     aggregation of ``sample`` that ``series_point`` stores."""
     track = track_expr()
     metric = case((and_(Sample.metric.in_(CPU_COST), Cell.server_cpu_source == "tree"), Sample.metric + TREE_SUFFIX),
-                  (Sample.metric.in_(PEAK_MEMORY + CPU_COST), Sample.metric), else_=literal(PRIMARY))
+                  (Sample.metric.in_(PEAK_MEMORY + CPU_COST + (CAPACITY,)), Sample.metric), else_=literal(PRIMARY))
+    pkey = case((Sample.metric == CAPACITY, search_key_expr(Cell.params_key)), else_=Cell.params_key)
     values = func.array_agg(aggregate_order_by(Sample.value, Cell.seq, Sample.id))
-    return (select(Cell.campaign_id, Cell.server, track, Cell.workload, Cell.params_key, metric,
+    # a search may end on a failed step: its answer is a figure all the same
+    counted = or_(Cell.status == "done", Sample.metric == CAPACITY)
+    return (select(Cell.campaign_id, Cell.server, track, Cell.workload, pkey, metric,
                    Cell.server_version, func.min(Cell.seq), func.min(Cell.server_label),
                    func.max(Environment.env_class), values)
             .join(Sample, Sample.cell_id == Cell.id)
             .outerjoin(Environment, Environment.id == Cell.environment_id)
-            .where(Cell.status == "done", Cell.profiled.is_(False), figure_filter(), *where)
-            .group_by(Cell.campaign_id, Cell.server, track, Cell.workload, Cell.params_key, metric,
+            .where(counted, Cell.profiled.is_(False), figure_filter(), *where)
+            .group_by(Cell.campaign_id, Cell.server, track, Cell.workload, pkey, metric,
                       Cell.server_version))
 
 
@@ -127,7 +145,9 @@ def refresh_points(session: Session, *, cell: Cell) -> int:
     cid, server, track, workload, pkey, version = key
     session.execute(delete(SeriesPoint).where(
         SeriesPoint.campaign_id == cid, SeriesPoint.server == server, SeriesPoint.track == track,
-        SeriesPoint.workload == workload, SeriesPoint.params_key == pkey, SeriesPoint.version == version))
+        SeriesPoint.workload == workload, SeriesPoint.version == version,
+        or_(SeriesPoint.params_key == pkey,
+            and_(SeriesPoint.metric == CAPACITY, SeriesPoint.params_key == search_key_expr(literal(pkey))))))
     return _insert(session, points_select(Cell.campaign_id == cid, Cell.server == server, track_expr() == track,
                                           Cell.workload == workload, Cell.params_key == pkey,
                                           Cell.server_version == version))

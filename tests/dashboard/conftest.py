@@ -276,3 +276,54 @@ def worker(xferlab_env, tmp_path):
 def browser():
     """Debian's headless Chromium through Playwright (tests.support.browser); closed at the end."""
     yield from chromium()
+
+
+@pytest.fixture
+def capacity_campaign(engine) -> Callable[..., int]:
+    """``capacity_campaign(label=None)`` runs a capacity search (runner.campaign.capacity)
+    over stored cells of a server that keeps K = 3 users at 1 MiB/s each: each step's cell
+    gets the sample rows runner.cell.samples makes of a PhaseResult whose clients each moved
+    1.2 MiB/s up to N = 3 and 3.3 MiB/s shared by all above (p99 2 ms, then 50 ms); the
+    search queues the steps (1, 2, 4, 3, then 3 again) and stores its answer. Returns the
+    campaign id."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from runner.campaign.capacity import after_step
+    from runner.cell.samples import phase_samples
+    from runner.load import hdr
+    from runner.load.result import ClientFigures, PhaseResult
+    from runner.spec.model import parse_spec
+    from runner.store import campaigns as crud
+    from runner.store.models import Cell
+
+    def hist(ms: float, n: int) -> str:
+        h = hdr.new_histogram()
+        for _ in range(n):
+            hdr.record_s(h, ms / 1000)
+        return hdr.encode(h)
+
+    def make(label: str | None = None) -> int:
+        server = {"name": "tpd", **({"label": label} if label else {})}
+        spec = parse_spec({"name": "capacity", "repeats": 1, "backend": "local", "servers": [server],
+                           "workloads": [{"name": "retr_sustained", "params": {"duration": 1, "file_size": "64K"},
+                                          "capacity": {"user_rate": "1M"}}]})
+        with Session(engine, expire_on_commit=False) as s:
+            camp = crud.create_campaign(s, spec=spec, backend="local")
+            s.commit()
+            for _ in range(20):
+                c = s.scalars(select(Cell).where(Cell.campaign_id == camp.id, Cell.status == "queued")
+                              .order_by(Cell.seq)).first()
+                if c is None:
+                    break
+                c.status, c.started_at = "running", crud.now()
+                n = c.params["clients"]
+                rate = 1.2 * MIB if n <= 3 else 3.3 * MIB / n
+                r = PhaseResult(workload="retr_sustained", elapsed_s=1.0, bytes=int(rate * n), ops=n * 16,
+                                clients=[ClientFigures(int(rate), 1.0) for _ in range(n)], user_rate=MIB,
+                                histograms={"latency": hist(2.0 if n <= 3 else 50.0, 50), "service": hist(2.0, 50)})
+                crud.finish_cell(s, cell=c, status="done", samples=phase_samples(r),
+                                 then=lambda ss, cc: after_step(ss, cc, spec))
+            return camp.id
+
+    return make

@@ -205,3 +205,26 @@ def test_saturation_chart_renders(server, browser, sweep_campaign):
     drawn = _drawn(page, "saturation-chart")
     assert drawn
     _shots(page, "campaign-saturation")
+
+
+def test_capacity_chart_renders(server, browser, capacity_campaign):
+    """The campaign page draws each capacity search from /api/campaigns/ID/capacity with the
+    saturation chart's code: the slowest user's rate and p99 against N on a log2 axis, the
+    answer marked; a label holding markup is shown as text, never inserted as HTML."""
+    from tests.dashboard.conftest import EVIL
+
+    cid = capacity_campaign(label=EVIL)
+    page = _open_chart(browser, f"{server}/campaigns/{cid}", "capacity-chart")
+    chart = page.evaluate("(() => { const c = Chart.getChart(document.getElementById('capacity-chart'));"
+                          " return { data: c.data.datasets.map(d => [d.label, d.yAxisID, d.data.map(p => [p.x, p.y])]),"
+                          " x: c.options.scales.x.type }; })()")
+    (rate_label, rate_axis, rate), (p99_label, p99_axis, p99), (mark_label, _, mark) = chart["data"]
+    assert rate_label == "throughput (KiB/s)" and rate_axis == "y" and p99_axis == "y1"
+    assert [x for x, _ in rate] == [1, 2, 3, 4] and [round(y) for _, y in rate] == [1229, 1229, 1229, 845]
+    assert p99_label == "p99 (ms)" and round(p99[-1][1]) == 50
+    assert mark_label == "sustainable users: N = 3" and [x for x, _ in mark] == [3]
+    assert chart["x"] == "logarithmic"
+    assert "3 users at each user >= 1024 KiB/s" in page.locator("#capacity-summary").inner_text()
+    assert page.locator("#capacity-group option").first.inner_text().startswith(EVIL)
+    assert page.locator("#capacity img").count() == 0 and page.title() != "1"
+    assert _drawn(page, "capacity-chart")

@@ -66,7 +66,7 @@ def test_hostile_values_are_refused_beside_their_field(client, field, value, err
 
 def test_every_preset_is_listed(client):
     page = html.unescape(client.get("/launch").text)
-    assert preset_names() == ["classic", "seed002", "seed003", "seed004"]
+    assert preset_names() == ["classic", "realistic", "seed002", "seed003", "seed004"]
     for name in preset_names():
         assert f"<option>{name}</option>" in page and f"<b>{name}</b>: {preset_summary(name)}" in page
         assert preset_facts(name) in page
@@ -76,3 +76,39 @@ def test_every_preset_is_listed(client):
         assert f"preset <b>{name}</b> <span class=\"small muted\">({', '.join(workloads)})</span>" in page
     with pytest.raises(LookupError):
         preset_summary("seed999")
+
+
+def test_capacity_and_link_queue_reach_the_spec(client):
+    form = _form(client, **{"params.file_size": "64K", "params.duration": "2", "capacity.user_rate": "128K",
+                            "capacity.p99_ms": "500", "capacity.min_jain": "0.8", "capacity.max_users": "64",
+                            "link.0.rate": "100mbit", "link.0.queue": "256kb", "link.0.qdisc": "pfifo"})
+    r = client.post("/launch", data=form, follow_redirects=False)
+    assert r.status_code == 303, r.text[:3000]
+    d = client.get(f"/api/campaigns/{r.headers['location'].rsplit('/', 1)[1]}").json()
+    cap = d["spec"]["workloads"][0]["capacity"]
+    assert (cap["user_rate"], cap["p99_ms"], cap["min_jain"], cap["max_users"]) == (128 * 1024, 500, 0.8, 64)
+    assert d["spec"]["link"] == ["100mbit/queue=256kb/pfifo"]
+    assert d["cells_total"] == 1  # the search's first step; the campaign queues the next ones
+
+
+@pytest.mark.parametrize(("field", "value", "error_field", "message"), [
+    ("capacity.user_rate", "128K;id", "capacity.user_rate", "size"),
+    ("capacity.p99_ms", "-1", "capacity.p99_ms", "greater than 0"),
+    ("capacity.min_jain", "1.5", "capacity.min_jain", "less than or equal to 1"),
+    ("capacity.max_users", "99999", "capacity.max_users", "less than or equal to 20000"),
+    ("capacity.start", "9", "capacity", "capacity.start (9) is above capacity.max_users (8)"),
+    ("params.file_size", "1M", "capacity", "operations per step"),
+    ("link.0.queue", "1kb", "link", "want 64kb"),
+    ("link.0.queue", "$(reboot)", "link", "queue"),
+    ("link.0.qdisc", "netem", "link", "want one of tbf, pfifo, fq_codel"),
+])
+def test_hostile_capacity_and_queue_values(client, field, value, error_field, message):
+    extra = {"params.file_size": "64K", "params.duration": "2", "capacity.user_rate": "128K",
+             "capacity.max_users": "8", "link.0.rate": "100mbit", field: value}
+    r = client.post("/launch", data=_form(client, **extra), follow_redirects=False)
+    assert r.status_code == 422, r.text[:2000]
+    marker = f'data-field="{error_field}">'
+    assert marker in r.text, r.text[r.text.find("field-error") - 200:][:2000]
+    shown = html.unescape(r.text.split(marker, 1)[1].split("</span>", 1)[0])
+    assert message in shown, shown
+    assert client.get("/api/campaigns").json() == []

@@ -1,19 +1,82 @@
 """A pyftpdlib server for the load-generator tests (run as a subprocess).
 
-Usage: python pyftpd_server.py HOME USER PASSWORD [HOST [dropthird]]
+Usage: python pyftpd_server.py HOME USER PASSWORD [HOST [dropthird | cap=BYTES_PER_S]]
 Binds HOST (default 127.0.0.1) on a free port, prints ``PORT <n>`` on stdout, serves
 until killed. max_cons=0 (unlimited), sendfile on, full permissions for USER.
 ``dropthird``: every third file received by STOR is deleted once received (the
 client got its ``226`` all the same): a server that loses some uploads.
+``cap=R``: every data connection's sends share one token bucket of R bytes/s (a burst of
+at most 50 ms of R), so the server's total RETR bandwidth is R however many clients
+there are: a server that serves exactly floor(R / X) users at X bytes/s each.
 """
 import itertools
 import logging
 import os
 import sys
+import time
 
 from pyftpdlib.authorizers import DummyAuthorizer
-from pyftpdlib.handlers import FTPHandler
+from pyftpdlib.handlers import DTPHandler, FTPHandler
 from pyftpdlib.servers import FTPServer
+
+
+class Bucket:
+    """A token bucket of ``rate`` bytes/s holding at most 50 ms of tokens; may go into debt."""
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self.cap = rate * 0.05
+        self.tokens = self.cap
+        self.t = time.monotonic()
+
+    def level(self) -> float:
+        now = time.monotonic()
+        self.tokens = min(self.cap, self.tokens + (now - self.t) * self.rate)
+        self.t = now
+        return self.tokens
+
+
+def capped_dtp(rate: int) -> type:
+    """A DTPHandler class whose sends draw on one shared :class:`Bucket` of ``rate``."""
+    bucket = Bucket(rate)
+    chunk = max(1024, min(65536, rate // 100))
+
+    class CappedDTP(DTPHandler):
+        ac_out_buffer_size = chunk
+
+        def __init__(self, sock, cmd_channel):
+            super().__init__(sock, cmd_channel)
+            self._wake = None
+
+        def use_sendfile(self):
+            return False
+
+        def _pause(self, seconds: float) -> None:
+            def unsleep():
+                self._wake = None
+                if not self._closed:
+                    self.add_channel(events=self.ioloop.WRITE)
+
+            self.del_channel()
+            self._wake = self.ioloop.call_later(seconds, unsleep, _errback=self.handle_error)
+
+        def send(self, data):
+            level = bucket.level()
+            if level <= 0:
+                self._pause(-level / rate + 0.001)
+                return 0
+            sent = super().send(data[:chunk])
+            bucket.tokens -= sent
+            if bucket.tokens < 0:
+                self._pause(-bucket.tokens / rate)
+            return sent
+
+        def close(self):
+            if self._wake is not None and not self._wake.cancelled:
+                self._wake.cancel()
+            super().close()
+
+    return CappedDTP
 
 
 def main() -> None:
@@ -32,6 +95,8 @@ def main() -> None:
                     os.remove(file)
 
         handler = DropThird
+    if sys.argv[5:6] and sys.argv[5].startswith("cap="):
+        handler = type("CappedFTP", (FTPHandler,), {"dtp_handler": capped_dtp(int(sys.argv[5][4:]))})
     handler.authorizer = auth
     handler.use_sendfile = True
     handler.timeout = 120

@@ -1,5 +1,5 @@
 """``/api/campaigns``: the list, launching one, one campaign's progress, cancelling it, and
-its export, per-client fairness and saturation curves."""
+its export, per-client fairness, saturation curves and capacity searches."""
 from __future__ import annotations
 
 import json
@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from dashboard.deps import INT4_MAX, CampaignId, SessionDep
 from dashboard.security import TokenRequired, public_error
 from dashboard.services.campaigns import CampaignDetail, CampaignInfo, campaign_detail, list_campaigns, redact
+from dashboard.services.capacity import campaign_capacity
 from dashboard.services.exports import FORMAT_PATTERN, download
 from dashboard.services.fairness import campaign_fairness
 from dashboard.services.launch import launch_in_thread
@@ -138,3 +139,12 @@ def api_saturation(campaign_id: CampaignId, session: SessionDep) -> dict[str, An
     return {"campaign": campaign_id, "knee_rule": {"throughput_share": KNEE_THROUGHPUT_SHARE,
                                                    "p99_factor": KNEE_P99_FACTOR},
             "curves": campaign_saturation(session, campaign_id=campaign_id)}
+
+
+@router.get("/{campaign_id}/capacity", tags=["campaigns"])
+def api_capacity(campaign_id: CampaignId, session: SessionDep) -> dict[str, Any]:
+    """The sustainable users of every ended capacity search of a campaign (docs/methodology.md,
+    "Capacity"): the answer, its service level, the bracket ``[lo, hi - 1]``, why it broke,
+    and per N the slowest user's rate (KiB/s) and the p99 latency (ms) of its slowest run.
+    404 for an unknown campaign; an empty ``searches`` list when no search has ended (yet)."""
+    return {"campaign": campaign_id, "searches": campaign_capacity(session, campaign_id=campaign_id)}

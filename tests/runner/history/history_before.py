@@ -111,6 +111,8 @@ def _figure(key: SeriesKey) -> tuple[str, str, bool]:
     lower-is-better; the primary figure is the workload's."""
     if key.metric in COST_UNITS:
         return key.metric, COST_UNITS[key.metric], False
+    if key.metric == "capacity":  # sustainable users: more is better
+        return key.metric, "users", True
     if key.metric:
         return key.metric, "MiB", False
     info = WORKLOADS[key.workload]

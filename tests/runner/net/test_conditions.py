@@ -111,3 +111,25 @@ def test_qdisc_json_as_tc_prints_it():
     assert q["overlimits"] == 1201 and q["options"]["rate"] == 12500000
     with pytest.raises(ValueError, match="list of objects"):
         parse_qdisc_json({"kind": "tbf"})
+
+
+def test_queue_text_and_tc_arguments():
+    from runner.net.conditions import LinkError, parse_link, qdisc_argvs
+
+    link = parse_link("100mbit/queue=256kb/pfifo")
+    assert (link.queue_bytes, link.queue_s, link.qdisc) == (262144, None, "pfifo")
+    assert link.text() == "100mbit/queue=256kb/pfifo" and parse_link(link.text()) == link
+    # the default written out is the default: same link, same text (labels and history keys unchanged)
+    assert parse_link({"rate": "100mbit", "queue": "50ms", "qdisc": "tbf"}).text() == "100mbit"
+    tbf, child = qdisc_argvs(link, "d", "ns")  # pfifo of ceil(262144 / 1514) = 174 frames
+    assert tbf[-2:] == ["limit", "262144"] and child[-5:] == ["handle", "20:", "pfifo", "limit", "174"]
+    assert child[child.index("parent") + 1] == "1:1"
+    q = parse_link("100mbit/5ms/queue=20ms/fq_codel")  # under netem, tbf is 10: and its child 10:1
+    argvs = qdisc_argvs(q, "d", "ns")
+    assert argvs[1][-2:] == ["latency", "20000us"] and argvs[2][argvs[2].index("parent") + 1] == "10:1"
+    assert argvs[2][-2:] == ["memory_limit", "250000"]  # 20 ms at 12.5 MB/s
+    for bad, word in (("100mbit/queue=1kb", "64kb"), ("100mbit/queue=2gb", "queue"), ("5ms/queue=1mb", "give a rate"),
+                      ("100mbit/queue=1mb/queue=2mb", "two queue parts"), ("100mbit/red", "qdisc"),
+                      ("100mbit/queue=500us", "1ms to 10s"), ("100mbit/queue=20s", "at most 10s")):
+        with pytest.raises(LinkError, match=word):
+            parse_link(bad)

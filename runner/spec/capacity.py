@@ -1,0 +1,68 @@
+"""The ``capacity`` block of a workload entry (docs/methodology.md, "Capacity"): the
+service level and the bounds of a search for the sustainable users of each server
+(runner.metrics.capacity holds the search; runner.campaign.capacity queues its steps).
+
+A capacity entry expands into one cell, its first step (``start`` users); each step's cell
+is an open-loop sustained cell whose offered rate is ``N x user_rate / file_size``
+operations/s (:func:`step_params`), so every step's parameters differ from the entry's only
+in ``clients`` and ``rate``."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from runner.catalogue.workloads import WorkloadParams, parse_size
+
+#: Fewest operations each user must be due in one step: fewer make no steady rate.
+MIN_OPS_PER_USER = 4
+
+
+class CapacitySpec(BaseModel):
+    """The service level and search bounds of a capacity search.
+
+    Attributes:
+        user_rate: each user's demand in bytes/s (``"256K"`` is 256 KiB/s), and the floor
+            each must keep when ``check_rate``.
+        check_rate: a user below ``user_rate`` fails the step (false: p99 and Jain only).
+        p99_ms: the largest p99 operation latency (ms, from the intended start); None: no bound.
+        min_jain: the smallest Jain's index over the per-user rates.
+        start: users of the first step.
+        max_users: the ramp stops there (the answer is then "at least max_users").
+        resolution: the bisection stops when the failing and passing N are this close (users).
+        confirm: run the answer again, and go on below it when that run fails.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    user_rate: int = Field(..., ge=1024, le=1 << 34, description="each user's demand and floor, bytes/s")
+    check_rate: bool = True
+    p99_ms: float | None = Field(None, gt=0, le=3_600_000)
+    min_jain: float = Field(0.9, ge=0, le=1)
+    start: int = Field(1, ge=1, le=20000)
+    max_users: int = Field(1024, ge=1, le=20000)
+    resolution: int = Field(1, ge=1, le=10000)
+    confirm: bool = True
+
+    @field_validator("user_rate", mode="before")
+    @classmethod
+    def _size(cls, v: object) -> object:
+        return parse_size(v) if isinstance(v, str) else v
+
+    def check(self, params: WorkloadParams) -> None:
+        """Raise ValueError naming the field when the search cannot run with ``params``:
+        ``start`` above ``max_users``, no criterion at all, or a step too short for
+        :data:`MIN_OPS_PER_USER` operations per user."""
+        if self.start > self.max_users:
+            raise ValueError(f"capacity.start ({self.start}) is above capacity.max_users ({self.max_users})")
+        if not self.check_rate and self.p99_ms is None:
+            raise ValueError("capacity: give a service level: check_rate true or p99_ms")
+        ops = params.duration * self.user_rate / params.file_size
+        if ops < MIN_OPS_PER_USER:
+            raise ValueError(f"capacity: each user is due {ops:.3g} operations per step (duration "
+                             f"{params.duration:g} s x user_rate {self.user_rate} B/s / file_size "
+                             f"{params.file_size} B); need at least {MIN_OPS_PER_USER}: "
+                             "raise params.duration or lower params.file_size")
+
+    def step_params(self, params: WorkloadParams, clients: int) -> WorkloadParams:
+        """``params`` for the step of ``clients`` users: ``clients``, the open-loop ``rate``
+        ``clients x user_rate / file_size`` operations/s, and ``user_rate``."""
+        return params.model_copy(update={"clients": clients, "user_rate": self.user_rate,
+                                         "rate": clients * self.user_rate / params.file_size})
