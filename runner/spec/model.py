@@ -355,8 +355,12 @@ def count_cells(spec: CampaignSpec) -> int:
     counts) x servers``, with
     ``max_repeats`` as the repeats when the campaign adds repeats (the most it can make),
     plus one profiled cell per profiled family (:func:`expand`)."""
+    return _measured_cells(spec) + len(_profiled(spec))
+
+
+def _measured_cells(spec: CampaignSpec) -> int:
     return (max(spec.repeats, spec.max_repeats or 0) * len(spec.servers)
-            * sum(len(w.names()) * len(w.param_sets()) for w in spec.workloads)) + len(_profiled(spec))
+            * sum(len(w.names()) * len(w.param_sets()) for w in spec.workloads))
 
 
 def _pairs(spec: CampaignSpec) -> list[tuple[str, WorkloadParams]]:
@@ -365,9 +369,20 @@ def _pairs(spec: CampaignSpec) -> list[tuple[str, WorkloadParams]]:
 
 def _profiled(spec: CampaignSpec) -> list[tuple[str, WorkloadParams, ServerSpec]]:
     """The cell families whose spec, workload or server entry asks for a profile, in
-    expansion order."""
-    return [(name, params, srv) for name, params in _pairs(spec) for srv in spec.servers
-            if spec.profile_of(srv, name, params) is not None]
+    expansion order (as :meth:`CampaignSpec.profile_of` decides, in one pass over the
+    workload entries)."""
+    if spec.profile is None and all(s.profile is None for s in spec.servers) \
+            and all(w.profile is None for w in spec.workloads):
+        return []
+    first: dict[str, ProfileField] = {}  # params key -> the first entry's profile that names it
+    for w in spec.workloads:
+        if w.profile is not None:
+            for name in w.names():
+                for params in w.param_sets():
+                    first.setdefault(params_key(name, params), w.profile)
+    return [(name, params, srv) for name, params in _pairs(spec)
+            for entry in (first.get(params_key(name, params)),) for srv in spec.servers
+            if resolve(srv.profile, entry, spec.profile) is not None]
 
 
 def max_cells() -> int:
@@ -380,8 +395,10 @@ def max_cells() -> int:
 def check_cells(spec: CampaignSpec, maximum: int | None = None, source: str = "spec") -> int:
     """Return :func:`count_cells` of ``spec``; raise SpecError naming the count, how it
     arises and the maximum when it exceeds ``maximum`` (default :func:`max_cells`)."""
-    n = count_cells(spec)
     limit = max_cells() if maximum is None else maximum
+    n = _measured_cells(spec)  # arithmetic only: a spec of a billion cells is refused before any is looked at
+    if n <= limit:
+        n += len(_profiled(spec))
     if n > limit:
         names = sum(len(w.names()) * len(w.param_sets()) for w in spec.workloads)
         reps = max(spec.repeats, spec.max_repeats or 0)
