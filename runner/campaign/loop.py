@@ -225,6 +225,7 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
     ran = 0
     skipped_servers: dict[tuple[int, str], str] = {}
     env_cache: dict[tuple[int, str, str], Any] = {}
+    records = crud.RecordCache()  # build and environment row ids, looked up once per server start
     specs: dict[int, tuple[CampaignSpec, Backend]] = {}
     secrets: dict[int, frozenset[str]] = {}  # campaign id -> its spec's secrets (runner.spec.redaction)
     orig_affinity = os.sched_getaffinity(0)
@@ -274,7 +275,7 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                 if spec.hosts is not None and outcome.status == "skipped":
                     skipped_servers[key] = outcome.error or "skipped"
                 t_store = time.perf_counter()
-                more = store_retry(session, partial(_store, session, cell, outcome, spec, backend, env_cache),
+                more = store_retry(session, partial(_store, session, cell, outcome, spec, backend, env_cache, records),
                                    f"storing cell {cell.id}", cell_reporter)
                 if outcome.status != "skipped":  # where the cell's time went: the write too
                     store_retry(session, partial(_store_time, session, cell.id, time.perf_counter() - t_store),
@@ -335,17 +336,21 @@ def _store_time(session: Session, cell_id: int, seconds: float) -> None:
 
 
 def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpec, backend: Backend,
-           env_cache: dict) -> str | None:
+           env_cache: dict, records: crud.RecordCache) -> str | None:
     """Store ``outcome`` for ``cell`` (and, with adaptive repeats, queue another repeat of
     its group when needed; for a capacity search's step, its next step: runner.campaign.capacity).
-    Returns the message saying what was queued, or None."""
-    build = crud.get_or_create_build(session, info=outcome.build_info) if outcome.build_info else None
-    env = None
+    Returns the message saying what was queued, or None.
+
+    The environment snapshot is taken once per (campaign, backend, driver) (``env_cache``)
+    and its row and the cell's build row are looked up once per server start and campaign
+    (``records``, runner.store.campaigns.RecordCache), not once per cell."""
+    records.rolled_back()  # what a failed earlier attempt read is not in the store
+    build_id = records.build_id(session, outcome.build_info) if outcome.build_info else None
+    env_id = None
     if outcome.status != "skipped" and outcome.environment is not None:
         from runner.metrics.environment import environment_class
 
-        env = crud.get_or_create_environment(session, data=outcome.environment,
-                                             env_class=environment_class(outcome.environment))
+        env_id = records.environment_id(session, outcome.environment, environment_class(outcome.environment))
     elif outcome.status != "skipped":
         # a workload may name its own driver; with none, its protocol's default
         driver = spec.driver_of(WorkloadParams.model_validate(cell.params), cell.workload)
@@ -353,7 +358,7 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
         if key not in env_cache:
             env_cache[key] = _environment(spec, backend, driver)
         data, cls = env_cache[key]
-        env = crud.get_or_create_environment(session, data=data, env_class=cls)
+        env_id = records.environment_id(session, data, cls)
     # Re-read the cell in this session (it was claimed and committed in the same session).
     current = session.scalars(select(Cell).where(Cell.id == cell.id)).one()
     then = None
@@ -375,6 +380,7 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
                             f"median, wanted +-{spec.target_ci * 100:g}%: repeat {new.repeat + 1} queued")
     profile = profile_row(outcome.profile) if outcome.profile is not None and outcome.status != "skipped" else None
     crud.finish_cell(session, cell=current, status=outcome.status, error=outcome.error, samples=outcome.samples,
-                     build=build, environment=env, then=then, server_cpu_source=outcome.server_cpu_source,
-                     profile=profile)
+                     build_id=build_id, environment_id=env_id, then=then,
+                     server_cpu_source=outcome.server_cpu_source, profile=profile)
+    records.committed()
     return note[-1] if note else None

@@ -88,17 +88,22 @@ class _TcpWatch:
     traffic: all are stored, only the listen-queue counters are shown
     (docs/methodology.md)."""
 
-    def __init__(self, pid: int | None) -> None:
+    def __init__(self, pid: int | None, facts: dict[str, Any] | None = None) -> None:
         from runner.metrics import tcpstats
 
         self.backlogs: list[tuple[str, int]] | None = None
         self.counters: tcpstats.PhaseCounters | None = None
         if pid is None:
             return
-        try:
-            self.backlogs = [(s.local, s.backlog) for s in tcpstats.listen_backlogs(pid)]
-        except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
-            log.info("listen backlog of pid %s not read: %s", pid, exc)
+        if facts is not None and "backlogs" in facts:  # read once per server life
+            self.backlogs = facts["backlogs"]
+        else:
+            try:
+                self.backlogs = [(s.local, s.backlog) for s in tcpstats.listen_backlogs(pid)]
+            except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
+                log.info("listen backlog of pid %s not read: %s", pid, exc)
+            if facts is not None and self.backlogs is not None:
+                facts["backlogs"] = self.backlogs
         try:
             self.counters = tcpstats.PhaseCounters(pid).__enter__()
         except (tcpstats.TcpStatsError, ValueError, OSError) as exc:
@@ -189,7 +194,9 @@ def run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, *,
     With a ``pool`` (runner.cell.server_reuse; the spec's ``server_reuse`` policy), a running
     server that may serve the cell is used instead of a fresh one, and after a ``done``
     cell the server is handed back to the pool instead of stopped. A cell on a reused
-    server records no memory figures (memory rows need a fresh server) and, under the
+    server records no memory figures (memory rows need a fresh server), starts no memory
+    sampler process (its process tree's CPU times are read here, before and after the
+    phase), reuses the listen backlog read when the server started, and, under the
     ``repeats`` policy, skips the warm-up its group's first repeat ran.
 
     Where the cell's time went is added to the outcome's samples (metric ``cell_time``,
@@ -232,6 +239,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     sampler = None
     profiler = None
     served = 1  # the cells this server has served, this one included
+    facts: dict[str, Any] = {}  # read once per server life (runner.cell.server_reuse.LiveServer)
     keep = False
     try:
         if pool is not None:
@@ -239,7 +247,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             if pool.last_stop_s:  # the previous cell's server, stopped now: its stop is this cell's time
                 clock.record("stop", pool.last_stop_s)
             if got is not None:
-                handle, served = got[0], got[1] + 1
+                handle, served, facts = got.handle, got.cells + 1, got.facts
         if handle is None:
             with clock("start"):
                 handle = backend.start(req, cpu=spec.pinning.server)
@@ -253,8 +261,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         if handle.pid is not None:
             with clock("sampler"):
                 sampler = TreeSampler(handle.pid)
-                sampler.start()
-                if fresh:
+                if fresh:  # the helper process samples memory; a reused server's cell reads CPU times only
+                    sampler.start()
                     start_mem = sampler.checkpoint("start")
         def progress(text: str) -> None:
             if reporter is not None:
@@ -274,7 +282,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         with clock("sync"):  # earlier phases' writeback must not land in this one (docs/methodology.md)
             os.sync()
         with clock("counters"):
-            tcp = _TcpWatch(handle.pid)
+            tcp = _TcpWatch(handle.pid, facts)
             link = _LinkWatch(handle)
         if upload is not None:
             with clock("files"):
@@ -357,7 +365,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
                 pass
         expired = watch is not None and watch.expired.is_set()
-        if handle is not None and not (keep and not expired and pool is not None and pool.keep(cell, handle, served)) \
-                and (watch is None or watch.claim_stop()):
+        kept = handle is not None and keep and not expired and pool is not None \
+            and pool.keep(cell, handle, served, facts)
+        if handle is not None and not kept and (watch is None or watch.claim_stop()):
             with clock("stop"):
                 handle.stop()

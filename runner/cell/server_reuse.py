@@ -25,7 +25,13 @@ When a restart is required, the lab restarts:
   reused server records no memory checkpoint (start, loaded, end, peak) and no
   memory timeline; the memory tables and their history come only from cells that
   started their server. Server CPU, throughput, latencies and the kernel TCP counters
-  are deltas over the cell's own phase and are recorded for every cell.
+  are deltas over the cell's own phase and are recorded for every cell. So only the
+  cell that starts a server runs the memory sampler's helper process; a cell on a
+  reused server reads the process tree's CPU times in the runner itself
+  (runner.metrics.sampler.TreeSampler without ``start``).
+* **What does not change during a server's life is read once:** its listen sockets'
+  backlog (``ss`` in its namespace) is kept with the server (:attr:`LiveServer.facts`)
+  and stored again for each cell it serves.
 * **A cell that did not end ``done``** (failed operations, a server that died, a
   crash) stops its server: the next cell starts a fresh one, so one failure never
   leaks into the next figure.
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -71,11 +77,14 @@ def reuse_key(policy: str, cell: Cell) -> dict[str, Any] | None:
 @dataclass
 class LiveServer:
     """A server kept running between cells: its handle, the columns of the cells it may
-    serve (:func:`reuse_key`) and how many cells it has served."""
+    serve (:func:`reuse_key`), how many cells it has served and ``facts``, what the cell
+    runner read once for the server's whole life (name -> value; e.g. ``"backlogs"``,
+    runner.cell.local)."""
 
     handle: ServerHandle
     key: dict[str, Any]
     cells: int = 1
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 class ServerPool:
@@ -99,10 +108,11 @@ class ServerPool:
         """Columns of the cell to claim first (the live server can serve it), or None."""
         return dict(self.live.key) if self.live is not None else None
 
-    def take(self, cell: Cell) -> tuple[ServerHandle, int] | None:
-        """The live server and the number of cells it has served, when it may serve
-        ``cell`` and still runs; else None, after stopping a live server that may not
-        (the caller starts a fresh one); :attr:`last_stop_s` says how long that stop took."""
+    def take(self, cell: Cell) -> LiveServer | None:
+        """The live server (its handle, the number of cells it has served, its facts),
+        when it may serve ``cell`` and still runs; else None, after stopping a live server
+        that may not (the caller starts a fresh one); :attr:`last_stop_s` says how long
+        that stop took."""
         self.last_stop_s = 0.0
         live = self.live
         if live is None:
@@ -116,22 +126,23 @@ class ServerPool:
                 running = False
             if running:
                 self.live = None
-                return live.handle, live.cells
+                return live
             log.info("the kept server is no longer running (%s): starting a fresh one",
                      live.handle.exit_reason() or "exited")
         self.last_stop_s = self.close()
         return None
 
-    def keep(self, cell: Cell, handle: ServerHandle, served: int) -> bool:
+    def keep(self, cell: Cell, handle: ServerHandle, served: int, facts: dict[str, Any] | None = None) -> bool:
         """Keep ``handle`` running after ``cell`` (its ``served``-th cell, 1 for the cell
-        that started it) when the policy reuses servers; returns False when it does not
-        (the caller stops the server). Raises RuntimeError when a server is already kept."""
+        that started it), with the ``facts`` read once for its life, when the policy reuses
+        servers; returns False when it does not (the caller stops the server). Raises
+        RuntimeError when a server is already kept."""
         key = reuse_key(self.policy, cell)
         if key is None:
             return False
         if self.live is not None:
             raise RuntimeError("a server is already kept; take() or close() it first")
-        self.live = LiveServer(handle, key, served)
+        self.live = LiveServer(handle, key, served, dict(facts or {}))
         return True
 
     def close(self) -> float:

@@ -105,12 +105,19 @@ def claim_next_cell(session: Session, *, campaign_id: int | None = None, worker:
     return cell
 
 
+def build_key(info: dict[str, Any]) -> tuple[str, str, str, str]:
+    """What makes a ServerBuild row unique, from a cell's build info: (name, version,
+    variant as canonical JSON, config hash)."""
+    variant = info.get("variant") or {}
+    return (str(info.get("name", "")), str(info.get("version") or ""), json.dumps(variant, sort_keys=True),
+            str(info.get("config_hash") or ""))
+
+
 def get_or_create_build(session: Session, *, info: dict[str, Any]) -> ServerBuild:
     """The ServerBuild row for ``info`` (keys: name, version, variant, config_hash, ...),
-    created if new (unique on name, version, variant, config hash)."""
+    created if new (unique on name, version, variant, config hash: :func:`build_key`)."""
     variant = info.get("variant") or {}
-    vkey = json.dumps(variant, sort_keys=True)
-    name, ver, chash = str(info.get("name", "")), str(info.get("version") or ""), str(info.get("config_hash") or "")
+    name, ver, vkey, chash = build_key(info)
     row = session.scalars(select(ServerBuild).where(ServerBuild.name == name, ServerBuild.version == ver,
                                                     ServerBuild.variant_key == vkey,
                                                     ServerBuild.config_hash == chash)).first()
@@ -122,10 +129,16 @@ def get_or_create_build(session: Session, *, info: dict[str, Any]) -> ServerBuil
     return row
 
 
+def environment_digest(data: dict[str, Any]) -> tuple[str, str]:
+    """(sha256 hex digest, canonical JSON) of an environment snapshot: what makes an
+    Environment row unique."""
+    canon = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(canon.encode()).hexdigest(), canon
+
+
 def get_or_create_environment(session: Session, *, data: dict[str, Any], env_class: str) -> Environment:
     """The Environment row for snapshot ``data`` (deduplicated by sha256 of its canonical JSON)."""
-    canon = json.dumps(data, sort_keys=True, default=str)
-    digest = hashlib.sha256(canon.encode()).hexdigest()
+    digest, canon = environment_digest(data)
     row = session.scalars(select(Environment).where(Environment.digest == digest)).first()
     if row is None:
         row = Environment(digest=digest, env_class=env_class, data=json.loads(canon))
@@ -134,18 +147,68 @@ def get_or_create_environment(session: Session, *, data: dict[str, Any], env_cla
     return row
 
 
+class RecordCache:
+    """The ids of the ServerBuild and Environment rows a campaign loop found or made, by
+    their unique keys (:func:`build_key`, :func:`environment_digest`), so they are looked
+    up once per server start and campaign instead of once per cell.
+
+    Ids read or made in a transaction count only once it committed: call
+    :meth:`committed` after the commit; a rolled-back attempt (runner.store.retry) leaves
+    nothing behind, and the next attempt looks up again. Not thread-safe (one loop).
+    ``lookups`` counts the reads of the store (get-or-create calls) it made."""
+
+    def __init__(self) -> None:
+        self._builds: dict[tuple[str, str, str, str], int] = {}
+        self._envs: dict[str, int] = {}
+        self._pending: list[tuple[dict, Any, int]] = []
+        self.lookups = 0
+
+    def build_id(self, session: Session, info: dict[str, Any]) -> int:
+        """The id of the ServerBuild row of ``info`` (made if new)."""
+        key = build_key(info)
+        if key in self._builds:
+            return self._builds[key]
+        self.lookups += 1
+        row_id = get_or_create_build(session, info=info).id
+        self._pending.append((self._builds, key, row_id))
+        return row_id
+
+    def environment_id(self, session: Session, data: dict[str, Any], env_class: str) -> int:
+        """The id of the Environment row of snapshot ``data`` (made if new, with ``env_class``)."""
+        digest, _ = environment_digest(data)
+        if digest in self._envs:
+            return self._envs[digest]
+        self.lookups += 1
+        row_id = get_or_create_environment(session, data=data, env_class=env_class).id
+        self._pending.append((self._envs, digest, row_id))
+        return row_id
+
+    def committed(self) -> None:
+        """The transaction that read or made the pending ids committed: keep them."""
+        for table, key, row_id in self._pending:
+            table[key] = row_id
+        self._pending.clear()
+
+    def rolled_back(self) -> None:
+        """Forget the ids of a transaction that did not commit."""
+        self._pending.clear()
+
+
 def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None = None,
                 samples: list[Sample] | None = None, build: ServerBuild | None = None,
                 environment: Environment | None = None,
                 then: Callable[[Session, Cell], object] | None = None,
-                server_cpu_source: str | None = None, profile: CellProfile | None = None) -> None:
-    """Store a cell's outcome, samples and profile, refresh its campaign's progress and the history
-    points of its group (runner.store.points.refresh_points, under the campaign's row
-    lock); commits all in one transaction.
+                server_cpu_source: str | None = None, build_id: int | None = None,
+                environment_id: int | None = None, profile: CellProfile | None = None) -> None:
+    """Store a cell's outcome, samples and profile, refresh its campaign's progress and the
+    history points of its group (runner.store.points.refresh_points, under the campaign's
+    row lock); commits all in one transaction.
 
-    ``status`` is ``done``, ``failed`` or ``skipped``; ``server_cpu_source`` where its
-    ``server_cpu`` rows came from (``cgroup``, ``tree``; Cell.server_cpu_source); ``profile``
-    the server's CPU profile over the phase (runner.store.profiles). ``then(session, cell)`` runs after
+    ``status`` is ``done``, ``failed`` or ``skipped``; ``build`` / ``environment`` (or
+    their ids, ``build_id`` / ``environment_id``, e.g. from :class:`RecordCache`) the rows
+    the cell ran with; ``server_cpu_source`` where its ``server_cpu`` rows came from
+    (``cgroup``, ``tree``; Cell.server_cpu_source); ``profile`` the server's CPU profile
+    over the phase (runner.store.profiles). ``then(session, cell)`` runs after
     the samples are flushed and before the progress is counted, in the same transaction
     (runner.campaign.repeats queues another repeat there, so the campaign is not closed first)."""
     cell.status = status
@@ -155,8 +218,12 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
         cell.server_cpu_source = server_cpu_source
     if build is not None:
         cell.build_id = build.id
+    elif build_id is not None:
+        cell.build_id = build_id
     if environment is not None:
         cell.environment_id = environment.id
+    elif environment_id is not None:
+        cell.environment_id = environment_id
     for s in samples or []:
         s.cell_id = cell.id
         session.add(s)

@@ -174,7 +174,7 @@ def store_profiled_campaign(engine, profiles: dict[str, ServerProfile | None], *
             outcome = CellOutcome("done", samples=[Sample(metric="elapsed", stat="value", value=value, unit="s")],
                                   summary="test", environment=dict(TEST_ENVIRONMENT),
                                   profile=profiles[c.server_label])
-            _store(s, c, outcome, spec, None, {})  # type: ignore[arg-type]  # no backend needed: environment given
+            _store(s, c, outcome, spec, None, {}, crud.RecordCache())  # type: ignore[arg-type]  # environment given
             ids.setdefault(c.server_label, c.id)
         return camp.id, ids
 

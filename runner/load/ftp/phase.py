@@ -43,11 +43,18 @@ def raise_nofile_limit() -> int:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Run the block with Python's cyclic garbage collector paused: collect once and
-    freeze the survivors (``gc.freeze``, so no later collection scans them), disable the
-    collector, and on exit unfreeze and restore whether it was enabled."""
+    """Run the block with Python's cyclic garbage collector paused: collect the two young
+    generations, freeze what is left (``gc.freeze``, so no collection scans it), disable
+    the collector, and on exit unfreeze and restore whether it was enabled.
+
+    The oldest generation is not collected here: a full collection scans the whole heap
+    of a campaign process (about 230,000 objects: 0.2 to 0.75 s before every phase,
+    measured at load averages 12 to 44 on two cores), while the young generations hold
+    what the previous phase left (0.1 ms). The collector is off during
+    the phase either way; the full collections the interpreter schedules itself run
+    after the phase, in untimed code."""
     was_enabled = gc.isenabled()
-    gc.collect()
+    gc.collect(1)
     gc.freeze()
     gc.disable()
     try:
@@ -259,18 +266,28 @@ class Phase:
         return out
 
     async def teardown(self, sessions: list[FTPSession], dele: Sequence[str] = ()) -> None:
-        """Untimed, errors ignored: DELE uploaded files, QUIT all sessions, close."""
+        """Untimed, errors ignored: DELE uploaded files, QUIT all sessions, close.
+
+        The files are deleted over all live sessions at once (file ``i`` by session
+        ``i mod n``, each session's share one after another): 300 uploaded files cost
+        300 round trips on one session otherwise (4.6 to 6.7 s per 300-client STOR cell
+        measured under docker), every DELE waiting for the previous one. The server
+        deletes the same files either way, before the next phase."""
         self.pending = 0
         self.end()
         live = [s for s in sessions if s in self.sessions]
+
+        async def delete(s: FTPSession, names: Sequence[str]) -> None:
+            for name in names:
+                try:
+                    await s.dele(name)
+                except FTPError:
+                    pass
+
         try:
             async with asyncio.timeout(min(self.p.op_timeout, TEARDOWN_TIMEOUT)):
                 if dele and live:
-                    for name in dele:
-                        try:
-                            await live[0].dele(name)
-                        except FTPError:
-                            pass
+                    await asyncio.gather(*(delete(s, dele[i::len(live)]) for i, s in enumerate(live)))
                 await asyncio.gather(*(s.quit() for s in live), return_exceptions=True)
         except TimeoutError:
             self.notes.append("teardown (QUIT) did not finish within "

@@ -31,9 +31,11 @@ delta of this process over the measured phase only.
 
 Garbage collection: the client's cyclic garbage collector must not pause a phase (a
 generation-2 collection of a long campaign's heap took 88 ms here, turning a 0.05 s
-300-client login phase into 0.137 s). Each phase therefore runs with the heap
-collected and frozen beforehand (``gc.collect()``, ``gc.freeze()``, untimed) and the
-collector disabled; both are undone when the phase ends (:func:`runner.load.ftp.phase.gc_paused`).
+300-client login phase into 0.137 s). Each phase therefore runs with the young
+generations collected and the heap frozen beforehand (``gc.collect(1)``, ``gc.freeze()``,
+untimed) and the collector disabled; both are undone when the phase ends
+(:func:`runner.load.ftp.phase.gc_paused`, which says why the oldest generation is left
+to the interpreter's own collections between phases).
 Reference counting still frees everything that is not in a cycle, and every phase is
 bounded in time, so what accumulates is small.
 """

@@ -4,6 +4,7 @@ how many servers started, in which order the cells ran, and that memory figures 
 only from cells that started their server."""
 from __future__ import annotations
 
+import re
 import sys
 import typing
 from types import SimpleNamespace
@@ -67,8 +68,12 @@ def test_pool_keeps_a_server_for_matching_cells_only():
     assert pool.prefer() == reuse_key("repeats", _cell())
     with pytest.raises(RuntimeError):
         pool.keep(_cell(), _Handle(), 1)
-    assert pool.take(_cell(repeat=1)) == (h, 1)          # same group, next repeat
-    assert pool.keep(_cell(repeat=1), h, 2)
+    got = pool.take(_cell(repeat=1))                      # same group, next repeat
+    assert got is not None and got.handle is h and got.cells == 1 and got.facts == {}
+    assert pool.keep(_cell(repeat=1), h, 2, {"backlogs": [("0.0.0.0:21", 1024)]})
+    got = pool.take(_cell(repeat=2))                      # what was read once comes with the server
+    assert got.handle is h and got.cells == 2 and got.facts == {"backlogs": [("0.0.0.0:21", 1024)]}
+    assert pool.keep(_cell(repeat=2), h, 3, got.facts)
     assert pool.take(_cell(workload="stor", params_key="stor|x")) is None   # another group: stopped
     assert h.stops == 1 and pool.live is None and pool.last_stop_s >= 0.0
 
@@ -125,6 +130,9 @@ def _campaign(engine, policy: str):
             Sample.cell_id == c.id, Sample.metric == "server_mem_uss")).first()}
         cpu = {c.id for c in cells if s.scalars(select(Sample).where(
             Sample.cell_id == c.id, Sample.metric.like("server_cpu%"))).first()}
+        backlog = {c.id: s.scalar(select(Sample.value).where(Sample.cell_id == c.id,
+                                                            Sample.metric == "listen_backlog")) for c in cells}
+        assert len(set(backlog.values())) == 1 and None not in backlog.values(), backlog  # read once, kept
         return [(c.workload, c.repeat, c.id in started) for c in cells], started, with_memory, cpu
 
 
@@ -143,3 +151,33 @@ def test_campaign_under_each_policy(engine, policy):
     else:                                                 # one server per repeat, its workloads in a row
         assert order == [("retr", 0, True), ("login", 0, False), ("retr", 1, True), ("login", 1, False),
                          ("retr", 2, True), ("login", 2, False)]
+
+
+@lacks_if(not sys.platform.startswith("linux"), "Linux: the local backend's tpd needs it")
+def test_build_and_environment_records_once_per_server_start(engine):
+    """Six cells of tpd on two server starts (server_reuse: repeats): the store is asked
+    for the build and environment rows at most once per server start (the statements
+    that touch their tables, counted on the engine), and every cell still points at them."""
+    from sqlalchemy import event
+
+    local_server_or_skip("tpd")
+    seen: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if re.search(r"\b(FROM|INTO)\s+(server_build|environment)\b", statement, re.IGNORECASE):
+            seen.append(statement.split()[0].upper())
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        order, started, _, _ = _campaign(engine, "repeats")
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(order) == 6 and len(started) == 2
+    # one get-or-create per table (a SELECT, an INSERT when new) for the first server start;
+    # the second start has the same build and environment: no statement at all
+    assert 2 <= len(seen) <= 2 * 2 * len(started), seen
+    assert seen.count("SELECT") <= 2 * len(started), seen
+    with Session(engine) as s:
+        cid = s.scalar(select(Campaign.id).order_by(Campaign.id.desc()).limit(1))
+        refs = set(s.execute(select(Cell.build_id, Cell.environment_id).where(Cell.campaign_id == cid)).all())
+    assert len(refs) == 1 and None not in next(iter(refs)), refs

@@ -184,7 +184,7 @@ def test_the_profiled_repeat_stays_out_of_the_primary_figures(engine, profiles):
             outcome = CellOutcome("done", samples=[Sample(metric="elapsed", stat="value", value=value, unit="s")],
                                   summary="test", environment=dict(TEST_ENVIRONMENT),
                                   profile=profiles["a"][0] if c.profiled else None)
-            _store(s, c, outcome, spec, None, {})  # type: ignore[arg-type]  # no backend needed: environment given
+            _store(s, c, outcome, spec, None, {}, crud.RecordCache())  # type: ignore[arg-type]  # environment given
         data = load_campaign(s, campaign_id=camp.id)
         elapsed = [x for x in data.series if x.metric == "elapsed"]
         assert [x.samples for x in elapsed] == [(1.0, 1.5)]

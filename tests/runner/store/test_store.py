@@ -199,6 +199,34 @@ def test_builds_and_environments_deduplicated(engine):
         assert b1.id == b2.id and e1.id == e2.id
 
 
+def test_record_cache_looks_up_once_and_forgets_what_was_rolled_back(engine):
+    """RecordCache: one store lookup per build key and environment digest once committed;
+    an id made in a transaction that rolled back is not kept (the row does not exist), so
+    the next attempt looks up again and gets a row that is in the store."""
+    from runner.store.models import Environment, ServerBuild
+
+    cache = crud.RecordCache()
+    info = {"name": "vsftpd", "version": "3.0.3", "variant": {"storage": "tmpfs"}, "config_hash": "rc1"}
+    with Session(engine) as s:
+        lost = cache.build_id(s, info)
+        cache.environment_id(s, {"kernel": "rc"}, "c-rc")
+        s.rollback()
+        cache.rolled_back()
+        assert s.get(ServerBuild, lost) is None                       # never committed
+    with Session(engine) as s:
+        bid = cache.build_id(s, {**info, "startup_s": 0.4})            # same key: same row
+        eid = cache.environment_id(s, {"kernel": "rc"}, "c-rc")
+        s.commit()
+        cache.committed()
+        assert cache.lookups == 4
+        assert cache.build_id(s, {**info, "startup_s": 0.9}) == bid    # from the cache
+        assert cache.environment_id(s, {"kernel": "rc"}, "c-rc") == eid
+        assert cache.lookups == 4
+        assert s.get(ServerBuild, bid).config_hash == "rc1" and s.get(Environment, eid).env_class == "c-rc"
+        other = cache.build_id(s, {**info, "variant": {"storage": "disk"}})  # another variant: another row
+        assert other != bid and cache.lookups == 5
+
+
 def test_workers_leave_foreground_campaigns_alone(engine):
     with Session(engine) as s:
         owned = crud.create_campaign(s, spec=parse_spec(SPEC), backend="local", owner="somehost:1234")

@@ -342,9 +342,11 @@ def test_no_garbage_collection_inside_a_phase(target):
             stamps.append((time.time(), info["generation"]))
 
     junk = [[i] for i in range(200_000)]  # a heap worth collecting, cycles created below
+    gc.collect()  # the junk is old now: the interpreter schedules no full collection soon
     gc.callbacks.append(cb)
     try:
         assert gc.isenabled()
+        called = time.time()
         r = run_workload_sync("login", target, small(clients=50))
         for _ in range(20_000):  # cyclic garbage: collections must run again after the phase
             a: list = []
@@ -354,6 +356,9 @@ def test_no_garbage_collection_inside_a_phase(target):
     assert r.error_count == 0 and r.started_at is not None
     inside = [g for t, g in stamps if r.started_at <= t <= r.ended_at]
     assert inside == [], f"collections during the measured phase: {inside}"
+    # before the phase only the young generations are collected: no scan of the whole heap
+    before = [g for t, g in stamps if called <= t < r.started_at]
+    assert 1 in before and 2 not in before, f"collections before the phase: {before}"
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert any(t > r.ended_at for t, _ in stamps), "the collector did not run again after the phase"
     del junk
@@ -368,3 +373,24 @@ def test_catalogue_facts_used_across_hosts():
     assert {n for n, w in WORKLOADS.items() if w.client_split == "per_host"} == {"stor", "retr"}
     assert {n for n, w in WORKLOADS.items() if w.protocol == "http"} == {"http_upload", "http_download"}
     assert {w.protocol for w in WORKLOADS.values()} == {"ftp", "http"}
+
+
+def test_stor_concurrent_teardown_deletes_over_every_session(target, ftp_home, monkeypatch):
+    """The untimed teardown of a concurrent STOR deletes the uploaded files over all the
+    phase's sessions at once, each its own file, and every file is gone afterwards."""
+    from runner.load.ftp.session import FTPSession
+
+    deleted: list[tuple[int, str]] = []
+    real_dele = FTPSession.dele
+
+    async def recording_dele(self, name):
+        deleted.append((id(self), name))
+        return await real_dele(self, name)
+
+    monkeypatch.setattr(FTPSession, "dele", recording_dele)
+    r, _, _ = run("stor_concurrent", target, small(clients=12))
+    assert r.errors == {} and r.ops == 12, r.notes
+    names = [n for _, n in deleted]
+    assert sorted(names) == sorted(set(names)) and len(names) == 12   # each file once
+    assert len({s for s, _ in deleted}) == 12                         # over 12 sessions, not one
+    assert not list(ftp_home.glob("xferlab-stor-*"))                  # and the server holds none
