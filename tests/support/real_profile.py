@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -67,7 +68,9 @@ int main(int argc, char **argv) {
     int fd = open("/dev/null", O_WRONLY);
     for (int i = 0; i < (int)sizeof src; i++) src[i] = (unsigned char)(i * 7);
     unsigned long h = xfl_work(argv[1][0], atof(argv[2]), fd);
-    printf("writes %lu hash %lu\n", writes, h & 1);
+    struct timespec cpu;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    printf("writes %lu hash %lu cpu %ld.%09ld\n", writes, h & 1, (long)cpu.tv_sec, cpu.tv_nsec);
     return 0;
 }
 """
@@ -100,12 +103,19 @@ def perf_version() -> str:
     return out.split()[-1]
 
 
-def record(workdir: Path, mode: str, *, seconds: float = 1.5, rate: int = 199) -> tuple[ServerProfile, int]:
-    """Profile one run of the busy program in ``mode`` (``a`` or ``b``).
+class Recorded(NamedTuple):
+    """One profiled run of the busy program: the ServerProfile (on-CPU folded stacks from
+    perf's samples, the ``write`` count from ``perf stat``'s tracepoint), the program's own
+    count of its writes and its own CPU time in seconds (CLOCK_PROCESS_CPUTIME_ID)."""
 
-    Returns ``(profile, writes)``: the ServerProfile (on-CPU folded stacks from perf's
-    samples, the ``write`` count from ``perf stat``'s tracepoint) and the program's own
-    count of its writes."""
+    profile: ServerProfile
+    writes: int
+    cpu_s: float
+
+
+def record(workdir: Path, mode: str, *, seconds: float = 1.5, rate: int = 199) -> Recorded:
+    """Profile one run of the busy program in ``mode`` (``a`` or ``b``) for ``seconds`` of
+    wall time; returns what it recorded (:class:`Recorded`)."""
     exe = workdir / "xfl-busy"
     if not exe.exists():
         build_busy(workdir)
@@ -119,7 +129,10 @@ def record(workdir: Path, mode: str, *, seconds: float = 1.5, rate: int = 199) -
                          capture_output=True, text=True, timeout=120)
     if run.returncode != 0:
         pytest.fail(f"perf failed ({run.returncode}): {run.stderr[-2000:]}")
-    writes = int(re.search(r"writes (\d+)", run.stdout).group(1))  # type: ignore[union-attr]
+    own = re.search(r"writes (\d+) hash \d+ cpu ([\d.]+)", run.stdout)
+    if own is None:
+        pytest.fail(f"the busy program printed no counts: {run.stdout[-500:]!r}")
+    writes, cpu_s = int(own.group(1)), float(own.group(2))
     script = subprocess.run([perf, "script", "-F", "comm,tid,time,event,ip,sym,dso", "-i", str(data)],
                             capture_output=True, text=True, check=True, timeout=120).stdout
     folded = subprocess.run([collapse, "--all"], input=script, capture_output=True, text=True, check=True,
@@ -134,7 +147,7 @@ def record(workdir: Path, mode: str, *, seconds: float = 1.5, rate: int = 199) -
                             on_cpu=folded, on_cpu_s=samples / rate,
                             syscalls=(SyscallRow(name="write", count=counted),),
                             notes=("no off-CPU stacks in this test profile",))
-    return profile, writes
+    return Recorded(profile, writes, cpu_s)
 
 
 #: The environment snapshot stored with the test cells (the fields of an environment class).
