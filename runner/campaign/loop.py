@@ -369,7 +369,7 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
         from runner.campaign.repeats import add_repeat_if_needed, group_values, steadiness
 
         def then(s: Session, c: Cell) -> None:
-            if capacity and entry_of(spec, c) is not None:  # the search decides what runs next
+            if capacity and not c.profiled and entry_of(spec, c) is not None:  # the search decides what runs next
                 said = after_step(s, c, spec)
                 if said is not None:
                     note.append(said)
