@@ -115,6 +115,8 @@ def validate(data: dict[str, Any]) -> tuple[BisectRequest | None, dict[str, str]
             parts = path.split(".")
             if len(parts) >= 4 and parts[:3] == ["workloads", "0", "params"]:
                 key = f"params.{parts[3]}"
+            elif path == "servers.0" and "cannot be built from source" in msg:
+                key = "server"
             else:
                 key = next((f for p, f in _SPEC_FIELDS.items() if path == p or path.startswith(p + ".")), "")
             errors.setdefault(key, msg)
