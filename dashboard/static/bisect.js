@@ -14,6 +14,7 @@ function bisectChart() {
                    backgroundColor: d.points.map(color) }],
     },
     options: {
+      maintainAspectRatio: false,
       animation: false,
       scales: { y: { beginAtZero: true, title: { display: true, text: `${d.workload} ${d.metric} (${d.unit})` } },
                 x: { title: { display: true, text: "commit (bisect order)" } } },

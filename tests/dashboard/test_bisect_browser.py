@@ -49,17 +49,20 @@ def test_a_bisect_queued_from_the_form_names_the_slow_commit(engine, server, wor
     page.wait_for_url(f"{server}/bisect/*")
     job_id = int(page.url.rsplit("/", 1)[1])
 
+    page.goto("about:blank")  # the running page reloads itself; poll its HTML instead
     seen: list[str] = []
     deadline = time.monotonic() + 1200
     status = "queued"
     while time.monotonic() < deadline:
         with Session(engine) as s:
             status = s.get(BisectJob, job_id).status
-        page.goto(f"{server}/bisect/{job_id}")
-        seen.append(page.inner_text("#bisect-progress"))
+        r = page.request.get(f"{server}/bisect/{job_id}")
+        assert r.ok, r.status
+        seen.append(r.text().split('id="bisect-progress">', 1)[1].split("</p>", 1)[0])
         if status in ("done", "failed"):
             break
         time.sleep(3)
+    page.goto(f"{server}/bisect/{job_id}")
     with Session(engine) as s:
         job = s.get(BisectJob, job_id)
         assert job.status == "done", (job.status, job.error, job.log)
@@ -92,6 +95,10 @@ def test_a_bisect_queued_from_the_form_names_the_slow_commit(engine, server, wor
     assert chart["data"] == pytest.approx([st["median"] for st in steps])
     assert [c[:7] for c in chart["colors"]] == ["#b3261e" if st["verdict"] == "bad" else "#2a9d5c" for st in steps]
     assert chart["whiskers"] == len(steps)
+    box = page.evaluate("(() => { const c = document.getElementById('bisect-chart').getBoundingClientRect();"
+                        " const t = document.getElementById('bisect-steps').getBoundingClientRect();"
+                        " return [c.bottom, t.top, c.height]; })()")
+    assert box[0] <= box[1] and box[2] > 150, box  # the chart stays in its box, above the table
     rows = page.locator("#bisect-steps tbody tr")
     assert rows.count() == len(steps)
     links = page.locator("#bisect-steps a[href^='/campaigns/']")

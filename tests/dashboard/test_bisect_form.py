@@ -99,3 +99,31 @@ def test_hostile_values_are_refused_beside_their_field(client, engine, checkout,
     assert shown and message in shown, shown
     assert f'value="{value}"' in html.unescape(r.text) or field in ("server", "workload", "backend")  # kept
     assert _count(engine) == 0
+
+
+@pytest.mark.integration
+def test_the_worker_fails_a_bisect_whose_ref_does_not_resolve_and_reaps_a_dead_one(client, engine, checkout,
+                                                                                     xferlab_env):
+    import socket
+    import sys
+
+    r = client.post("/bisect", data=_form(client, checkout, good="no-such-tag"), follow_redirects=False)
+    assert r.status_code == 303, r.text[:2000]
+    job_id = int(r.headers["location"].rsplit("/", 1)[1])
+    with Session(engine) as s:
+        dead = BisectJob(request={"server": "pyftpdlib"}, status="running", steps=[], log=[],
+                         owner=f"{socket.gethostname()}:999999999")
+        s.add(dead)
+        s.commit()
+        dead_id = dead.id
+    p = subprocess.run([sys.executable, "-m", "runner.cli", "worker", "--once", "--poll", "0.2"], env=xferlab_env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert f"bisect {job_id} claimed" in p.stderr and f"bisect {job_id} failed" in p.stderr
+    with Session(engine) as s:
+        job, gone = s.get(BisectJob, job_id), s.get(BisectJob, dead_id)
+        assert job.status == "failed" and "no-such-tag" in job.error and job.finished_at is not None, job.error
+        assert job.steps == [] and job.log[-1].endswith(job.error) and "bisect stopped" in job.log[-1]
+        assert gone.status == "failed" and "stopped" in gone.error
+    page = client.get(f"/bisect/{job_id}").text
+    assert "Stopped:" in page and "no-such-tag" in html.unescape(page) and 'http-equiv="refresh"' not in page
