@@ -1,6 +1,7 @@
 // The bisect result chart: the median of the figure at each measured commit, in bisect order
 // (x: short SHA and role), a whisker for the CI of the median (ciWhiskers of app.js),
-// bars coloured by verdict (good green, bad red; the confirmation re-measures paler).
+// bars coloured by verdict (good green, bad red; the confirmation re-measures paler); the
+// y-axis reaches the highest CI bound, so no whisker is cut off.
 /* global Chart, ciWhiskers, jsonData */
 function bisectChart() {
   const d = jsonData("bisect-data"), el = document.getElementById("bisect-chart");
@@ -16,7 +17,8 @@ function bisectChart() {
     options: {
       maintainAspectRatio: false,
       animation: false,
-      scales: { y: { beginAtZero: true, title: { display: true, text: `${d.workload} ${d.metric} (${d.unit})` } },
+      scales: { y: { beginAtZero: true, suggestedMax: Math.max(...d.points.map(p => (p.ci ? p.ci[1] : p.median))),
+                     title: { display: true, text: `${d.workload} ${d.metric} (${d.unit})` } },
                 x: { title: { display: true, text: "commit (bisect order)" } } },
       plugins: {
         legend: { display: false },

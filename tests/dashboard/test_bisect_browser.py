@@ -90,11 +90,12 @@ def test_a_bisect_queued_from_the_form_names_the_slow_commit(engine, server, wor
 
     chart = page.evaluate(f"""(() => {{ const c = {CHART}; return {{labels: c.data.labels,
         data: c.data.datasets[0].data, colors: c.data.datasets[0].backgroundColor,
-        whiskers: (c.$ciWhiskers || []).length}}; }})()""")
+        whiskers: (c.$ciWhiskers || []).length, ymax: c.scales.y.max}}; }})()""")
     assert chart["labels"] == [f"{st['commit'][:10]} ({st['role']})" for st in steps]
     assert chart["data"] == pytest.approx([st["median"] for st in steps])
     assert [c[:7] for c in chart["colors"]] == ["#b3261e" if st["verdict"] == "bad" else "#2a9d5c" for st in steps]
     assert chart["whiskers"] == len(steps)
+    assert chart["ymax"] >= max(st["ci_high"] for st in steps)  # no whisker cut off
     box = page.evaluate("(() => { const c = document.getElementById('bisect-chart').getBoundingClientRect();"
                         " const t = document.getElementById('bisect-steps').getBoundingClientRect();"
                         " return [c.bottom, t.top, c.height]; })()")
