@@ -34,7 +34,7 @@ from runner.backends.source import git, resolve
 from runner.campaign.gate import at_source, pooled, read, run_stored, samples_of, verdict
 from runner.campaign.loop import Reporter
 from runner.report.data import Series
-from runner.report.stats import ALPHA, mann_whitney_p
+from runner.report.stats import ALPHA, mann_whitney_p, summarize
 from runner.spec.model import CampaignSpec
 
 
@@ -62,6 +62,8 @@ class Step:
         verdict: ``good`` or ``bad`` (the refs given are that by definition).
         p_good, p_bad: Mann-Whitney U p-values against the good and the bad samples.
         left: commits still in the range when it was chosen (steps); 0 otherwise.
+        n, ci_low, ci_high, unit: the samples pooled, the confidence interval of their
+            median (runner.report.stats.summarize; None below 2 samples) and its unit.
     """
 
     role: Literal["good", "bad", "step", "confirm"]
@@ -73,6 +75,16 @@ class Step:
     p_good: float | None = None
     p_bad: float | None = None
     left: int = 0
+    n: int = 0
+    ci_low: float | None = None
+    ci_high: float | None = None
+    unit: str = ""
+
+    def with_samples(self, s: Series) -> Step:
+        """This step with ``n``, the median's CI and the unit of the pooled samples ``s``."""
+        sm = summarize(s.samples)
+        self.n, self.ci_low, self.ci_high, self.unit = sm.n, sm.ci_low, sm.ci_high, s.unit
+        return self
 
 
 @dataclass
@@ -125,16 +137,24 @@ class Bisector:
         say: one line of progress (steps left, each verdict).
         min_effect: the good/bad difference must reach this relative change.
         max_rounds: most measurements of one commit before it is called undecided.
+        on_step: called with every Step as soon as it is measured (good, bad, each
+            midpoint, the two confirmations), e.g. to store progress.
+        on_progress: called when a midpoint is chosen with (commits left in the range,
+            git's estimate of the steps to go after this one).
     """
 
     def __init__(self, engine: Engine, spec: CampaignSpec, *, workload: str, metric: str, reporter: Reporter,
-                 say: Callable[[str], None], min_effect: float, max_rounds: int = 3):
+                 say: Callable[[str], None], min_effect: float, max_rounds: int = 3,
+                 on_step: Callable[[Step], None] | None = None,
+                 on_progress: Callable[[int, int], None] | None = None):
         servers = [s for s in spec.servers if s.source is not None]
         if len(servers) != 1 or len(spec.servers) != 1:
             raise BisectError("bisect needs a spec with exactly one server, built from source")
         self.engine, self.spec, self.workload, self.metric = engine, spec, workload, metric
         self.source = servers[0].source or ""
         self.reporter, self.say, self.min_effect, self.max_rounds = reporter, say, min_effect, max_rounds
+        self.on_step = on_step or (lambda _st: None)
+        self.on_progress = on_progress or (lambda _left, _steps: None)
 
     def measure(self, commit: str, role: str) -> tuple[int, Series]:
         """Run the spec at ``commit`` as a stored campaign; (its id, the figure's series).
@@ -169,7 +189,8 @@ class Bisector:
             else:
                 kind = None
             if kind is not None:
-                return Step("confirm" if role == "confirm" else "step", commit, "", cids, med, kind, pg, pb)
+                return Step("confirm" if role == "confirm" else "step", commit, "", cids, med, kind, pg,
+                            pb).with_samples(m)
             self.say(f"  {commit[:12]}: undecided (p vs good {pg:.3g}, vs bad {pb:.3g}); measuring again")
         raise BisectError(f"{commit[:12]} stays undecided after {self.max_rounds} measurements "
                           "(add repeats, or a larger effect)")
@@ -187,8 +208,10 @@ class Bisector:
         gcid, gs = self.measure(g.commit, "good")
         bcid, bs = self.measure(b.commit, "bad")
         v = verdict(self.metric, gs, bs, self.min_effect)
-        steps = [Step("good", g.commit, g.subject, [gcid], _median(gs), "good"),
-                 Step("bad", b.commit, b.subject, [bcid], _median(bs), "bad")]
+        steps = [Step("good", g.commit, g.subject, [gcid], _median(gs), "good").with_samples(gs),
+                 Step("bad", b.commit, b.subject, [bcid], _median(bs), "bad").with_samples(bs)]
+        for st in steps:
+            self.on_step(st)
         self.say(f"good {_median(gs):.4g}, bad {_median(bs):.4g} {gs.unit} ({v.change * 100:+.1f}%, "
                  f"p={v.p_value:.3g})")
         if not v.regression:
@@ -201,6 +224,7 @@ class Bisector:
             if mid is None:
                 break
             subject = _subject(repo, mid)
+            self.on_progress(left, steps_left)
             self.say(f"step {n}: {mid[:12]} {subject[:60]!r} ({left} commits left, "
                      f"about {steps_left + 1} step{'s' if steps_left else ''} to go)")
             try:
@@ -211,6 +235,7 @@ class Bisector:
                 continue
             st.subject, st.left = subject, left
             steps.append(st)
+            self.on_step(st)
             self.say(f"  {mid[:12]} is {st.verdict}: median {st.median:.4g} (p vs good {st.p_good:.3g}, "
                      f"vs bad {st.p_bad:.3g})")
             if st.verdict == "bad":
@@ -230,6 +255,8 @@ class Bisector:
         cb = self.classify(first, "confirm", gs, bs)
         cp.subject, cb.subject = _subject(repo, parent), _subject(repo, first)
         steps += [cp, cb]
+        self.on_step(cp)
+        self.on_step(cb)
         return BisectResult(first, cb.subject, cp.verdict == "good" and cb.verdict == "bad", steps)
 
 

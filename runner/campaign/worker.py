@@ -7,6 +7,10 @@ cell. Loop: reap cells of dead workers on this host, run queued cells until none
 left, sleep ``--poll`` seconds, repeat. SIGTERM or SIGINT stop the worker after the
 cell in flight is stored (a second signal stops it at once; the cell is then reaped
 as ``failed`` by the next worker start).
+
+When no cell is queued, the worker claims a queued bisect (the dashboard's bisect form:
+runner.campaign.bisect_job) and runs it to its end, each step a campaign it owns; a stop
+requested meanwhile ends it after the cell in flight (the bisect is then ``failed``).
 """
 from __future__ import annotations
 
@@ -60,6 +64,7 @@ def main(args: argparse.Namespace) -> int:
     Returns 0 on a clean exit (idle with ``--once``, or stopped by SIGTERM/SIGINT).
     Raises runner.store.db.DatabaseError when the database cannot be reached.
     """
+    from runner.campaign import bisect_job
     from runner.campaign.loop import run_campaign
     from runner.store import campaigns as crud
     from runner.store.db import get_engine, session_scope
@@ -93,14 +98,33 @@ def main(args: argparse.Namespace) -> int:
         while not stop.is_set():
             with session_scope(engine) as session:
                 reaped = crud.reap_dead_workers(session)
-            if reaped:
-                log.info("reaped %d cell(s) of dead workers", reaped)
+                reaped_bisects = bisect_job.reap_dead_bisects(session, crud.worker_id().rpartition(":")[0])
+            if reaped or reaped_bisects:
+                log.info("reaped %d cell(s) and %d bisect(s) of dead workers", reaped, reaped_bisects)
             try:
                 ran = run_campaign(engine, None, reporter=WorkerReporter(stop), stop_when_idle=True)
             except _Stop:
                 break
             if ran:
                 log.info("ran %d cell(s); queue empty", ran)
+            with session_scope(engine) as session:
+                job = bisect_job.claim_next(session, crud.worker_id())
+            if job is not None:
+                log.info("bisect %d claimed", job)
+                try:
+                    status = bisect_job.run_job(engine, job, WorkerReporter(stop))
+                except _Stop:
+                    with session_scope(engine) as session:
+                        bisect_job.stop_job(session, job, "the worker was stopped; the finished steps are "
+                                                          "stored campaigns")
+                    break
+                except Exception as exc:  # noqa: BLE001 - the row records it, the worker goes on
+                    log.exception("bisect %d failed", job)
+                    with session_scope(engine) as session:
+                        bisect_job.stop_job(session, job, f"the worker failed: {type(exc).__name__}: {exc}")
+                    continue
+                log.info("bisect %d %s", job, status)
+                continue
             if once:
                 break
             polls += 1

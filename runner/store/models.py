@@ -16,6 +16,8 @@ Tables:
                   stacks, syscall table; runner/store/profiles.py)
     noise_calibration  the noise floor and false-alarm rate of a series, from A/A runs
                   (``xferlab calibrate``; runner/history/calibration.py)
+    bisect_job    a bisect queued from the dashboard, its progress, steps and answer
+                  (runner/campaign/bisect_job.py)
 """
 from __future__ import annotations
 
@@ -312,3 +314,41 @@ class NoiseCalibration(Base):
     series_alarms: Mapped[int] = mapped_column(Integer)
     alpha: Mapped[float] = mapped_column(Float)
     min_effect: Mapped[float] = mapped_column(Float)
+
+
+BISECT_STATUSES = ("queued", "running", "done", "failed")
+
+
+class BisectJob(Base):
+    """A bisect queued for the workers (the dashboard's bisect form); a worker claims it
+    and runs runner.campaign.bisect.Bisector, every step a stored campaign.
+
+    Attributes:
+        status: one of :data:`BISECT_STATUSES` (``failed``: the bisect stopped, ``error`` says why).
+        owner: ``host:pid`` of the worker running it (None while queued).
+        request: the validated request (runner.campaign.bisect_job.BisectRequest, as JSON).
+        steps: every measured commit so far, in order (runner.campaign.bisect.Step as JSON).
+        log: the progress lines, in order (at most the last 500).
+        commits_left, steps_left: the range left and git's estimate of steps to go at the
+            last midpoint (None before the first).
+        first_bad, subject, confirmed: the answer (40 hex, its subject line, whether the
+            re-measure confirmed it).
+    """
+
+    __tablename__ = "bisect_job"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(String(12), default="queued", index=True)
+    owner: Mapped[str | None] = mapped_column(String(200))
+    request: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    steps: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
+    log: Mapped[list[str]] = mapped_column(JSONB, default=list)
+    commits_left: Mapped[int | None] = mapped_column(Integer)
+    steps_left: Mapped[int | None] = mapped_column(Integer)
+    first_bad: Mapped[str | None] = mapped_column(String(40))
+    subject: Mapped[str | None] = mapped_column(Text)
+    confirmed: Mapped[bool | None] = mapped_column(Boolean)
+    error: Mapped[str | None] = mapped_column(Text)

@@ -2,72 +2,25 @@
 repository made here from pyftpdlib 2.2.0's source distribution, with harmless commits
 around one that makes every RETR wait 50 ms (``time.sleep(0.05)`` in ``ftp_RETR``).
 
-The reference for the figures: pyftpdlib serves every session from one thread, so 4
-concurrent clients each retrieving one file wait at least 4 x 50 ms = 0.2 s in the slow
-commits; without the sleep, 4 RETRs of 64 KiB over loopback take well under 0.1 s.
+The reference for the figures: tests.support.bisect_repo.
 """
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tarfile
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from tests.support.bisect_repo import make_repo
+
 pytestmark = pytest.mark.integration
-
-SDIST = "pyftpdlib==2.2.0"
-SLEEP = "        time.sleep(0.05)\n"
-RETR_DOC = 'client).  On success return the file path else None.\n        """\n'
-
-
-def _git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _append(repo: Path, rel: str, text: str, message: str) -> str:
-    with open(repo / rel, "a") as f:
-        f.write(text)
-    _git(repo, "commit", "-qam", message)
-    return _git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> dict[str, object]:
-    """The repository: (commit name -> SHA, path). Fixed dates, so its SHAs (and the build
-    cache keyed by them) are the same on every run."""
-    tmp = tmp_path_factory.mktemp("pyftpdlib-src")
-    r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", SDIST,
-                        "-d", str(tmp / "dl")], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        pytest.skip(f"pip download {SDIST} failed (the package index is needed): {r.stderr.strip()[-300:]}")
-    path = tmp / "repo"
-    with tarfile.open(next((tmp / "dl").glob("pyftpdlib-*.tar.gz"))) as tf:
-        tf.extractall(tmp / "x", filter="data")
-    (tmp / "x" / "pyftpdlib-2.2.0").rename(path)
-    _git(path, "init", "-q", "-b", "main")
-    _git(path, "add", "-A")
-    _git(path, "commit", "-qm", "pyftpdlib 2.2.0")
-    shas = {"base": _git(path, "rev-parse", "HEAD")}
-    shas["readme"] = _append(path, "README.rst", "\nA note.\n", "docs: a README note")
-    shas["comment"] = _append(path, "pyftpdlib/servers.py", "\n# a harmless comment\n", "servers: a comment")
-    control = path / "pyftpdlib" / "handlers" / "ftp" / "control.py"
-    text = control.read_text()
-    assert text.count(RETR_DOC) == 1
-    control.write_text(text.replace(RETR_DOC, RETR_DOC + SLEEP))
-    _git(path, "commit", "-qam", "RETR: wait 50 ms")
-    shas["slow"] = _git(path, "rev-parse", "HEAD")
-    shas["history"] = _append(path, "HISTORY.rst", "\nA note.\n", "docs: a HISTORY note")
-    shas["tip"] = _append(path, "pyftpdlib/log.py", "\n# another comment\n", "log: a comment")
-    return {"path": path, "shas": shas}
+    """The repository of tests.support.bisect_repo: (commit name -> SHA, path)."""
+    return make_repo(tmp_path_factory.mktemp("pyftpdlib-src"))
 
 
 def _cli(argv: list[str], capsys) -> tuple[int, str]:

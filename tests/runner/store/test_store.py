@@ -67,12 +67,12 @@ def test_migrations_create_schema(empty_db_url):
     engine = get_engine(url=empty_db_url)
     names = set(inspect(engine).get_table_names())
     assert {"campaign", "cell", "sample", "server_build", "environment", "series_point", "cell_profile",
-            "noise_calibration", "alembic_version"} <= names
+            "noise_calibration", "bisect_job", "alembic_version"} <= names
     with engine.connect() as c:
         version = c.execute(text("select version_num from alembic_version")).scalar()
     # 0002 dashboard indexes, 0003 campaign.owner, 0004 series_point, 0005 cell.server_cpu_source,
-    # 0006 cell_profile, 0007 cell.profiled, 0008 noise_calibration
-    assert version == _script_head() == "0008"
+    # 0006 cell_profile, 0007 cell.profiled, 0008 noise_calibration, 0009 bisect_job
+    assert version == _script_head() == "0009"
 
 
 def test_migrate_is_idempotent(empty_db_url):
