@@ -54,7 +54,7 @@ MIB = 1 << 20
 #: Bytes per transfer.
 SIZE = 256 * MIB
 #: Judged rounds per test (after one warm-up round); the median ratio of the rounds is judged.
-ROUNDS = 7
+ROUNDS = 8
 #: Seconds each round's lab client and C client download for (at least one transfer each).
 ROUND_S = 0.3
 #: Seconds each round's lab client and C client upload for: one upload each (to a new name).
@@ -162,11 +162,15 @@ def served(request) -> Iterator[Target]:  # noqa: ANN001
 
 def _measure(rounds_n: int, one: dict[str, Callable[[], float]],
              after: Callable[[], None] = lambda: None) -> list[dict[str, float]]:
-    """``rounds_n`` rounds (after one unjudged warm-up) of the callables in ``one``, in
-    order, each round followed by ``after()`` (untimed)."""
+    """``rounds_n`` rounds (after one unjudged warm-up) of the callables in ``one``, each
+    round followed by ``after()`` (untimed). Round i starts at the i-th callable (a
+    rotation), so that no client always follows the same one."""
     rounds = []
+    keys = list(one)
     for i in range(rounds_n + 1):
-        r = {k: f() for k, f in one.items()}
+        order = keys[i % len(keys):] + keys[:i % len(keys)]
+        got = {k: one[k]() for k in order}
+        r = {k: got[k] for k in keys}
         after()
         if i:
             rounds.append(r)
