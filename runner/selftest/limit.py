@@ -260,7 +260,8 @@ def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: f
     if not 0 <= rcvlowat <= 1 << 28:
         raise ValueError(f"rcvlowat must be in [0, 2**28] bytes, got {rcvlowat!r}")
     if not 0 <= write_piece <= 1 << 28 or (write_piece and receiver != "recv"):
-        raise ValueError(f"write_piece must be in [0, 2**28] bytes and only with receiver 'recv', got {write_piece!r}")
+        raise ValueError("write_piece must be in [0, 2**28] bytes and only with receiver 'recv', "
+                         f"got {write_piece!r}")
     args = ["ftp", "--host", host, "--port", str(port), "--user", user, "--password", password,
             "--name", name, *_common(duration, receiver, bufsize, rcvlowat), *_cpu("--cpu", "cpu", cpu)]
     if size is not None:
@@ -283,8 +284,8 @@ def measure_ftp_stor(port: int, user: str, password: str, name: str, file: Path,
     curl's upload buffer); the result's ``receiver`` is then ``"copy"``.
 
     Raises ValueError on a bad argument (as :func:`measure_ftp_retr`; ``file`` not a
-    non-empty regular file; ``send_piece`` outside [0, 256 MiB]), NetlimitError when the login, an upload, the size check or
-    the build fails (the FTP reply is in the message)."""
+    non-empty regular file; ``send_piece`` outside [0, 256 MiB]), NetlimitError when the
+    login, an upload, the size check or the build fails (the FTP reply is in the message)."""
     file = Path(file)
     if not file.is_file() or file.stat().st_size == 0:
         raise ValueError(f"file must be a non-empty regular file: {file}")
