@@ -241,39 +241,51 @@ def _loopback(host: str, port: int, user: str, password: str, name: str) -> None
 def measure_ftp_retr(port: int, user: str, password: str, name: str, duration: float = 1.0, *,
                      size: int | None = None, host: str = "127.0.0.1", receiver: Receiver = "recv",
                      cpu: int | None = None, bufsize: int = DEFAULT_BUFSIZE, rcvlowat: int = 0,
-                     binary: Path | None = None) -> LimitResult:
+                     write_piece: int = 0, binary: Path | None = None) -> LimitResult:
     """A server's RETR throughput into the C receiver: log in once, then PASV + ``RETR
     name`` + drain, repeated for ``duration`` seconds (at least once); the receiver pinned
     to ``cpu``. ``size`` (bytes), when given, is checked for every download. ``rcvlowat``
     (bytes, 0 = the kernel's 1 byte): ``SO_RCVLOWAT`` on each data socket, as the load
-    generator's RETR sets it (half its splice pipe).
+    generator's RETR sets it (half its splice pipe). ``write_piece`` (bytes, 0 = off;
+    ``recv`` only): each read's bytes also ``fwrite(3)``n to /dev/null in pieces of at
+    most this size, curl's ``-o /dev/null`` path (16384 = libcurl's CURL_MAX_WRITE_SIZE;
+    netlimit.c).
 
     Raises ValueError on a bad argument (host not in 127.0.0.0/8, port outside 1..65535,
-    CR/LF in user/password/name, rcvlowat outside [0, 256 MiB], and as
+    CR/LF in user/password/name, rcvlowat or write_piece outside [0, 256 MiB], write_piece
+    with the splice receiver, and as
     :func:`measure_pair`), NetlimitError when the
     login, a transfer or the build fails (the FTP reply is in the message)."""
     _loopback(host, port, user, password, name)
     if not 0 <= rcvlowat <= 1 << 28:
         raise ValueError(f"rcvlowat must be in [0, 2**28] bytes, got {rcvlowat!r}")
+    if not 0 <= write_piece <= 1 << 28 or (write_piece and receiver != "recv"):
+        raise ValueError("write_piece must be in [0, 2**28] bytes and only with receiver 'recv', "
+                         f"got {write_piece!r}")
     args = ["ftp", "--host", host, "--port", str(port), "--user", user, "--password", password,
             "--name", name, *_common(duration, receiver, bufsize, rcvlowat), *_cpu("--cpu", "cpu", cpu)]
     if size is not None:
         args += ["--size", str(size)]
+    if write_piece:
+        args += ["--write-piece", str(write_piece)]
     return run_tool(args, binary, duration + 150.0)
 
 
 def measure_ftp_stor(port: int, user: str, password: str, name: str, file: Path, duration: float = 1.0, *,
-                     host: str = "127.0.0.1", cpu: int | None = None, binary: Path | None = None) -> LimitResult:
+                     host: str = "127.0.0.1", cpu: int | None = None, send_piece: int = 0,
+                     binary: Path | None = None) -> LimitResult:
     """A server's STOR throughput from the C uploader: log in once, then PASV + ``STOR
     name`` + ``file`` whole with blocking ``sendfile(2)`` + close + the 2xx reply, repeated
     for ``duration`` seconds (at least once); after each upload, untimed, ``SIZE name`` must
     equal the file's size. Throughput = bytes / summed time from just before ``STOR`` to
     the 2xx reply; the uploader pinned to ``cpu``. The result's ``receiver`` is
-    ``"sendfile"``.
+    ``"sendfile"``. With ``send_piece`` (bytes, > 0) the file is instead ``read(2)`` and
+    ``send(2)``-ed that many bytes at a time, a copying uploader as curl ``-T`` is (65536:
+    curl's upload buffer); the result's ``receiver`` is then ``"copy"``.
 
     Raises ValueError on a bad argument (as :func:`measure_ftp_retr`; ``file`` not a
-    non-empty regular file), NetlimitError when the login, an upload, the size check or
-    the build fails (the FTP reply is in the message)."""
+    non-empty regular file; ``send_piece`` outside [0, 256 MiB]), NetlimitError when the
+    login, an upload, the size check or the build fails (the FTP reply is in the message)."""
     file = Path(file)
     if not file.is_file() or file.stat().st_size == 0:
         raise ValueError(f"file must be a non-empty regular file: {file}")
@@ -282,4 +294,8 @@ def measure_ftp_stor(port: int, user: str, password: str, name: str, file: Path,
         raise ValueError(f"duration must be in (0, {MAX_DURATION:g}] seconds, got {duration!r}")
     args = ["stor", "--host", host, "--port", str(port), "--user", user, "--password", password,
             "--name", name, "--file", str(file), "--duration", repr(float(duration)), *_cpu("--cpu", "cpu", cpu)]
+    if not 0 <= send_piece <= 1 << 28:
+        raise ValueError(f"send_piece must be in [0, 2**28] bytes, got {send_piece!r}")
+    if send_piece:
+        args += ["--send-piece", str(send_piece)]
     return run_tool(args, binary, duration + 150.0)

@@ -5,9 +5,9 @@
  *                 [--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES]
  *   netlimit ftp  --port P --user U --password W --name NAME [--host 127.x.y.z]
  *                 [--size BYTES] [--duration S] [--cpu N] [--recv recv|splice]
- *                 [--bufsize BYTES] [--rcvlowat BYTES]
+ *                 [--bufsize BYTES] [--rcvlowat BYTES] [--write-piece BYTES]
  *   netlimit stor --port P --user U --password W --name NAME --file PATH
- *                 [--host 127.x.y.z] [--duration S] [--cpu N]
+ *                 [--host 127.x.y.z] [--duration S] [--cpu N] [--send-piece BYTES]
  *
  * pair: a forked sender (pinned to --sender-cpu) listens on 127.0.0.1:0; for each
  * connection it reads one request byte, then sends the whole file with blocking
@@ -26,12 +26,20 @@
  * syscall of the load generator's STOR), close, the 2xx reply; then, untimed, SIZE
  * NAME must equal the file's size. Clock per upload: from just before "STOR" is sent
  * to the 2xx reply (the server confirmed every byte). "receiver" in the output is
- * "sendfile", "chunk_bytes" 0.
+ * "sendfile", "chunk_bytes" 0. With --send-piece N (bytes, > 0) the file is instead
+ * read(2) and send(2)n N bytes at a time (a copy to user space and back, as curl -T
+ * does with its 64 KiB upload buffer); "receiver" is then "copy", "chunk_bytes" N.
  *
  * Receivers: "recv" = recv(2) into one BYTES buffer (a copy to user space, as a
  * real client does); "splice" = splice(2) socket -> pipe -> /dev/null (no copy;
  * the pipe is resized to BYTES, at most /proc/sys/fs/pipe-max-size; "chunk_bytes"
  * in the output is the size in force).
+ * --write-piece N (recv only; 0, the default, = off): each recv's bytes are then
+ * also fwrite(3)n to a stdio stream on /dev/null in pieces of at most N bytes, the
+ * output path of curl -o /dev/null (libcurl hands its write callback at most
+ * CURL_MAX_WRITE_SIZE = 16 KiB, and the curl tool fwrite()s each piece; glibc's
+ * 4 KiB stream buffer turns a 16 KiB piece into a 4 KiB and a 12 KiB write(2)).
+ * Pending stream bytes are flushed before the download's clock stops.
  * Waiting: with --rcvlowat 0 (the default) each read blocks (a blocking recv or
  * splice returns as soon as any byte is queued). With --rcvlowat N > 0 the data
  * socket gets SO_RCVLOWAT N and O_NONBLOCK, the receiver waits in poll(2) (which
@@ -83,7 +91,7 @@ struct opts {
     const char *mode, *file, *host, *user, *password, *name;
     double duration;
     int port, sender_cpu, receiver_cpu, recv_mode;
-    long long size, bufsize, rcvlowat;
+    long long size, bufsize, rcvlowat, write_piece, send_piece;
 };
 
 struct drain {
@@ -91,6 +99,8 @@ struct drain {
     char *buf;
     size_t chunk;           /* recv buffer bytes, or the pipe's size */
     int rcvlowat;           /* SO_RCVLOWAT bytes; 0 = blocking reads, kernel default */
+    size_t piece;           /* --write-piece bytes; 0 = no writes */
+    FILE *sink;             /* stdio stream on /dev/null when piece > 0 */
 };
 
 struct tally {
@@ -176,9 +186,13 @@ static void send_all(int fd, const char *p, size_t n)
     }
 }
 
-static void drain_init(struct drain *d, int mode, long long bufsize, long long rcvlowat)
+static void drain_init(struct drain *d, int mode, long long bufsize, long long rcvlowat, long long piece)
 {
     d->mode = mode;
+    d->piece = (size_t)piece;
+    d->sink = NULL;
+    if (piece > 0 && !(d->sink = fopen("/dev/null", "we")))
+        die(1, "/dev/null: %s", strerror(errno));
     d->rcvlowat = (int)rcvlowat;
     d->chunk = (size_t)bufsize;
     d->buf = NULL;
@@ -228,8 +242,15 @@ static void drain_socket(const struct drain *d, int fd)
 /* One read from the data socket: bytes taken, 0 at EOF, -1 with errno. */
 static ssize_t take(struct drain *d, int fd)
 {
-    if (d->mode == R_RECV)
-        return recv(fd, d->buf, d->chunk, 0);
+    if (d->mode == R_RECV) {
+        ssize_t n = recv(fd, d->buf, d->chunk, 0);
+        for (ssize_t off = 0; d->sink && off < n; off += (ssize_t)d->piece) {
+            size_t k = (size_t)(n - off) < d->piece ? (size_t)(n - off) : d->piece;
+            if (fwrite(d->buf + off, 1, k, d->sink) != k)
+                die(1, "fwrite to /dev/null: %s", strerror(errno));
+        }
+        return n;
+    }
     unsigned flags = SPLICE_F_MOVE | (d->rcvlowat > 0 ? SPLICE_F_NONBLOCK : 0);
     ssize_t n = splice(fd, NULL, d->pipefd[1], NULL, d->chunk, flags);
     for (ssize_t left = n; left > 0;) {
@@ -258,8 +279,11 @@ static long long drain(struct drain *d, int fd, double t0)
         }
         for (int i = 0; i < (d->rcvlowat > 0 ? READS_PER_WAKEUP : 1); i++) {
             ssize_t n = take(d, fd);
-            if (n == 0)
+            if (n == 0) {
+                if (d->sink && fflush(d->sink) != 0)
+                    die(1, "fflush to /dev/null: %s", strerror(errno));
                 return total;
+            }
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
@@ -368,7 +392,7 @@ static void run_pair(struct opts *o)
     close(fd);
     pin(o->receiver_cpu, "receiver");
     struct drain d;
-    drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat);
+    drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat, o->write_piece);
     struct tally t = { 0 };
     double deadline = now() + o->duration;
     while (t.transfers < MAX_TRANSFERS) {
@@ -443,18 +467,31 @@ static void ftp_cmd(int ctl, const char *cmd, const char *arg, int want, char *l
         die(1, "%s: unexpected reply %s", cmd, line);
 }
 
-/* STOR NAME on the data socket s: the whole file fd (size bytes) with sendfile(2), close,
- * the 2xx reply. Returns the bytes sent; dies on a failure or after TRANSFER_MAX_S. */
-static long long upload(int ctl, int s, int fd, long long size, const char *name, double t0, char *line, size_t cap)
+/* STOR NAME on the data socket s: the whole file fd (size bytes) with sendfile(2), or with
+ * read(2) + send(2) of at most piece bytes through buf when piece > 0; close, the 2xx
+ * reply. Returns the bytes sent; dies on a failure or after TRANSFER_MAX_S. */
+static long long upload(int ctl, int s, int fd, long long size, const char *name, double t0, char *line, size_t cap,
+                        char *buf, size_t piece)
 {
     ftp_cmd(ctl, "STOR", name, 1, line, cap);
     off_t off = 0;
+    if (piece > 0 && lseek(fd, 0, SEEK_SET) < 0)
+        die(1, "lseek on --file: %s", strerror(errno));
     while (off < size) {
-        ssize_t n = sendfile(s, fd, &off, (size_t)(size - off));
+        ssize_t n;
+        if (piece > 0) {
+            size_t want = (size_t)(size - off) < piece ? (size_t)(size - off) : piece;
+            n = read(fd, buf, want);
+            if (n > 0) {
+                send_all(s, buf, (size_t)n);
+                off += n;
+            }
+        } else
+            n = sendfile(s, fd, &off, (size_t)(size - off));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            die(1, "sendfile on the data socket after %lld bytes: %s", (long long)off,
+            die(1, "%s on the data socket after %lld bytes: %s", piece > 0 ? "read" : "sendfile", (long long)off,
                 n < 0 ? strerror(errno) : "no progress");
         if (now() - t0 > TRANSFER_MAX_S)
             die(1, "one upload took more than %.0f s", TRANSFER_MAX_S);
@@ -488,8 +525,14 @@ static void run_ftp(struct opts *o)
         die(2, "--file %s: not a non-empty regular file", o->file);
     pin(o->receiver_cpu, stor ? "uploader" : "receiver");
     struct drain d = { .mode = o->recv_mode };
+    char *sendbuf = NULL;
+    if (stor && o->send_piece > 0) {
+        if (!(sendbuf = malloc((size_t)o->send_piece)))
+            die(1, "cannot allocate a %lld-byte buffer", o->send_piece);
+        memset(sendbuf, 0, (size_t)o->send_piece);   /* fault the pages in before timing */
+    }
     if (!stor)
-        drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat);
+        drain_init(&d, o->recv_mode, o->bufsize, o->rcvlowat, o->write_piece);
     char line[512];
     int ctl = connect_to(addr, o->port);
     if (ftp_reply(ctl, line, sizeof(line)) != 220)
@@ -519,7 +562,8 @@ static void run_ftp(struct opts *o)
             drain_socket(&d, s);
         double t0 = now();
         if (stor) {
-            long long sent = upload(ctl, s, fd, st.st_size, o->name, t0, line, sizeof(line));
+            long long sent = upload(ctl, s, fd, st.st_size, o->name, t0, line, sizeof(line), sendbuf,
+                                    (size_t)o->send_piece);
             tally_add(&t, sent, now() - t0);
             check_size(ctl, o->name, st.st_size, line, sizeof(line));
             if (now() >= deadline)
@@ -544,7 +588,7 @@ static void run_ftp(struct opts *o)
     struct rusage self;
     getrusage(RUSAGE_SELF, &self);
     if (stor)
-        print_json(o, &t, "sendfile", 0, cpu_seconds(&self), -1);
+        print_json(o, &t, o->send_piece ? "copy" : "sendfile", o->send_piece, cpu_seconds(&self), -1);
     else
         print_json(o, &t, d.mode == R_RECV ? "recv" : "splice", d.chunk, cpu_seconds(&self), -1);
 }
@@ -554,8 +598,8 @@ static void usage(void)
     die(2, "usage: netlimit pair --file PATH [--duration S] [--sender-cpu N] [--receiver-cpu N] "
            "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES] | netlimit ftp --port P --user U --password W "
            "--name NAME [--host 127.0.0.1] [--size BYTES] [--duration S] [--cpu N] "
-           "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES] | netlimit stor --port P --user U --password W "
-           "--name NAME --file PATH [--host 127.0.0.1] [--duration S] [--cpu N]");
+           "[--recv recv|splice] [--bufsize BYTES] [--rcvlowat BYTES] [--write-piece BYTES] | netlimit stor --port P --user U --password W "
+           "--name NAME --file PATH [--host 127.0.0.1] [--duration S] [--cpu N] [--send-piece BYTES]");
 }
 
 int main(int argc, char **argv)
@@ -595,6 +639,10 @@ int main(int argc, char **argv)
             o.bufsize = parse_int(k, v, 4096, 1LL << 28);
         else if (!strcmp(k, "--rcvlowat") && !stor)
             o.rcvlowat = parse_int(k, v, 0, 1LL << 28);
+        else if (!strcmp(k, "--send-piece") && stor)
+            o.send_piece = parse_int(k, v, 1, 1LL << 28);
+        else if (!strcmp(k, "--write-piece") && !pair && !stor)
+            o.write_piece = parse_int(k, v, 0, 1LL << 28);
         else if (!strcmp(k, "--host") && !pair)
             o.host = v;
         else if (!strcmp(k, "--port") && !pair)
@@ -610,6 +658,8 @@ int main(int argc, char **argv)
         else
             die(2, "unknown option '%s' for mode %s", k, o.mode);
     }
+    if (o.write_piece && o.recv_mode != R_RECV)
+        die(2, "--write-piece needs --recv recv");
     if ((pair || stor) && !o.file)
         die(2, "%s needs --file", o.mode);
     if (!pair && (!o.port || !o.user || !o.password || !o.name))

