@@ -193,7 +193,7 @@ def _judge(rounds: list[dict[str, float]], lab_ref: str, curl_ref: str) -> str:
 
 # pyftpdlib's RETR is left out: the lab read 1.11-1.23x the C receiver making the same system
 # calls in half the runs at load 60-140, a gap not explained yet (docs/methodology.md,
-# "The lab's client against curl and the C clients").
+# "The loopback limit": the reference test).
 @pytest.mark.parametrize("served", ["tpd"], indirect=True)
 def test_retr_matches_the_c_receiver_and_curl(served, tmp_path):
     """RETR: the lab's client reads with splice(2) socket -> pipe -> /dev/null and
