@@ -21,7 +21,7 @@ start and off at its end, and turns their output into a
 * **py-spy** (PyPI ``py-spy``) for Python servers: ``py-spy record --native
   --subprocesses`` on the server's process, so Python frames (``ftp_RETR
   (pyftpdlib/handlers.py:...)``) and the interpreter's C frames show; kernel frames do
-  not. Perf cannot name Python frames without Python 3.12's ``-X perf`` trampoline.
+  not. In a container, without ``--native`` (its unwinder fails there): Python frames only. Perf cannot name Python frames without Python 3.12's ``-X perf`` trampoline.
 * the syscall mix, in the same recording: ``raw_syscalls:sys_enter`` and ``sys_exit`` of
   the cgroup, paired per thread after the phase: calls, errors and time per system call
   (:func:`runner.metrics.profile_fold.raw_syscalls`). ``perf trace -s`` gives the same table
@@ -294,8 +294,13 @@ class PhaseProfiler:
         exe = pyspy_path()
         assert exe is not None and self.pid is not None
         self._comms = _tree_comms(self.pid)
+        native = ["--native"]
+        if other_mount_ns(self.pid):
+            native = []
+            self.notes.append("py-spy without --native (the server runs in another mount namespace, a container: "
+                              "py-spy's native unwinder fails there with UNW_EBADREG): Python frames only")
         self._pyspy = _Child([exe, "record", "--pid", str(self.pid), "--rate", str(self.rate_hz), "--format", "raw",
-                              "--subprocesses", "--native", "-o", str(self.work / "pyspy.txt")], stdout=subprocess.PIPE)
+                              "--subprocesses", *native, "-o", str(self.work / "pyspy.txt")], stdout=subprocess.PIPE)
         out = self._pyspy.proc.stdout
         assert out is not None
         ready = threading.Event()
@@ -404,6 +409,15 @@ class PhaseProfiler:
                 child.proc.wait(5)
         self._close_fifos()
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def other_mount_ns(pid: int) -> bool:
+    """Whether host PID ``pid`` runs in a mount namespace other than this process's (a
+    container's); False when that cannot be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return False
 
 
 def ns_ids(pid: int) -> tuple[int, int, int]:
