@@ -110,3 +110,26 @@ def test_perf_maps_says_unresolved_without_a_map():
         finally:
             proc.kill()
             proc.wait(5)
+
+
+def _cell(server: str, profiled: bool) -> Cell:
+    return Cell(id=1, campaign_id=7, seq=0, server=server, server_label=server, server_spec={"name": server},
+                workload="http_upload", params={}, params_key="k", repeat=1, profiled=profiled)
+
+
+def test_a_profiled_node_cell_gets_its_own_server_started_with_the_perf_map():
+    from runner.cell.server_reuse import needs_perf_map, reuse_key
+    from tests.runner.backends.test_docker_spec import spec
+
+    assert needs_perf_map(_cell("node-http", True))
+    assert not needs_perf_map(_cell("node-http", False))
+    assert not needs_perf_map(_cell("netty", True))  # its map is asked for after the phase
+    assert not needs_perf_map(_cell("tpd", True))
+    for policy in ("repeats", "workloads"):
+        plain, prof = reuse_key(policy, _cell("node-http", False)), reuse_key(policy, _cell("node-http", True))
+        assert prof == {**plain, "profiled": True}
+        assert reuse_key(policy, _cell("tpd", True)) == reuse_key(policy, _cell("tpd", False))
+    assert spec(ServerRequest("node-http", perf_map=True)).env["PERF_MAP"] == "1"
+    assert "PERF_MAP" not in spec(ServerRequest("node-http")).env
+    entry = (ROOT / "servers/node-http/container/entrypoint.sh").read_text()
+    assert 'exec /usr/bin/node --perf-basic-prof /opt/xferlab/server.js "$@"' in entry
