@@ -21,7 +21,8 @@ start and off at its end, and turns their output into a
 * **py-spy** (PyPI ``py-spy``) for Python servers: ``py-spy record --native
   --subprocesses`` on the server's process, so Python frames (``ftp_RETR
   (pyftpdlib/handlers.py:...)``) and the interpreter's C frames show; kernel frames do
-  not. In a container, without ``--native`` (its unwinder fails there): Python frames only. Perf cannot name Python frames without Python 3.12's ``-X perf`` trampoline.
+  not. In a container, without ``--native`` (its unwinder fails there): Python frames
+  only. Perf cannot name Python frames without Python 3.12's ``-X perf`` trampoline.
 * the syscall mix, in the same recording: ``raw_syscalls:sys_enter`` and ``sys_exit`` of
   the cgroup, paired per thread after the phase: calls, errors and time per system call
   (:func:`runner.metrics.profile_fold.raw_syscalls`). ``perf trace -s`` gives the same table
