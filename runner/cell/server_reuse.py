@@ -80,8 +80,10 @@ def reuse_key(policy: str, cell: Cell) -> dict[str, Any] | None:
 def needs_perf_map(cell: Cell) -> bool:
     """Whether ``cell`` is a profiled cell of a server whose JIT-code perf map must be asked
     for at its start (``node`` in runner.catalogue.servers.JIT_SERVERS)."""
-    name = (cell.server_spec or {}).get("name")
-    return bool(cell.profiled) and JIT_SERVERS.get(str(name)) == "node"
+    if not getattr(cell, "profiled", False):  # a Cell-like without the column: not profiled
+        return False
+    name = (getattr(cell, "server_spec", None) or {}).get("name")
+    return JIT_SERVERS.get(str(name)) == "node"
 
 
 @dataclass
