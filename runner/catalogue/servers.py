@@ -35,6 +35,13 @@ ServerName = Literal["pyftpdlib", "twisted", "vsftpd", "proftpd", "pureftpd", "t
 #: frames (runner.metrics.profile).
 PYTHON_SERVERS = frozenset({"pyftpdlib", "twisted", "uvicorn"})
 
+#: Servers whose hot code is compiled at run time, and how perf learns the names of that
+#: code (a perf map, ``/tmp/perf-PID.map``, in the server's mount namespace):
+#: ``node``: Node started with ``--perf-basic-prof`` (it writes the map as it compiles; a
+#: profiled cell gets a server started so); ``jvm``: ``jcmd PID Compiler.perfmap`` (JDK 17)
+#: after the phase writes the map of the code cache then (runner.metrics.profile).
+JIT_SERVERS: dict[str, str] = {"node-http": "node", "netty": "jvm"}
+
 
 @dataclass(frozen=True)
 class ServerInfo:

@@ -33,7 +33,7 @@ from runner.cell.outcome import (
 )
 from runner.cell.profiling import start_profile, stop_profile
 from runner.cell.server_cpu import phase_cpu
-from runner.cell.server_reuse import ServerPool
+from runner.cell.server_reuse import ServerPool, needs_perf_map
 from runner.cell.upload_check import UploadCheck, judge
 from runner.cell.watchdog import CellWatchdog
 from runner.load.registry import DriverUnavailable, LoadError, get_driver
@@ -219,6 +219,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
 
     srv = ServerSpec.model_validate(cell.server_spec)
     req = srv.request(spec.max_clients)
+    if needs_perf_map(cell):  # Node's --perf-basic-prof (runner.catalogue.servers.JIT_SERVERS)
+        req = replace(req, perf_map=True)
     params = WorkloadParams.model_validate(cell.params)
     driver = get_driver(spec.driver_of(params, cell.workload))
     why = pair_skip_reason(srv.name, cell.workload, params) or \

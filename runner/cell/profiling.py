@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from runner.catalogue.servers import PYTHON_SERVERS
+from runner.catalogue.servers import JIT_SERVERS, PYTHON_SERVERS
 from runner.metrics.cgroup_cpu import CpuStat
 from runner.metrics.profile import PhaseProfiler, ProfilerUnavailable
 from runner.metrics.profile_data import ServerProfile
@@ -24,7 +24,7 @@ def start_profile(want: ProfileSpec | None, server: str, handle: Any, cgroup: Cp
         return None
     folder = cgroup.where if cgroup is not None and cgroup.where not in ("", "engine") else None
     prof = PhaseProfiler(handle.pid, folder, python=server in PYTHON_SERVERS, rate_hz=want.rate_hz,
-                         off_cpu=want.off_cpu, syscalls=want.syscalls)
+                         off_cpu=want.off_cpu, syscalls=want.syscalls, jit=JIT_SERVERS.get(server))
     try:
         prof.start()
     except (ProfilerUnavailable, OSError) as exc:

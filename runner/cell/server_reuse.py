@@ -48,6 +48,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from runner.catalogue.servers import JIT_SERVERS
+
 if TYPE_CHECKING:
     from runner.backends.base import ServerHandle
     from runner.store.models import Cell
@@ -63,15 +65,31 @@ def reuse_key(policy: str, cell: Cell) -> dict[str, Any] | None:
     """The Cell columns a cell must share with the cell that started a server for that
     server to serve it under ``policy``: ``repeats``: campaign, server label, workload
     and parameter key; ``workloads``: campaign, server label and repeat; ``none``: None.
+    A profiled cell of a server started with its perf map (:func:`needs_perf_map`) adds
+    ``profiled: True``: such a server serves only profiled cells, and they only it.
     Raises ValueError for an unknown policy."""
     if policy == "none":
         return None
+    key: dict[str, Any]
     if policy == "repeats":
-        return {"campaign_id": cell.campaign_id, "server_label": cell.server_label, "workload": cell.workload,
-                "params_key": cell.params_key}
-    if policy == "workloads":
-        return {"campaign_id": cell.campaign_id, "server_label": cell.server_label, "repeat": cell.repeat}
-    raise ValueError(f"unknown server_reuse {policy!r}; known: {', '.join(REUSE_POLICIES)}")
+        key = {"campaign_id": cell.campaign_id, "server_label": cell.server_label, "workload": cell.workload,
+               "params_key": cell.params_key}
+    elif policy == "workloads":
+        key = {"campaign_id": cell.campaign_id, "server_label": cell.server_label, "repeat": cell.repeat}
+    else:
+        raise ValueError(f"unknown server_reuse {policy!r}; known: {', '.join(REUSE_POLICIES)}")
+    if needs_perf_map(cell):  # started with its perf map: serves the profiled cells only
+        key["profiled"] = True
+    return key
+
+
+def needs_perf_map(cell: Cell) -> bool:
+    """Whether ``cell`` is a profiled cell of a server whose JIT-code perf map must be asked
+    for at its start (``node`` in runner.catalogue.servers.JIT_SERVERS)."""
+    if not getattr(cell, "profiled", False):  # a Cell-like without the column: not profiled
+        return False
+    name = (getattr(cell, "server_spec", None) or {}).get("name")
+    return JIT_SERVERS.get(str(name)) == "node"
 
 
 @dataclass

@@ -21,7 +21,8 @@ start and off at its end, and turns their output into a
 * **py-spy** (PyPI ``py-spy``) for Python servers: ``py-spy record --native
   --subprocesses`` on the server's process, so Python frames (``ftp_RETR
   (pyftpdlib/handlers.py:...)``) and the interpreter's C frames show; kernel frames do
-  not. Perf cannot name Python frames without Python 3.12's ``-X perf`` trampoline.
+  not. In a container, without ``--native`` (its unwinder fails there): Python frames
+  only. Perf cannot name Python frames without Python 3.12's ``-X perf`` trampoline.
 * the syscall mix, in the same recording: ``raw_syscalls:sys_enter`` and ``sys_exit`` of
   the cgroup, paired per thread after the phase: calls, errors and time per system call
   (:func:`runner.metrics.profile_fold.raw_syscalls`). ``perf trace -s`` gives the same table
@@ -183,6 +184,11 @@ class PhaseProfiler:
         rate_hz: samples per second (per CPU for perf), 1..999.
         off_cpu: record context switches for the off-CPU time and stacks.
         syscalls: record the ``raw_syscalls`` tracepoints for the syscall table.
+        jit: how the server's JIT-compiled code gets names (runner.catalogue.servers.JIT_SERVERS):
+            ``node``: a perf map V8 writes as it compiles (the server started with
+            ``--perf-basic-prof``); ``jvm``: ``jcmd PID Compiler.perfmap`` after the phase
+            (:func:`jvm_perf_map`); None: no JIT. Either way the notes say which of the
+            cgroup's processes had a map.
 
     Use: :meth:`start` before the phase (returns when every profiler is recording),
     :meth:`stop` after it (returns the ServerProfile). :meth:`close` removes the work
@@ -192,7 +198,7 @@ class PhaseProfiler:
     """
 
     def __init__(self, pid: int | None, cgroup_dir: str | Path | None, *, python: bool, rate_hz: int = 99,
-                 off_cpu: bool = True, syscalls: bool = True) -> None:
+                 off_cpu: bool = True, syscalls: bool = True, jit: str | None = None) -> None:
         if not 1 <= rate_hz <= 999:
             raise ValueError(f"rate_hz {rate_hz} outside 1..999")
         self.pid = pid
@@ -201,6 +207,9 @@ class PhaseProfiler:
         self.rate_hz = rate_hz
         self.off_cpu = off_cpu
         self.syscalls = syscalls
+        if jit not in (None, "node", "jvm"):
+            raise ValueError(f"jit {jit!r}: want 'node', 'jvm' or None")
+        self.jit = jit
         self.notes: list[str] = []
         self.work = Path(tempfile.mkdtemp(prefix="xferlab-profile-"))
         self._record: _Child | None = None
@@ -286,8 +295,13 @@ class PhaseProfiler:
         exe = pyspy_path()
         assert exe is not None and self.pid is not None
         self._comms = _tree_comms(self.pid)
+        native = ["--native"]
+        if other_mount_ns(self.pid):
+            native = []
+            self.notes.append("py-spy without --native (the server runs in another mount namespace, a container: "
+                              "py-spy's native unwinder fails there with UNW_EBADREG): Python frames only")
         self._pyspy = _Child([exe, "record", "--pid", str(self.pid), "--rate", str(self.rate_hz), "--format", "raw",
-                              "--subprocesses", "--native", "-o", str(self.work / "pyspy.txt")], stdout=subprocess.PIPE)
+                              "--subprocesses", *native, "-o", str(self.work / "pyspy.txt")], stdout=subprocess.PIPE)
         out = self._pyspy.proc.stdout
         assert out is not None
         ready = threading.Event()
@@ -315,6 +329,8 @@ class PhaseProfiler:
         if self._record is not None:
             self._close_fifos()
             self._record.interrupt()
+            if self.jit is not None and self.cgroup_dir is not None and not self.python:
+                self.notes.append(perf_maps(self.cgroup_dir, dump=self.jit == "jvm"))
         try:
             return self._read()
         finally:
@@ -394,6 +410,80 @@ class PhaseProfiler:
                 child.proc.wait(5)
         self._close_fifos()
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def other_mount_ns(pid: int) -> bool:
+    """Whether host PID ``pid`` runs in a mount namespace other than this process's (a
+    container's); False when that cannot be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return False
+
+
+def ns_ids(pid: int) -> tuple[int, int, int]:
+    """``(pid in its own namespace, real uid, real gid)`` of a host PID, from
+    ``/proc/PID/status`` (``NSpid``'s last field). Raises OSError when it has exited."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    nspid = int(fields.get("NSpid", str(pid)).split()[-1])
+    return nspid, int(fields["Uid"].split()[0]), int(fields["Gid"].split()[0])
+
+
+def map_path(pid: int) -> Path:
+    """Where perf reads the JIT perf map of host PID ``pid``: ``/tmp/perf-NSPID.map`` in the
+    process's mount namespace, seen from here through ``/proc/PID/root``. Raises OSError."""
+    return Path(f"/proc/{pid}/root/tmp/perf-{ns_ids(pid)[0]}.map")
+
+
+def jvm_perf_map(pid: int) -> str | None:
+    """Ask the JVM of host PID ``pid`` to write its perf map (``jcmd NSPID Compiler.perfmap``,
+    JDK 17+: ``/tmp/perf-NSPID.map`` of every method then in the code cache), run inside
+    the process's mount and PID namespaces as its user (``nsenter``), so a container's own
+    JDK answers. Returns None on success, else why not (bounded: 30 s)."""
+    try:
+        nspid, uid, gid = ns_ids(pid)
+    except (OSError, KeyError, ValueError) as exc:
+        return f"pid {pid}: {exc}"
+    argv = ["nsenter", f"--target={pid}", "--mount", "--pid", f"--setuid={uid}", f"--setgid={gid}", "--",
+            "jcmd", str(nspid), "Compiler.perfmap"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"jcmd {nspid} Compiler.perfmap: {exc}"
+    if done.returncode != 0:
+        return f"jcmd {nspid} Compiler.perfmap exited {done.returncode}: {(done.stderr or done.stdout).strip()[:200]}"
+    return None
+
+
+def perf_maps(cgroup_dir: Path, *, dump: bool) -> str:
+    """The note on JIT frames of a profiled cgroup: which of its processes have a perf map
+    (``dump``: the JVMs among them are asked to write theirs first, :func:`jvm_perf_map`).
+    perf script reads a containerised process's map inside its mount namespace itself."""
+    try:
+        pids = [int(p) for p in (cgroup_dir / "cgroup.procs").read_text().split()[:4096]]
+    except (OSError, ValueError) as exc:
+        return f"JIT frames: the cgroup's processes could not be read ({exc}): unresolved"
+    failed: list[str] = []
+    have: list[int] = []
+    for pid in pids:
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if dump and comm == "java":
+            why = jvm_perf_map(pid)
+            if why:
+                failed.append(why)
+        try:
+            if map_path(pid).is_file():
+                have.append(pid)
+        except OSError:
+            continue
+    if not have:
+        return "JIT frames unresolved: no process of the server has a perf map (/tmp/perf-PID.map)" + (
+            f"; {failed[0]}" if failed else "")
+    return (f"JIT frames named from the perf maps of {len(have)} process(es) (pid {', '.join(map(str, have[:8]))})"
+            + (f"; {failed[0]}" if failed else ""))
 
 
 def _open_fifo(path: Path, flags: int, child: _Child) -> int | None:

@@ -29,6 +29,9 @@ class ServerRequest:
         source: a git checkout's directory or a git URL to build the server from
             (runner.spec.source, runner.backends.source); None: a released build.
         ref: with ``source``: the commit, branch or tag; None: the checkout as it is.
+        perf_map: start the server so that it writes a perf map of its JIT-compiled code
+            (Node's ``--perf-basic-prof``; runner.catalogue.servers.JIT_SERVERS), for a
+            profiled cell; not part of the label (the figures' series).
     """
 
     name: str
@@ -39,6 +42,7 @@ class ServerRequest:
     tls: Any = None
     source: str | None = None
     ref: str | None = None
+    perf_map: bool = False
 
     @property
     def series_version(self) -> str:

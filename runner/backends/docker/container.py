@@ -192,6 +192,8 @@ def container_spec(req: ServerRequest, settings: ContainerSettings, *, image_id:
     if "http" in speaks:
         http_port = pick_port() if network == "host" else CONTAINER_HTTP_PORT
         env.update(http_env(req, bind, http_port))
+    if req.perf_map:  # a profiled cell of a JIT server: its perf map (runner.catalogue.servers.JIT_SERVERS)
+        env["PERF_MAP"] = "1"
     if "ftp" not in speaks:  # HTTP only: no FTP listener, no login
         port = 0
         for k in ("FTP_PASSWORD", "FTP_PORT", "PASV_MIN", "PASV_MAX", "USE_SENDFILE", "IDLE_TIMEOUT"):

@@ -41,3 +41,27 @@ def test_vsftpd_container_profile_follows_forked_sessions(dbackend):
     assert any("[k] do_sendfile" in line and "[k] tcp_sendmsg" in line for line in lines)
     assert any("[vsftpd]" in n for n in prof.notes), prof.notes  # stripped binary: said so
     assert any(r.name == "sendfile" and r.count > 0 for r in prof.syscalls)
+
+
+def test_pyftpdlib_container_profile_has_python_frames(dbackend):
+    """py-spy on a containerised Python server (without --native, whose unwinder fails on
+    the container's interpreter): the handler's Python frames, bounded by the phase."""
+    _needs_perf()
+    check_or_skip(dbackend, ServerRequest("pyftpdlib", "2.2.0"))
+    spec = parse_spec({"name": "profile", "repeats": 1, "backend": "docker", "profile": True,
+                       "servers": [{"name": "pyftpdlib", "version": "2.2.0"}],
+                       "workloads": [{"name": "retr", "params": {"clients": 4, "transfer_size": 32 * MIB,
+                                                                 "duration": 3.0}}]})
+    srv = spec.servers[0]
+    cell = Cell(id=1, seq=0, server="pyftpdlib", server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
+                workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="",
+                repeat=1, profiled=True)
+    out = run_local_cell(cell, spec, dbackend)
+    assert out.status == "done", out.error
+    prof = out.profile
+    assert prof is not None and prof.profiler == "py-spy", prof and prof.notes
+    assert any("without --native" in n for n in prof.notes), prof.notes
+    # one single-threaded process: at most one sample per tick of the recording
+    assert 0.3 <= prof.on_cpu_s <= prof.duration_s * 1.05 + 2 / prof.rate_hz, (prof.on_cpu_s, prof.duration_s)
+    lines = prof.on_cpu.splitlines()
+    assert any("(pyftpdlib/handlers/ftp/data.py:" in line for line in lines), lines[:5]

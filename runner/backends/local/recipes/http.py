@@ -209,7 +209,8 @@ class NodeHttpRecipe(Recipe):
         max_body, workers, keepalive = http_options(req)
         opts = ["--workers", str(workers), "--max-body", str(max_body), "--keepalive", "1" if keepalive else "0",
                 "--backlog", "4096"]
-        argv = [node, str(script), "--host", self.host, "--port", str(port), "--home", str(run.home), *opts]
+        argv = [node, *(["--perf-basic-prof"] if req.perf_map else []), str(script), "--host", self.host,
+                "--port", str(port), "--home", str(run.home), *opts]
         if tls_mode(req) == "https":  # the https module (each cluster worker does its own TLS)
             argv += ["--tls-cert", str(req.tls.cert), "--tls-key", str(req.tls.key)]
         version = command_output([node, "--version"]).lstrip("v")
