@@ -6,6 +6,10 @@ workload and parameters, every repeat, are merged into one folded profile (count
 same stack added), and one :class:`ProfilePair` is made wherever both sides have one. The
 differential graph (runner.report.flamegraph.diff_svg) then normalises the first side's
 total to the second's, so the sides' shares are compared whatever their sample counts.
+When the two sides are different servers (proftpd against pure-ftpd), every stack's root
+frame (the process name the profilers put first) is replaced by ``server`` on both sides,
+so that the libraries' and the kernel's frames below it line up instead of every stack
+being "only in one side".
 """
 from __future__ import annotations
 
@@ -62,6 +66,22 @@ def merge_folded(profiles: list[str]) -> str:
     return "".join(f"{s} {n}\n" for s, n in sorted(total.items()))
 
 
+#: The root frame both sides' stacks get when the two sides are different servers.
+COMMON_ROOT = "server"
+
+
+def common_root(folded: str, root: str = COMMON_ROOT) -> str:
+    """``folded`` with each stack's first frame replaced by ``root`` (stacks that become
+    identical are merged, as :func:`merge_folded`)."""
+    out = []
+    for line in folded.splitlines():
+        stack, _, n = line.rstrip().rpartition(" ")
+        if stack and n.isdigit():
+            _first, sep, rest = stack.partition(";")
+            out.append(f"{root}{sep}{rest} {n}")
+    return merge_folded(["\n".join(out)])
+
+
 def profile_pairs(session: Session, a: str, b: str, *, campaign: int | None = None, workload: str | None = None,
                   params_key: str | None = None) -> list[ProfilePair]:
     """The profile pairs of operands ``a`` and ``b`` (module docstring), in the order of
@@ -82,6 +102,8 @@ def profile_pairs(session: Session, a: str, b: str, *, campaign: int | None = No
         if not as_:
             continue
         fa, fb = merge_folded([p.on_cpu for _, p in as_]), merge_folded([p.on_cpu for _, p in bs])
+        if {c.server for c, _ in as_} != {c.server for c, _ in bs}:  # different programs: align below the root
+            fa, fb = common_root(fa), common_root(fb)
         title = WORKLOADS[key[0]].title_for(WorkloadParams.model_validate(bs[0][0].params))
         out.append(ProfilePair(workload=key[0], params_key=key[1], title=title, a=la, b=lb, a_campaign=ca,
                                b_campaign=cb, a_cells=tuple(c.id for c, _ in as_), b_cells=tuple(c.id for c, _ in bs),

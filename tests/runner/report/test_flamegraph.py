@@ -84,3 +84,18 @@ def test_no_samples_and_missing_inferno_are_named(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(flamegraph.InfernoMissing, match=r"inferno-flamegraph is not installed: run `make install`"):
         flamegraph.flamegraph_svg("a;b 1\n", title="x")
+
+
+def test_two_servers_are_aligned_below_their_root_frame():
+    """Stacks of two different programs share nothing while their process names head them;
+    with the common root, the same library and kernel frames merge and only their counts
+    differ (the same stack of two processes of one side added up)."""
+    from runner.report.profile_pairs import COMMON_ROOT, common_root
+
+    a = "proftpd;main;xcrypt_r 30\nproftpd;main;[k] do_sys_open 10\nproftpd-helper;main;xcrypt_r 2\n"
+    b = "pure-ftpd;main;xcrypt_r 40\npure-ftpd;[k] fork 12\n"
+    ca, cb = common_root(a), common_root(b)
+    assert ca == f"{COMMON_ROOT};main;[k] do_sys_open 10\n{COMMON_ROOT};main;xcrypt_r 32\n"
+    assert cb == f"{COMMON_ROOT};[k] fork 12\n{COMMON_ROOT};main;xcrypt_r 40\n"
+    stacks = lambda t: {line.rpartition(" ")[0] for line in t.splitlines()}  # noqa: E731
+    assert not stacks(a) & stacks(b) and stacks(ca) & stacks(cb) == {f"{COMMON_ROOT};main;xcrypt_r"}
