@@ -240,6 +240,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
     handle = None
     sampler = None
     profiler = None
+    profile = None
     served = 1  # the cells this server has served, this one included
     facts: dict[str, Any] = {}  # read once per server life (runner.cell.server_reuse.LiveServer)
     keep = False
@@ -290,9 +291,10 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             with clock("files"):
                 upload.start()
         cg0 = handle.cgroup_cpu()  # the server's cgroup: every process, exited ones too (runner.cell.server_cpu)
-        with clock("profile"):  # a profiled cell (runner.spec.profile): the profilers record from here
-            profiler = start_profile(spec.profile_of(srv, cell.workload, params) if cell.profiled else None,
-                                     srv.name, handle, cg0)
+        wanted = spec.profile_of(srv, cell.workload, params) if cell.profiled else None
+        if wanted is not None:
+            with clock("profile"):  # the profiled repeat (runner.spec.model.expand): the profilers record from here
+                profiler = start_profile(wanted, srv.name, handle, cg0)
         cpu0 = sampler.cpu_times() if sampler else None
         snaps: dict[str, Any] = {"start": start_mem}
 
@@ -313,8 +315,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 process_rows = []
         clock.record("measured", result.elapsed_s)
         cg1 = handle.cgroup_cpu() if cg0 is not None else None
-        with clock("profile"):
-            profile = stop_profile(profiler)
+        if profiler is not None:
+            with clock("profile"):
+                profile = stop_profile(profiler)
         with clock("counters"):
             tcp_rows, kernel_note = tcp.finish()
             link_rows, link_note = link.finish()
