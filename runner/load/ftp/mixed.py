@@ -52,7 +52,7 @@ from runner.load.ftp.fixtures_mixed import FileSet, ensure_file_set
 from runner.load.ftp.listing import listing_names
 from runner.load.ftp.phase import MAX_REPEATS, Phase
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
-from runner.load.result import LATE_SESSION_S, ClientFigures, OpFigures, SessionFigures
+from runner.load.result import ClientFigures, OpFigures, SessionFigures
 
 #: Most uploaded files checked with SIZE after the phase (untimed).
 MAX_STOR_CHECKS = 200
@@ -146,28 +146,12 @@ class _Mixed:
         return name, size
 
     async def login(self) -> FTPSession:
-        ph = self.ph
-        t = ph.target
-        s = FTPSession(t.host, t.port, **ph.kw())
-        ph.sessions.add(s)
-        t0 = time.perf_counter()
+        s, _seconds = await self.ph.open_session()
         try:
-            try:
-                await s.connect()
-            finally:
-                if s.handshake_s is not None:
-                    ph.handshakes_ms.append(s.handshake_s * 1000.0)
-                    if not ph.tls and (tls := t.tls) is not None:
-                        ph.tls = {"mode": tls.mode, "key_type": tls.key_type, **s.tls_info}
-            ph.greeted += 1
-            if time.perf_counter() - t0 > LATE_SESSION_S:
-                ph.late += 1
-            await s.login(t.user, t.password)
-            ph.logged_in += 1
             await s.type_binary()
         except BaseException:
             s.close()
-            ph.sessions.discard(s)
+            self.ph.sessions.discard(s)
             raise
         return s
 

@@ -203,9 +203,11 @@ class Phase:
             seed=self.p.seed if self.workload == "mixed" else None, deleted=list(self.deleted))
 
     # -- sessions -----------------------------------------------------------------
-    async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:
-        """Connect + log in one session (and TYPE I when ``binary``, outside the latency).
-        Returns (session or None on error, connect+login latency in ms)."""
+    async def open_session(self) -> tuple[FTPSession, float]:
+        """Connect and log in one session of this phase, counting its greeting, a late
+        greeting (over LATE_SESSION_S), its login and its TLS handshake. Returns (the
+        session, connect+login seconds). Raises what the connection or the login raised
+        (FTPError for a refused login), with the session closed and forgotten."""
         t = self.target
         s = FTPSession(t.host, t.port, **self.kw())
         self.sessions.add(s)
@@ -222,16 +224,30 @@ class Phase:
             if time.perf_counter() - t0 > LATE_SESSION_S:
                 self.late += 1
             await s.login(t.user, t.password)
-            lat = (time.perf_counter() - t0) * 1000.0
-            self.logged_in += 1
-            if binary:
-                await s.type_binary()
-        except FTPError as e:
-            self.error(e)
+        except BaseException:
             self.sessions.discard(s)
             s.close()
+            raise
+        self.logged_in += 1
+        return s, time.perf_counter() - t0
+
+    async def login_one(self, binary: bool) -> tuple[FTPSession | None, float]:
+        """Connect + log in one session (:meth:`open_session`; and TYPE I when ``binary``,
+        outside the latency). Returns (session or None on error, connect+login latency in ms)."""
+        try:
+            s, seconds = await self.open_session()
+        except FTPError as e:
+            self.error(e)
             return None, 0.0
-        return s, lat
+        if binary:
+            try:
+                await s.type_binary()
+            except FTPError as e:
+                self.error(e)
+                self.sessions.discard(s)
+                s.close()
+                return None, 0.0
+        return s, seconds * 1000.0
 
     async def login_many(self, n: int, binary: bool, *, measured: bool) -> list[FTPSession]:
         """Log in ``n`` sessions in ``params.login_mode`` (``window``: at most
