@@ -50,9 +50,9 @@ from runner.load import hdr
 from runner.load.ftp.fixtures import client_source
 from runner.load.ftp.fixtures_mixed import FileSet, ensure_file_set
 from runner.load.ftp.listing import listing_names
-from runner.load.ftp.phase import MAX_REPEATS, Phase
+from runner.load.ftp.phase import MAX_REPEATS, ClientSpan, Phase
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
-from runner.load.result import ClientFigures, OpFigures, SessionFigures
+from runner.load.result import OpFigures, SessionFigures
 
 #: Most uploaded files checked with SIZE after the phase (untimed).
 MAX_STOR_CHECKS = 200
@@ -86,11 +86,11 @@ class _Kind:
                          hdr.encode(self.latency) if self.ops else "", hdr.encode(self.service) if self.ops else "")
 
 
-class _Client:
-    __slots__ = ("i", "ops_rng", "file_rng", "think_rng", "uploads", "failed_uploads", "stored", "bytes", "first",
-                 "last", "ok")
+class _Client(ClientSpan):
+    __slots__ = ("i", "ops_rng", "file_rng", "think_rng", "uploads", "failed_uploads", "stored")
 
     def __init__(self, i: int, seed: int) -> None:
+        super().__init__()
         self.i = i
         self.ops_rng = random.Random(f"{seed}:{i}:ops")
         self.file_rng = random.Random(f"{seed}:{i}:files")
@@ -98,14 +98,6 @@ class _Client:
         self.uploads: deque[tuple[str, int]] = deque()
         self.failed_uploads: list[str] = []  # STORs that failed: a part of the file may be on the server
         self.stored = 0
-        self.bytes = 0
-        self.first: float | None = None
-        self.last: float | None = None
-        self.ok = True
-
-    def figures(self) -> ClientFigures:
-        span = (self.last - self.first) if self.first is not None and self.last is not None else 0.0
-        return ClientFigures(self.bytes, span, self.ok)
 
 
 class _Mixed:

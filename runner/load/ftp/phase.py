@@ -65,6 +65,25 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class ClientSpan:
+    """One client's bytes and the span from its first operation's start to its last
+    operation's end (``perf_counter`` seconds; None before the first), as an open-loop
+    client keeps them; ``ok`` False once one of its operations failed."""
+
+    __slots__ = ("bytes", "first", "last", "ok")
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.first: float | None = None
+        self.last: float | None = None
+        self.ok = True
+
+    def figures(self) -> ClientFigures:
+        """Its bytes and span (0.0 before an operation ended), for Jain's index over clients."""
+        span = (self.last - self.first) if self.first is not None and self.last is not None else 0.0
+        return ClientFigures(self.bytes, span, self.ok)
+
+
 class Phase:
     """Mutable state of one phase: counters, open sessions, measurement clocks."""
 

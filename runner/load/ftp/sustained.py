@@ -41,32 +41,25 @@ from typing import BinaryIO
 
 from runner.load import hdr
 from runner.load.ftp.fixtures import client_source, ensure_server_file
-from runner.load.ftp.phase import MAX_REPEATS, Phase
+from runner.load.ftp.phase import MAX_REPEATS, ClientSpan, Phase
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
-from runner.load.result import LATE_SESSION_S, ClientFigures
+from runner.load.result import LATE_SESSION_S
 
 #: Open loop: operations due before ``duration`` but not started before this many
 #: ``duration``s after the phase start are counted as ``backlog`` errors.
 DRAIN_FACTOR = 2.0
 
 
-class _Client:
+class _Client(ClientSpan):
     """One client's state and figures."""
 
-    __slots__ = ("name", "session", "bytes", "ops", "first", "last", "ok")
+    __slots__ = ("name", "session", "ops")
 
     def __init__(self, name: str, session: FTPSession | None) -> None:
+        super().__init__()
         self.name = name          # STOR: the file this client writes
         self.session = session    # reuse: its logged-in session (None: log in at the next operation)
-        self.bytes = 0
         self.ops = 0
-        self.first: float | None = None
-        self.last: float | None = None
-        self.ok = True
-
-    def figures(self) -> ClientFigures:
-        span = (self.last - self.first) if self.first is not None and self.last is not None else 0.0
-        return ClientFigures(self.bytes, span, self.ok)
 
 
 class _Loop:
