@@ -12,7 +12,6 @@ on the same host) marks it ``failed``, its finished campaigns stay stored.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -26,6 +25,7 @@ from runner.campaign.bisect import BisectError, Bisector, Step
 from runner.campaign.loop import Reporter
 from runner.spec.model import CampaignSpec, SpecError, parse_spec
 from runner.spec.source import check_ref
+from runner.store import campaigns as crud
 from runner.store.models import BisectJob
 
 #: A metric name: lower-case letters, digits and ``_`` (it is only ever compared with the
@@ -152,22 +152,12 @@ def reap_dead_bisects(session: Session, host: str) -> int:
     for job in session.scalars(select(BisectJob).where(BisectJob.status == "running",
                                                        BisectJob.owner.like(f"{host}:%"))):
         pid = (job.owner or "").rpartition(":")[2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not crud.pid_alive(int(pid)):
             job.status, job.finished_at = "failed", datetime.now(UTC)
             job.error = f"the worker {job.owner} running it stopped; its finished steps are stored campaigns"
             n += 1
     session.commit()
     return n
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def step_json(st: Step) -> dict[str, Any]:

@@ -276,7 +276,9 @@ def cancel_campaign(session: Session, *, campaign_id: int) -> Campaign:
     return camp
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (``kill(pid, 0)``; one of another user
+    counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -297,7 +299,7 @@ def reap_dead_workers(session: Session) -> int:
         if not cell.worker or ":" not in cell.worker:
             continue
         h, _, pid = cell.worker.rpartition(":")
-        if h != host or not pid.isdigit() or _pid_alive(int(pid)):
+        if h != host or not pid.isdigit() or pid_alive(int(pid)):
             continue
         cell.status = "failed"
         cell.error = f"interrupted: worker {cell.worker} died while running this cell"
@@ -318,7 +320,7 @@ def reap_dead_workers(session: Session) -> int:
         if last is None or not last.worker:
             continue
         h, _, pid = last.worker.rpartition(":")
-        if h == host and pid.isdigit() and not _pid_alive(int(pid)):
+        if h == host and pid.isdigit() and not pid_alive(int(pid)):
             camp.status = "interrupted"
     session.flush()
     for camp in session.scalars(select(Campaign).where(Campaign.status == "interrupted")).all():
