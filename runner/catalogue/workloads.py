@@ -275,7 +275,7 @@ WORKLOADS: dict[str, WorkloadInfo] = {
         # mixed FTP sessions: weighted operations, size distributions, think times (runner.load.ftp.mixed)
         WorkloadInfo("mixed", "{clients} clients mixed sessions for {duration} s ({mix})", "ops_rate", "1/s", True,
                      ("clients", "duration", "mix", "sizes", "session_ops", "session_seconds", "think", "think_ms",
-                      "seed", "dir_entries", "login_mode") + _T),
+                      "seed", "dir_entries", "login_mode", "rate", "user_rate") + _T),
         # HTTP (seed 002): N keep-alive clients, each one request after another for ``duration`` s
         WorkloadInfo("http_upload", "{clients} HTTP clients (upload {body} body)", "requests_rate", "req/s", True,
                      ("clients", "duration", "body_size", "method", "keepalive", "op_timeout"), protocol="http"),
@@ -352,7 +352,8 @@ def params_key(workload: str, params: WorkloadParams) -> str:
     same key are comparable. E.g. ``clients=300,file_size=10485760,login_mode=concurrent``.
     ``client_options`` counts only when not empty (so the keys of cells stored before it
     existed are unchanged), sorted, as ``client_options=k1=v1;k2=v2``; ``driver`` likewise
-    only when set (``driver=wget``)."""
+    only when set (``driver=wget``); ``mixed`` has ``rate`` and ``user_rate`` only in its
+    open loop (``rate`` set)."""
     info = WORKLOADS[workload]
     d = params.model_dump()
     parts = []
@@ -360,6 +361,8 @@ def params_key(workload: str, params: WorkloadParams) -> str:
         if k == "client_options":
             if d[k]:
                 parts.append(f"{k}=" + ";".join(f"{a}={b}" for a, b in sorted(d[k].items())))
+        elif k in ("rate", "user_rate") and workload == "mixed" and params.rate is None:
+            continue  # the closed loop's key is as before the open loop existed
         elif k == "mix":
             parts.append("mix=" + ";".join(f"{a}:{b:g}" for a, b in params.mix.weights().items() if b > 0))
         elif k == "sizes":
