@@ -75,12 +75,14 @@ class WorkloadParams(BaseModel):
             dkftpbench's user) or ``reuse`` (each client logs in once, untimed, and loops
             transfers on that session; after a failed operation its next one logs in again,
             timed).
-        rate: sustained workloads: None (default) for a **closed loop** (each client starts
+        rate: sustained workloads and ``mixed``: None (default) for a **closed loop** (each client starts
             its next operation when its last ended), or the target operations per second
             over all clients for an **open loop**: operation k is due at ``k / rate`` s
             after the phase start, the next free client takes it, and its latency counts
             from that intended start (docs/methodology.md, "Open and closed loop").
-        user_rate: sustained workloads: the rate R (bytes/s) of the figure "users at rate
+            ``mixed``: each user has its own schedule paced by the payload bytes of its
+            operations, ``rate / clients`` operations/s on average (runner.load.ftp.mixed).
+        user_rate: sustained workloads and ``mixed``: the rate R (bytes/s) of the figure "users at rate
             R" (dkftpbench's: the clients each of which moved at least R bytes/s over the
             phase); default 1 MiB/s.
         client_options: options of a real-client driver (lftp, wget, curl:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from runner.catalogue.mixed import mean_op_bytes
+from runner.catalogue.mixed import mean_op_bytes, op_bytes_second_moment
 from runner.catalogue.workloads import WorkloadParams, parse_size
 
 #: Fewest operations each user must be due in one step: fewer make no steady rate.
 MIN_OPS_PER_USER = 4
+#: ``mixed``: the largest share of a step's ``duration`` that its mean residual operation
+#: may stand for (:func:`CapacitySpec.check`).
+MAX_RESIDUAL_SHARE = 0.25
 
 
 def op_bytes(workload: str, params: WorkloadParams) -> float:
@@ -60,8 +63,10 @@ class CapacitySpec(BaseModel):
 
     def check(self, params: WorkloadParams, workload: str = "retr_sustained") -> None:
         """Raise ValueError naming the field when the search cannot run with ``params``:
-        ``start`` above ``max_users``, no criterion at all, a mix that moves no payload, or
-        a step too short for :data:`MIN_OPS_PER_USER` operations per user."""
+        ``start`` above ``max_users``, no criterion at all, a mix that moves no payload, a
+        step too short for :data:`MIN_OPS_PER_USER` operations per user, or (``mixed``) one
+        whose mean residual operation (runner.catalogue.mixed.op_bytes_second_moment) stands
+        for more than :data:`MAX_RESIDUAL_SHARE` of ``duration``."""
         if self.start > self.max_users:
             raise ValueError(f"capacity.start ({self.start}) is above capacity.max_users ({self.max_users})")
         if not self.check_rate and self.p99_ms is None:
@@ -77,6 +82,15 @@ class CapacitySpec(BaseModel):
                              f"{params.duration:g} s x user_rate {self.user_rate} B/s / {what} "
                              f"{per_op:.0f} B); need at least {MIN_OPS_PER_USER}: "
                              "raise params.duration or lower the bytes per operation")
+        if workload == "mixed":
+            residual = op_bytes_second_moment(params.mix, params.sizes, params.seed) / (2 * per_op) / self.user_rate
+            if residual > MAX_RESIDUAL_SHARE * params.duration:
+                raise ValueError(
+                    f"capacity: the mix's large transfers are too large for a {params.duration:g} s step: the "
+                    f"operation a user is in when the step ends stands for {residual:.3g} s of its demand on "
+                    f"average (E[n^2] / (2 E[n] x user_rate)), more than {MAX_RESIDUAL_SHARE:.0%} of "
+                    "params.duration, so the step would offer well above N x user_rate: raise "
+                    "params.duration or make the largest sizes of params.sizes smaller")
 
     def step_params(self, params: WorkloadParams, clients: int, workload: str = "retr_sustained") -> WorkloadParams:
         """``params`` for the step of ``clients`` users of ``workload``: ``clients``, the

@@ -13,7 +13,7 @@ for weighted operations, dkftpbench's user for the session).
   after it), ``resume`` (``REST k`` + ``RETR`` of a drawn file, k uniform in 1..size-1; a
   1-byte file is read whole), ``noop``. Each session also counts its ``login`` (connect,
   greeting, USER/PASS, FTPS handshake and PBSZ/PROT, TYPE I) as an operation.
-* Think time between operations: ``none``, ``fixed`` (``think_ms``) or ``exponential``
+* Think time between operations (closed loop, ``rate`` unset): ``none``, ``fixed`` (``think_ms``) or ``exponential``
   (mean ``think_ms``). Randomness: client i has three generators, ``random.Random(f"{seed}:
   {i}:ops")`` (operation kinds), ``...:files`` (files, sizes, offsets) and ``...:think``, so
   its sequence of operation kinds depends only on the seed and i (:func:`op_sequence`).
@@ -23,6 +23,24 @@ for weighted operations, dkftpbench's user for the session).
   correction of runner.load.ftp.sustained applied to a closed loop with think times). A
   session's login is due when the client's previous session has quit (its QUIT is untimed).
   ``service`` counts from the actual start.
+* **Open loop** (``rate`` set: operations/s over all clients): client i is a user with its
+  own schedule, independent of the server. Its mean gap between two operations is
+  ``g = clients / rate``; its first operation (a login) is due at ``t0 + g x i / clients``
+  and each next one at the previous one's due time plus ``n x g / B`` s, n the payload
+  bytes of that operation (a listing's bytes included) and B the mix's expected payload
+  bytes per operation (runner.catalogue.mixed.mean_op_bytes): the user asks
+  ``B x rate / clients`` bytes/s (a capacity search sets it to ``user_rate``), and an
+  operation without payload is due right after the one before it. Think times are not
+  used. Latency counts from the due time (wrk2's coordinated-omission correction, as
+  runner.load.ftp.sustained's open loop). A failed operation ends its session; the next
+  session's login is due one gap g later. Operations due before ``duration`` all run;
+  a client still behind at ``2 x duration`` stops, and the operations it was due (about
+  one per g) are ``backlog`` errors. Per user (``clients``): its bytes, and its span from
+  its first due time to its last operation's end less one gap g (being at most one
+  operation behind still keeps the rate), but never shorter than its schedule (the due
+  time of its next, unrun operation less the first); so a user on schedule has exactly
+  the rate it asked, and ``users_at_rate`` counts the users whose bytes / span reached
+  ``user_rate``.
 * The phase: no operation starts after ``duration``; a session whose next operation would
   be due after it ends there, and its client stops (no new session).
   Figures (runner.load.result.PhaseResult): ``elapsed_s`` from the phase start to the last
