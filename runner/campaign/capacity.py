@@ -130,7 +130,7 @@ def after_step(session: Session, cell: Cell, spec: CampaignSpec) -> str | None:
         return f"{head}: {state.answer} users at {slo.text()}{why}"
     n = state.next_clients
     copies = 1 if state.confirm else spec.repeats
-    params = cap.step_params(WorkloadParams.model_validate(cell.params), n)
+    params = cap.step_params(WorkloadParams.model_validate(cell.params), n, cell.workload)
     last_seq = session.scalar(select(func.max(Cell.seq)).where(Cell.campaign_id == cell.campaign_id)) or 0
     done_at_n = len(runs.get(n, []))
     for i in range(copies):

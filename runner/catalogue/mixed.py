@@ -192,3 +192,34 @@ def size_label(n: int) -> str:
             v = n / div
             return f"{v:.0f}{unit}" if v == int(v) else f"{v:.1f}{unit}"
     return str(n)
+
+
+def mean_op_bytes(mix: OpMix, sizes: SizeDist, seed: int) -> float:
+    """The expected payload bytes of one operation drawn from ``mix`` (bytes, >= 0): the sum
+    over ``retr`` and ``stor`` of ``p(op) x E[size]`` plus ``p(resume) x E[size - offset]``,
+    where E[size] is the weighted mean of ``sizes.fixture_set(seed)`` and a resume of a
+    file of s > 1 bytes reads s - k bytes for k uniform in 1..s-1 (mean s/2; a 1-byte file
+    is read whole). Other operations move no payload. The open loop of the ``mixed``
+    workload paces each user with it (runner.load.ftp.mixed), and a capacity search turns a
+    per-user byte rate into operations/s with it (runner.spec.capacity)."""
+    fset = sizes.fixture_set(seed)
+    total_w = sum(w for _, w in fset)
+    mean_size = sum(s * w for s, w in fset) / total_w
+    mean_resume = sum((s / 2 if s > 1 else 1.0) * w for s, w in fset) / total_w
+    p = mix.probabilities()
+    return (p.get("retr", 0.0) + p.get("stor", 0.0)) * mean_size + p.get("resume", 0.0) * mean_resume
+
+
+def op_bytes_second_moment(mix: OpMix, sizes: SizeDist, seed: int) -> float:
+    """E[n^2] of the payload bytes n of one operation drawn from ``mix`` (bytes^2): retr and
+    stor ``E[size^2]``; resume ``E[(s - k)^2]`` for k uniform in 1..s-1, about ``s^2 / 3``;
+    others 0. With :func:`mean_op_bytes` it gives the mean residual ``E[n^2] / (2 E[n])``:
+    the payload of the operation a user is in the middle of when a step ends, which an
+    open-loop step runs on top of its ``duration x rate`` (the inspection paradox of
+    renewal theory; runner.spec.capacity bounds it)."""
+    fset = sizes.fixture_set(seed)
+    total_w = sum(w for _, w in fset)
+    m2 = sum(float(s) * s * w for s, w in fset) / total_w
+    m2_resume = sum((float(s) * s / 3 if s > 1 else 1.0) * w for s, w in fset) / total_w
+    p = mix.probabilities()
+    return (p.get("retr", 0.0) + p.get("stor", 0.0)) * m2 + p.get("resume", 0.0) * m2_resume

@@ -75,12 +75,14 @@ class WorkloadParams(BaseModel):
             dkftpbench's user) or ``reuse`` (each client logs in once, untimed, and loops
             transfers on that session; after a failed operation its next one logs in again,
             timed).
-        rate: sustained workloads: None (default) for a **closed loop** (each client starts
+        rate: sustained workloads and ``mixed``: None (default) for a **closed loop** (each client starts
             its next operation when its last ended), or the target operations per second
             over all clients for an **open loop**: operation k is due at ``k / rate`` s
             after the phase start, the next free client takes it, and its latency counts
             from that intended start (docs/methodology.md, "Open and closed loop").
-        user_rate: sustained workloads: the rate R (bytes/s) of the figure "users at rate
+            ``mixed``: each user has its own schedule paced by the payload bytes of its
+            operations, ``rate / clients`` operations/s on average (runner.load.ftp.mixed).
+        user_rate: sustained workloads and ``mixed``: the rate R (bytes/s) of the figure "users at rate
             R" (dkftpbench's: the clients each of which moved at least R bytes/s over the
             phase); default 1 MiB/s.
         client_options: options of a real-client driver (lftp, wget, curl:
@@ -275,7 +277,7 @@ WORKLOADS: dict[str, WorkloadInfo] = {
         # mixed FTP sessions: weighted operations, size distributions, think times (runner.load.ftp.mixed)
         WorkloadInfo("mixed", "{clients} clients mixed sessions for {duration} s ({mix})", "ops_rate", "1/s", True,
                      ("clients", "duration", "mix", "sizes", "session_ops", "session_seconds", "think", "think_ms",
-                      "seed", "dir_entries", "login_mode") + _T),
+                      "seed", "dir_entries", "login_mode", "rate", "user_rate") + _T),
         # HTTP (seed 002): N keep-alive clients, each one request after another for ``duration`` s
         WorkloadInfo("http_upload", "{clients} HTTP clients (upload {body} body)", "requests_rate", "req/s", True,
                      ("clients", "duration", "body_size", "method", "keepalive", "op_timeout"), protocol="http"),
@@ -352,7 +354,8 @@ def params_key(workload: str, params: WorkloadParams) -> str:
     same key are comparable. E.g. ``clients=300,file_size=10485760,login_mode=concurrent``.
     ``client_options`` counts only when not empty (so the keys of cells stored before it
     existed are unchanged), sorted, as ``client_options=k1=v1;k2=v2``; ``driver`` likewise
-    only when set (``driver=wget``)."""
+    only when set (``driver=wget``); ``mixed`` has ``rate`` and ``user_rate`` only in its
+    open loop (``rate`` set)."""
     info = WORKLOADS[workload]
     d = params.model_dump()
     parts = []
@@ -360,6 +363,8 @@ def params_key(workload: str, params: WorkloadParams) -> str:
         if k == "client_options":
             if d[k]:
                 parts.append(f"{k}=" + ";".join(f"{a}={b}" for a, b in sorted(d[k].items())))
+        elif k in ("rate", "user_rate") and workload == "mixed" and params.rate is None:
+            continue  # the closed loop's key is as before the open loop existed
         elif k == "mix":
             parts.append("mix=" + ";".join(f"{a}:{b:g}" for a, b in params.mix.weights().items() if b > 0))
         elif k == "sizes":

@@ -108,7 +108,7 @@ class WorkloadSpec(BaseModel):
                 raise ValueError(f"capacity: needs a workload by name with an open loop and per-user rates ({known})")
             if self.sweep is not None:
                 raise ValueError("capacity: the search chooses the client counts; give no sweep")
-            self.capacity.check(self.params)
+            self.capacity.check(self.params, self.name)
         return self
 
     def names(self) -> tuple[str, ...]:
@@ -119,5 +119,5 @@ class WorkloadSpec(BaseModel):
         """The parameters of each cell family (one per client count of a sweep); a capacity
         search's first step only (the campaign queues the next ones)."""
         if self.capacity is not None:
-            return [self.capacity.step_params(self.params, self.capacity.start)]
+            return [self.capacity.step_params(self.params, self.capacity.start, self.names()[0])]
         return param_sets(self.params, self.sweep)

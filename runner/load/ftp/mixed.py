@@ -13,7 +13,7 @@ for weighted operations, dkftpbench's user for the session).
   after it), ``resume`` (``REST k`` + ``RETR`` of a drawn file, k uniform in 1..size-1; a
   1-byte file is read whole), ``noop``. Each session also counts its ``login`` (connect,
   greeting, USER/PASS, FTPS handshake and PBSZ/PROT, TYPE I) as an operation.
-* Think time between operations: ``none``, ``fixed`` (``think_ms``) or ``exponential``
+* Think time between operations (closed loop, ``rate`` unset): ``none``, ``fixed`` (``think_ms``) or ``exponential``
   (mean ``think_ms``). Randomness: client i has three generators, ``random.Random(f"{seed}:
   {i}:ops")`` (operation kinds), ``...:files`` (files, sizes, offsets) and ``...:think``, so
   its sequence of operation kinds depends only on the seed and i (:func:`op_sequence`).
@@ -23,6 +23,24 @@ for weighted operations, dkftpbench's user for the session).
   correction of runner.load.ftp.sustained applied to a closed loop with think times). A
   session's login is due when the client's previous session has quit (its QUIT is untimed).
   ``service`` counts from the actual start.
+* **Open loop** (``rate`` set: operations/s over all clients): client i is a user with its
+  own schedule, independent of the server. Its mean gap between two operations is
+  ``g = clients / rate``; its first operation (a login) is due at ``t0 + g x i / clients``
+  and each next one at the previous one's due time plus ``n x g / B`` s, n the payload
+  bytes of that operation (a listing's bytes included) and B the mix's expected payload
+  bytes per operation (runner.catalogue.mixed.mean_op_bytes): the user asks
+  ``B x rate / clients`` bytes/s (a capacity search sets it to ``user_rate``), and an
+  operation without payload is due right after the one before it. Think times are not
+  used. Latency counts from the due time (wrk2's coordinated-omission correction, as
+  runner.load.ftp.sustained's open loop). A failed operation ends its session; the next
+  session's login is due one gap g later. Operations due before ``duration`` all run;
+  a client still behind at ``2 x duration`` stops, and the operations it was due (about
+  one per g) are ``backlog`` errors. Per user (``clients``): its bytes, and its span from
+  its first due time to its last operation's end less one gap g (being at most one
+  operation behind still keeps the rate), but never shorter than its schedule (the due
+  time of its next, unrun operation less the first); so a user on schedule has exactly
+  the rate it asked, and ``users_at_rate`` counts the users whose bytes / span reached
+  ``user_rate``.
 * The phase: no operation starts after ``duration``; a session whose next operation would
   be due after it ends there, and its client stops (no new session).
   Figures (runner.load.result.PhaseResult): ``elapsed_s`` from the phase start to the last
@@ -38,6 +56,7 @@ connections: runner.load.ftp.tls).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import random
 import time
@@ -45,18 +64,24 @@ from collections import Counter, deque
 from contextlib import ExitStack
 from typing import BinaryIO
 
-from runner.catalogue.mixed import OPS, OpMix
+from runner.catalogue.mixed import OPS, OpMix, mean_op_bytes
 from runner.load import hdr
 from runner.load.ftp.fixtures import client_source
 from runner.load.ftp.fixtures_mixed import FileSet, ensure_file_set
 from runner.load.ftp.listing import listing_names
 from runner.load.ftp.phase import MAX_REPEATS, ClientSpan, Phase
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
-from runner.load.result import OpFigures, SessionFigures
+from runner.load.result import ClientFigures, OpFigures, SessionFigures
 
 #: Most uploaded files checked with SIZE after the phase (untimed).
 MAX_STOR_CHECKS = 200
 MAX_DELETED_KEPT = 1000
+#: Open loop: operations due before ``duration`` but not started this many ``duration``s
+#: after the phase start are ``backlog`` errors (as runner.load.ftp.sustained).
+DRAIN_FACTOR = 2.0
+#: Open loop: a user's span is never taken as shorter than (1 - this) x its schedule, so a
+#: user exactly on schedule is not below its rate by a rounding error.
+SCHEDULE_EPS = 1e-9
 
 
 def op_sequence(mix: OpMix, seed: int, client: int, n: int) -> list[str]:
@@ -87,7 +112,7 @@ class _Kind:
 
 
 class _Client(ClientSpan):
-    __slots__ = ("i", "ops_rng", "file_rng", "think_rng", "uploads", "failed_uploads", "stored")
+    __slots__ = ("i", "ops_rng", "file_rng", "think_rng", "uploads", "failed_uploads", "stored", "scheduled", "slack")
 
     def __init__(self, i: int, seed: int) -> None:
         super().__init__()
@@ -98,6 +123,16 @@ class _Client(ClientSpan):
         self.uploads: deque[tuple[str, int]] = deque()
         self.failed_uploads: list[str] = []  # STORs that failed: a part of the file may be on the server
         self.stored = 0
+        self.scheduled: float | None = None  # open loop: seconds of its schedule that it ran
+        self.slack = 0.0  # open loop: one mean operation gap (s)
+
+    def figures(self) -> ClientFigures:
+        """Its bytes and span; in the open loop the span less one mean gap, and at least
+        its schedule (module docstring)."""
+        span = (self.last - self.first) if self.first is not None and self.last is not None else 0.0
+        if self.scheduled is not None:
+            span = max(span - self.slack, self.scheduled * (1.0 - SCHEDULE_EPS))
+        return ClientFigures(self.bytes, span, self.ok)
 
 
 class _Mixed:
@@ -118,6 +153,7 @@ class _Mixed:
         self.service = hdr.new_histogram()
         self.sessions: list[SessionFigures] = []
         self.deleted: list[str] = []
+        self.backlog_ops = 0
 
     def source(self, size: int) -> BinaryIO:
         f = self._open.get(size)
@@ -299,6 +335,101 @@ class _Mixed:
                 return
             intended = time.perf_counter()  # the next session is due once this one has quit
 
+    async def client_open(self, c: _Client, t0: float, stop: float) -> None:
+        """Client ``c`` in the open loop (``rate`` set; module docstring): its operations
+        are due on its own schedule, whatever the server does."""
+        ph = self.ph
+        p = ph.p
+        assert p.rate is not None
+        gap = p.clients / p.rate  # the user's mean seconds between two operations
+        per_op = mean_op_bytes(p.mix, p.sizes, p.seed)
+        scale = gap / per_op if per_op > 0 else 0.0  # seconds of schedule per payload byte
+        drain = t0 + DRAIN_FACTOR * p.duration
+        due = t0 + gap * c.i / p.clients
+        c.first, c.slack = due, gap
+        for _ in range(MAX_REPEATS):
+            if due >= stop:
+                break
+            if time.perf_counter() >= drain:
+                self.backlog(c, due, stop, gap)
+                break
+            await self._wait_until(due)
+            sess_start, sess_bytes, sess_ops, sess_ok, finished = due, 0, 0, True, False
+            start = time.perf_counter()
+            ph.pending += 1
+            try:
+                s = await self.login()
+            except FTPError as e:
+                ph.pending -= 1
+                self.failed("login", e)
+                c.ok = False
+                c.last = time.perf_counter()
+                self.sessions.append(SessionFigures(c.last - sess_start, 0, 0, False))
+                due += gap
+                continue
+            ph.pending -= 1
+            end = c.last = time.perf_counter()
+            self.record("login", due, start, end, 0, 0, None)
+            sess_ops += 1
+            for _ in range(p.session_ops):
+                if p.session_seconds is not None and end - sess_start >= p.session_seconds:
+                    break
+                kind = c.ops_rng.choices(self.kinds_drawn, self.kind_weights)[0]
+                if kind == "dele" and not c.uploads:  # untimed: something of ours to delete
+                    try:
+                        await self._stor(s, c, min(sz for _, sz, _ in self.fs.files))
+                    except FTPError as e:
+                        self.failed("stor", e)
+                        sess_ok = False
+                        break
+                if due >= stop:
+                    finished = True
+                    break
+                if time.perf_counter() >= drain:
+                    self.backlog(c, due, stop, gap)
+                    finished = True
+                    break
+                await self._wait_until(due)
+                start = time.perf_counter()
+                ph.pending += 1
+                try:
+                    n, listing, size = await self.run_op(s, c, kind)
+                    end = time.perf_counter()
+                    items = 0 if listing is None else self.names_in(kind, listing)
+                except FTPError as e:
+                    ph.pending -= 1
+                    self.failed(kind, e)
+                    sess_ok = False
+                    end = c.last = time.perf_counter()
+                    due += gap
+                    break
+                ph.pending -= 1
+                c.last = end
+                self.record(kind, due, start, end, n, items, size)
+                sess_ops += 1
+                sess_bytes += n
+                c.bytes += n
+                due += n * scale if scale else gap
+            self.sessions.append(SessionFigures(end - sess_start, sess_bytes, sess_ops, sess_ok))
+            c.ok = c.ok and sess_ok
+            if sess_ok:
+                try:
+                    await s.quit()
+                except FTPError:
+                    pass
+            s.close()
+            ph.sessions.discard(s)
+            if finished:
+                break
+        c.scheduled = due - c.first
+
+    def backlog(self, c: _Client, due: float, stop: float, gap: float) -> None:
+        """Count client ``c``'s operations due from ``due`` to ``stop`` (about one per mean
+        ``gap``) that did not start within DRAIN_FACTOR x duration as ``backlog`` errors."""
+        n = max(1, math.ceil((stop - due) / gap))
+        c.ok = False
+        self.backlog_ops += n
+
 
 async def run_mixed(ph: Phase) -> None:
     """The phase of the ``mixed`` workload on ``ph`` (module docstring). Errors are counted
@@ -306,7 +437,10 @@ async def run_mixed(ph: Phase) -> None:
     login (runner.load.ftp.workloads then raises LoadError)."""
     p = ph.p
     n = p.clients
-    ph.notes.append(f"mixed: {n} clients, seed {p.seed}, {p.duration:g} s")
+    loop = "closed loop" if p.rate is None else (
+        f"open loop, {p.rate:g} operations/s ({mean_op_bytes(p.mix, p.sizes, p.seed) * p.rate / n / 1024:,.0f} KiB/s "
+        "per user)")
+    ph.notes.append(f"mixed: {n} clients, seed {p.seed}, {p.duration:g} s, {loop}")
     setup, _ = await ph.login_one(binary=True)
     if setup is None:
         return
@@ -336,7 +470,10 @@ async def run_mixed(ph: Phase) -> None:
         t0 = ph.t0
         assert t0 is not None
         try:
-            await asyncio.gather(*(m.client(c, t0 + p.duration) for c in clients))
+            if p.rate is None:
+                await asyncio.gather(*(m.client(c, t0 + p.duration) for c in clients))
+            else:
+                await asyncio.gather(*(m.client_open(c, t0, t0 + p.duration) for c in clients))
         finally:
             ends = [c.last for c in clients if c.last is not None]
             ph.t1 = max(ends) if ends and ph.pending == 0 else time.perf_counter()
@@ -346,6 +483,10 @@ async def run_mixed(ph: Phase) -> None:
             ph.buckets = {k: v.figures() for k, v in sorted(m.buckets.items(), key=lambda kv: _bucket_order(kv[0]))}
             ph.mixed_sessions = list(m.sessions)
             ph.deleted = list(m.deleted)
+            if m.backlog_ops:
+                ph.errors["backlog"] += m.backlog_ops
+                ph.first_error.setdefault("backlog", f"about {m.backlog_ops} operations due in the open loop were "
+                                                     f"not started within {DRAIN_FACTOR:g} x duration")
             ph.end()
         ph.progress(f"{ph.ops} operations in {ph.elapsed_s():.3f} s, {len(m.sessions)} sessions")
         left = [u for c in clients for u in c.uploads]

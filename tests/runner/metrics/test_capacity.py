@@ -90,7 +90,9 @@ def test_spec_capacity_validation():
     [p] = spec.workloads[0].param_sets()
     assert (p.clients, p.rate, p.user_rate) == (1, 2.0, 128 * 1024)  # 1 user x 128 KiB/s / 64 KiB
     cases = (({"name": "retr", "capacity": {"user_rate": "128K"}}, "open loop and per-user rates"),
-             ({"name": "mixed", "capacity": {"user_rate": "128K"}}, "retr_sustained, stor_sustained"),
+             ({"name": "login", "capacity": {"user_rate": "128K"}}, "retr_sustained, stor_sustained, mixed"),
+             # the default mix moves 0.525 MiB per operation: 3 s x 128 KiB/s is 0.714 of one
+             ({"name": "mixed", "capacity": {"user_rate": "128K"}}, "0.714 operations per step"),
              ({"name": "retr_sustained", "params": {"file_size": "1M", "duration": 2},
                "capacity": {"user_rate": "128K"}}, "0.25 operations per step"),
              ({"name": "retr_sustained", "params": {"file_size": "64K", "duration": 2},
