@@ -97,6 +97,16 @@ class Settings(BaseSettings):
     must lie in, separated by ``:`` (default: ``~/.config/xferlab/inventories`` and this
     checkout's ``ansible/inventories``); see runner.spec.inventory_policy."""
 
+    source_dirs: Annotated[list[Path], NoDecode] = Field(default_factory=list)
+    """``XFERLAB_SOURCE_DIRS``: the folders a server's ``source`` (a git checkout, or a
+    ``file://`` URL) must lie in when the spec comes through the dashboard or its API,
+    separated by ``:`` (default: none); see runner.spec.source_policy."""
+
+    source_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """``XFERLAB_SOURCE_URLS``: the URL prefixes (``https://`` or ``ssh://``, separated by
+    spaces) a server's ``source`` URL must start with when the spec comes through the
+    dashboard or its API (default: none); see runner.spec.source_policy."""
+
     chartjs_path: Path = Path("/usr/share/javascript/chart.js/chart.min.js")
     """``XFERLAB_CHARTJS_PATH``: a Chart.js 3.x UMD build (default: Debian's libjs-chart.js
     file): inlined into the HTML report (runner.report.render) and served by the dashboard
@@ -120,7 +130,14 @@ class Settings(BaseSettings):
     install step (``scripts/install.sh``, the Ansible ``loadgen`` role). A user name:
     lower-case letters, digits, ``_`` and ``-``, at most 31 characters."""
 
-    @field_validator("inventory_dirs", mode="before")
+    @field_validator("source_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: object) -> object:
+        if isinstance(value, str):
+            return value.split()
+        return value
+
+    @field_validator("inventory_dirs", "source_dirs", mode="before")
     @classmethod
     def _split_dirs(cls, value: object) -> object:
         if isinstance(value, str):

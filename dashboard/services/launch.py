@@ -194,13 +194,14 @@ def spec_from_text(text: str, source: str) -> CampaignSpec:
         data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise SpecError([("", f"not valid YAML: {exc}")], source) from None
-    return parse_spec(data, source)
+    return parse_spec(data, source, from_dashboard=True)
 
 
 def _parse_and_queue(session: Session, data: Any, text: str | None, source: str) -> tuple[int, int]:
     """Parse (YAML ``text`` when given, else the decoded ``data``), validate and queue.
     Returns ``(campaign id, cells_total)``; raises SpecError."""
-    return queue(session, spec_from_text(text, source) if text is not None else parse_spec(data, source))
+    return queue(session, spec_from_text(text, source) if text is not None
+                 else parse_spec(data, source, from_dashboard=True))
 
 
 async def launch_in_thread(session: Session, *, data: Any = None, text: str | None = None,

@@ -84,7 +84,7 @@ def spec_of(req: BisectRequest) -> CampaignSpec:
         "name": f"bisect {req.server}", "repeats": req.repeats, "backend": req.backend, "warmup": req.warmup,
         "servers": [{"name": req.server, "source": req.source, "ref": req.bad}],
         "workloads": [{"name": req.workload, "params": dict(req.params)}]}
-    return parse_spec(data, "bisect")
+    return parse_spec(data, "bisect", from_dashboard=True)  # only the dashboard queues a bisect job
 
 
 #: Spec error paths -> the request field they belong to.

@@ -446,11 +446,14 @@ def _errors(exc: ValidationError) -> list[tuple[str, str]]:
     return out
 
 
-def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = None) -> CampaignSpec:
+def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = None,
+               from_dashboard: bool = False) -> CampaignSpec:
     """Validate a spec given as a dict. Raises SpecError with every bad field's path, or
     naming the cell count when it expands to more than ``maximum_cells`` (default
     :func:`max_cells`) cells (:func:`check_cells`), when no server can run any workload
-    (runner.catalogue.pairing), or when ``hosts.inventory`` is not allowed (runner.spec.inventory_policy)."""
+    (runner.catalogue.pairing), or when ``hosts.inventory`` is not allowed (runner.spec.inventory_policy);
+    with ``from_dashboard`` (a spec anyone holding the dashboard's token sent), also when a
+    server's ``source`` is not allowed (runner.spec.source_policy)."""
     if not isinstance(data, dict):
         raise SpecError([("", f"expected a mapping at the top level, got {type(data).__name__}")], source)
     bad = control_characters(data)
@@ -470,6 +473,18 @@ def parse_spec(data: Any, source: str = "spec", *, maximum_cells: int | None = N
             allowed_inventory(spec.hosts.inventory)
         except InventoryError as exc:
             raise SpecError([("hosts.inventory", str(exc))], source) from None
+    if from_dashboard:
+        from runner.spec.source_policy import SourcePolicyError, allowed_source
+
+        refused = []
+        for i, srv in enumerate(spec.servers):
+            if srv.source is not None:
+                try:
+                    allowed_source(srv.source)
+                except SourcePolicyError as exc:
+                    refused.append((f"servers.{i}.source", str(exc)))
+        if refused:
+            raise SpecError(refused, source)
     return spec
 
 

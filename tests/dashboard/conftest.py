@@ -29,6 +29,16 @@ SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 
          "phase_timeout": 60}
 
 
+@pytest.fixture(autouse=True)
+def sources_allowed_in_tmp(tmp_path, monkeypatch) -> Path:
+    """The test's own folder is the one folder the operator allowed server sources in
+    (``XFERLAB_SOURCE_DIRS``, runner.spec.source_policy): the bisect form's repositories are
+    made there. Returns it."""
+    monkeypatch.setenv("XFERLAB_SOURCE_DIRS", str(tmp_path))
+    monkeypatch.delenv("XFERLAB_SOURCE_URLS", raising=False)
+    return tmp_path
+
+
 @pytest.fixture
 def app(engine):
     """The dashboard app on the test database, with token TOKEN."""

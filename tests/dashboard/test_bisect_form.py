@@ -127,3 +127,39 @@ def test_the_worker_fails_a_bisect_whose_ref_does_not_resolve_and_reaps_a_dead_o
         assert gone.status == "failed" and "stopped" in gone.error
     page = client.get(f"/bisect/{job_id}").text
     assert "Stopped:" in page and "no-such-tag" in html.unescape(page) and 'http-equiv="refresh"' not in page
+
+
+def test_a_source_the_operator_did_not_allow_is_refused(client, engine, checkout, tmp_path_factory, monkeypatch):
+    """Through the dashboard a source is built by the root worker only from a folder of
+    XFERLAB_SOURCE_DIRS or a URL under XFERLAB_SOURCE_URLS (runner.spec.source_policy);
+    the same spec from the command line builds."""
+    from runner.spec.model import SpecError, parse_spec
+
+    elsewhere = tmp_path_factory.mktemp("not-allowed")
+    subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
+    for source, words in ((str(elsewhere), "XFERLAB_SOURCE_DIRS"),
+                          (f"file://{elsewhere}", "XFERLAB_SOURCE_DIRS"),
+                          ("https://example.org/pyftpdlib.git", "XFERLAB_SOURCE_URLS")):
+        r = client.post("/bisect", data=_form(client, checkout, source=source))
+        assert r.status_code == 422 and words in r.text and "as root" in r.text, (source, r.text[-800:])
+    assert _count(engine) == 0
+    data = {"servers": [{"name": "pyftpdlib", "source": str(elsewhere)}], "workloads": [{"name": "retr"}]}
+    with pytest.raises(SpecError, match="XFERLAB_SOURCE_DIRS"):
+        parse_spec(data, from_dashboard=True)
+    assert parse_spec(data).servers[0].source == str(elsewhere.resolve())   # the command line's own user
+    monkeypatch.setenv("XFERLAB_SOURCE_URLS", "https://example.org/pyftpdlib")
+    url = {"servers": [{"name": "pyftpdlib", "source": "https://example.org/pyftpdlib.git", "ref": "v1"}],
+           "workloads": [{"name": "retr"}]}
+    with pytest.raises(SpecError, match="XFERLAB_SOURCE_URLS"):   # a prefix ends at a '/'
+        parse_spec(url, from_dashboard=True)
+    url["servers"][0]["source"] = "https://example.org/pyftpdlib/repo.git"
+    assert parse_spec(url, from_dashboard=True).servers[0].source == "https://example.org/pyftpdlib/repo.git"
+
+
+def test_the_api_refuses_a_source_outside_the_allowed_folders(client, auth, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("not-allowed-api")
+    subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
+    spec = {"name": "src", "repeats": 1, "backend": "local",
+            "servers": [{"name": "pyftpdlib", "source": str(elsewhere)}], "workloads": [{"name": "retr"}]}
+    r = client.post("/api/campaigns", json=spec, headers=auth)
+    assert r.status_code == 422 and "XFERLAB_SOURCE_DIRS" in r.text, r.text[:500]
