@@ -53,6 +53,14 @@ SEEDS = {
 CORPUS = TPD_DIR / "fuzz" / "corpus"
 
 
+#: Run the fuzzer as the child of a small shell, not of pytest: Linux carries a process's
+#: peak RSS across execve (``ru_maxrss``, which libFuzzer's ``-rss_limit_mb`` reads), so a
+#: fuzzer exec'd from a pytest grown past the limit by the tests before it is "out of
+#: memory" before its first input; a new process's peak starts from its own pages. The
+#: shell's commands after the fuzzer keep it from exec'ing the fuzzer in its place.
+FRESH_RSS = ["/bin/sh", "-c", '"$@"; rc=$?; exit $rc', "sh"]
+
+
 @pytest.fixture(scope="module")
 def fuzzers():
     if not shutil.which("clang"):
@@ -76,7 +84,7 @@ def test_fuzz_target(fuzzers, target, tmp_path):
     for f in stored:
         shutil.copyfile(f, corpus / f.name)
     secs = int(os.environ.get("TPD_FUZZ_SECONDS", "5"))
-    p = subprocess.run([str(fuzzers / target), f"-max_total_time={secs}", "-max_len=4096",
+    p = subprocess.run([*FRESH_RSS, str(fuzzers / target), f"-max_total_time={secs}", "-max_len=4096",
                         "-timeout=5", "-rss_limit_mb=1024",
                         f"-artifact_prefix={tmp_path}/", str(corpus)],
                        capture_output=True, timeout=secs + 120)
@@ -88,7 +96,7 @@ def test_fuzz_target(fuzzers, target, tmp_path):
     assert m and int(m.group(1)) == len(stored) + len(SEEDS[target]), tail
     if merge:
         (CORPUS / target).mkdir(parents=True, exist_ok=True)
-        m = subprocess.run([str(fuzzers / target), "-merge=1", "-max_len=4096", "-timeout=5",
+        m = subprocess.run([*FRESH_RSS, str(fuzzers / target), "-merge=1", "-max_len=4096", "-timeout=5",
                             "-rss_limit_mb=1024", str(CORPUS / target), str(corpus)],
                            capture_output=True, timeout=600)
         assert m.returncode == 0, m.stderr.decode(errors="replace")[-3000:]

