@@ -124,8 +124,10 @@ def test_tpd_retr_profile_names_tpd_and_the_kernel_sendfile_path(backend):
     assert sendfile.total_s is not None and 0 < sendfile.total_s <= prof.duration_s * 2
     # off-CPU: a single-threaded server's time is on CPU, asleep or waiting for a CPU: at most the phase
     assert prof.off_cpu_s is not None and 0 < prof.off_cpu_s <= prof.duration_s * 1.05
-    # (on-CPU seconds are samples / rate: two samples of quantization either way)
-    assert prof.on_cpu_s + prof.off_cpu_s <= prof.duration_s * 1.1 + 2 / prof.rate_hz
+    # one thread is on a CPU at most the wall time (samples / rate: two samples of
+    # quantization). On + off is not bounded by the phase: the recording also spans the
+    # untimed teardown, and a switch-out not seen coming back counts to its end (notes)
+    assert prof.on_cpu_s <= prof.duration_s * 1.1 + 2 / prof.rate_hz
     assert prof.off_cpu and "[k] __schedule" in prof.off_cpu
 
 
