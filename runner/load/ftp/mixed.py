@@ -183,6 +183,20 @@ class _Mixed:
             raise
         return s
 
+    async def _draw(self, s: FTPSession, c: _Client) -> tuple[str, bool] | None:
+        """The next operation kind of ``c``'s session, drawn by the mix's weights; a DELE
+        with nothing of the client's to delete first STORs the smallest fixture, untimed.
+        Returns (kind, whether that STOR ran), or None when it failed (a ``stor`` error)."""
+        kind = c.ops_rng.choices(self.kinds_drawn, self.kind_weights)[0]
+        if kind != "dele" or c.uploads:
+            return kind, False
+        try:
+            await self._stor(s, c, min(sz for _, sz, _ in self.fs.files))
+        except FTPError as e:
+            self.failed("stor", e)
+            return None
+        return kind, True
+
     async def _stor(self, s: FTPSession, c: _Client, size: int) -> int:
         name = f"{self.scratch}/c{c.i}-{c.stored}.bin"
         c.stored += 1
@@ -290,14 +304,12 @@ class _Mixed:
             for _ in range(p.session_ops):
                 if p.session_seconds is not None and end - sess_start >= p.session_seconds:
                     break
-                kind = c.ops_rng.choices(self.kinds_drawn, self.kind_weights)[0]
-                if kind == "dele" and not c.uploads:  # untimed: something of ours to delete
-                    try:
-                        await self._stor(s, c, min(sz for _, sz, _ in self.fs.files))
-                    except FTPError as e:
-                        self.failed("stor", e)
-                        sess_ok = False
-                        break
+                drawn = await self._draw(s, c)
+                if drawn is None:
+                    sess_ok = False
+                    break
+                kind, stored = drawn
+                if stored:
                     end = time.perf_counter()
                 intended = end + self.think_s(c)
                 if intended >= stop:  # the client's schedule has passed the end: its last session
@@ -374,14 +386,11 @@ class _Mixed:
             for _ in range(p.session_ops):
                 if p.session_seconds is not None and end - sess_start >= p.session_seconds:
                     break
-                kind = c.ops_rng.choices(self.kinds_drawn, self.kind_weights)[0]
-                if kind == "dele" and not c.uploads:  # untimed: something of ours to delete
-                    try:
-                        await self._stor(s, c, min(sz for _, sz, _ in self.fs.files))
-                    except FTPError as e:
-                        self.failed("stor", e)
-                        sess_ok = False
-                        break
+                drawn = await self._draw(s, c)
+                if drawn is None:
+                    sess_ok = False
+                    break
+                kind = drawn[0]
                 if due >= stop:
                     finished = True
                     break
