@@ -381,6 +381,7 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
     profile = profile_row(outcome.profile) if outcome.profile is not None and outcome.status != "skipped" else None
     crud.finish_cell(session, cell=current, status=outcome.status, error=outcome.error, samples=outcome.samples,
                      build_id=build_id, environment_id=env_id, then=then,
-                     server_cpu_source=outcome.server_cpu_source, profile=profile)
+                     server_cpu_source=outcome.server_cpu_source, server_cpu_window=outcome.server_cpu_window,
+                     profile=profile)
     records.committed()
     return note[-1] if note else None

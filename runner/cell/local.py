@@ -32,7 +32,7 @@ from runner.cell.outcome import (
     warmup_params,
 )
 from runner.cell.profiling import start_profile, stop_profile
-from runner.cell.server_cpu import phase_cpu
+from runner.cell.server_cpu import SpanWatch, phase_cpu
 from runner.cell.server_reuse import ServerPool, needs_perf_map
 from runner.cell.upload_check import UploadCheck, judge
 from runner.cell.watchdog import CellWatchdog
@@ -291,20 +291,27 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             with clock("files"):
                 upload.start()
         cg0 = handle.cgroup_cpu()  # the server's cgroup: every process, exited ones too (runner.cell.server_cpu)
+        processes = spec.client_process_count()
+        split = splits(cell.workload, params.clients, processes)
+        # a driver that marks its measured span in this process: CPU and profile over the span
+        marks_span = bool(getattr(driver, "measure_events", False)) and not split
         wanted = spec.profile_of(srv, cell.workload, params) if cell.profiled else None
         if wanted is not None:
             with clock("profile"):  # the profiled repeat (runner.spec.model.expand): the profilers record from here
-                profiler = start_profile(wanted, srv.name, handle, cg0)
+                profiler = start_profile(wanted, srv.name, handle, cg0, span=marks_span)
         cpu0 = sampler.cpu_times() if sampler else None
+        span = SpanWatch(handle.cgroup_cpu if cg0 is not None else None,
+                         sampler.cpu_times if sampler is not None else None, profiler) if marks_span else None
         snaps: dict[str, Any] = {"start": start_mem}
 
         def checkpoint(name: str) -> None:
+            if span is not None and span.mark(name):
+                return
             if sampler is not None and fresh:
                 snaps[name] = sampler.checkpoint(name)
 
-        processes = spec.client_process_count()
         with clock("phase"):
-            if splits(cell.workload, params.clients, processes):
+            if split:
                 progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
                 # no "loaded" checkpoint: the peak comes from the sampler's timeline
                 result, process_rows = run_client_processes(
@@ -338,7 +345,11 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                                         (sampler.peak_uss, sampler.peak_rss_minus_shared))
                 timeline = [list(t) for t in sampler.timeline[-2000:]]
             clock.record("sampler", time.perf_counter() - t_mem)
-        server_cpu = phase_cpu(tree_cpu, cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
+        if span is not None and span.complete:  # the measured span's counters (runner.cell.server_cpu)
+            server_cpu = phase_cpu(span.tree_delta(), span.cgroup_delta(), "span",
+                                   whole=cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
+        else:
+            server_cpu = phase_cpu(tree_cpu, cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
         alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
         outcome = measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
                            # docker backend: the container's memory cgroup (current/peak/anon)

@@ -115,7 +115,11 @@ class Cell(Base):
     ``seq`` orders execution; ``worker`` is ``host:pid`` of the process that claimed it.
     ``server_cpu_source`` says where its ``server_cpu`` rows came from: ``cgroup`` (the
     server's cgroup counters) or ``tree`` (the process-tree sum; every cell stored before
-    the cgroup figure existed); NULL when no server CPU was measured. ``profiled`` marks
+    the cgroup figure existed); NULL when no server CPU was measured.
+    ``server_cpu_window`` says what they span: ``span`` (the measured span, read at its
+    ends) or ``phase`` (the whole phase, its untimed set-up and teardown included: every
+    cell stored before the span figure existed, and drivers that do not mark their span);
+    NULL when no server CPU was measured. ``profiled`` marks
     the extra repeat of a profiled cell family (runner.spec.model.expand): it runs under
     the profilers and stays out of the primary figures.
     """
@@ -147,6 +151,7 @@ class Cell(Base):
     build_id: Mapped[int | None] = mapped_column(ForeignKey("server_build.id"))
     environment_id: Mapped[int | None] = mapped_column(ForeignKey("environment.id"))
     server_cpu_source: Mapped[str | None] = mapped_column(String(12))
+    server_cpu_window: Mapped[str | None] = mapped_column(String(8))
     profiled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     campaign: Mapped[Campaign] = relationship(back_populates="cells")

@@ -25,6 +25,8 @@ class XferlabFtpDriver(OwnClientDriver):
     #: FTPS modes it speaks (runner.load.ftp.tls; runner.catalogue.pairing.tls_pair_skip_reason).
     tls_modes: tuple[str, ...] = ("explicit", "implicit")
     workloads: tuple[str, ...] = workloads_of("ftp")
+    #: ``run`` marks its measured span with MEASURE_BEGIN / MEASURE_END (runner.load.base).
+    measure_events = True
 
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
             checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:

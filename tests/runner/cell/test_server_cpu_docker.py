@@ -2,7 +2,9 @@
 docker backend, like the classic campaign's but shorter: the cell's server CPU per GiB
 comes from the container's cgroup and is within 10% of this test's own reading of the
 container cgroup's ``cpu.stat`` (tests.docker_support.container_usage_usec, taken at the
-instants the cell reads), and vsftpd's sendfile RETR costs about what tpd's does.
+instants the cell reads: the phase's ends and its measured span's), vsftpd's sendfile RETR
+costs about what tpd's does, and 300 idle sessions logged in before a RETR are not charged
+to its CPU per GiB.
 Needs a Docker engine and the servers' images (`xferlab images build`)."""
 from __future__ import annotations
 
@@ -51,29 +53,36 @@ class _SpyBackend:
         return _SpyHandle(self._inner.start(req, cpu=cpu), self.own)
 
 
-def run_cell(dbackend, server: str, workload: str) -> tuple[dict, float]:
+def run_cell(dbackend, server: str, workload: str, **params) -> tuple[dict, float, float]:
     """One ``workload`` cell of ``server`` (64 MiB fixture, 2 s; the classic's 256 MiB
-    and 3 s shortened) on ``dbackend``; returns (its rows by (metric, stat), this test's
-    own container-cgroup CPU seconds over the phase)."""
+    and 3 s shortened; ``params`` added) on ``dbackend``; returns (its rows by (metric,
+    stat), this test's own container-cgroup CPU seconds over the measured span, over the
+    whole phase)."""
     check_or_skip(dbackend, ServerRequest(server))
     spec = parse_spec({"name": "cpu", "repeats": 1, "warmup": True, "backend": "docker",
                        "servers": [{"name": server}],
-                       "workloads": [{"name": workload, "params": {"transfer_size": 64 * MIB, "duration": 2.0}}]})
+                       "workloads": [{"name": workload, "params": {"transfer_size": 64 * MIB, "duration": 2.0,
+                                                                   **params}}]})
     srv = spec.servers[0]
     cell = Cell(id=1, seq=0, server=server, server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
                 workload=workload, params=spec.workloads[0].params.model_dump(mode="json"), params_key="", repeat=0)
     spy = _SpyBackend(dbackend)
     out = run_local_cell(cell, spec, spy)
     assert out.status == "done", out.error
-    assert out.server_cpu_source == "cgroup"
-    assert len(spy.own) == 2, spy.own  # one reading before the phase, one after
-    return {(s.metric, s.stat): s for s in out.samples}, (spy.own[1] - spy.own[0]) / 1e6
+    assert out.server_cpu_source == "cgroup" and out.server_cpu_window == "span"
+    # readings: before the phase, at the measured span's start and end, after the phase
+    assert len(spy.own) == 4, spy.own
+    phase0, span0, span1, phase1 = spy.own
+    rows = {(s.metric, s.stat): s for s in out.samples}
+    own_phase = (phase1 - phase0) / 1e6
+    assert abs(rows[("server_cpu", "phase")].value - own_phase) <= 0.10 * own_phase
+    return rows, (span1 - span0) / 1e6, own_phase
 
 
 @pytest.mark.parametrize("server", ["vsftpd", "proftpd", "pureftpd"])
 @pytest.mark.parametrize("workload", ["retr", "stor"])
 def test_forking_server_cpu_per_gib_is_the_container_cgroup(dbackend, server, workload):
-    rows, own_s = run_cell(dbackend, server, workload)
+    rows, own_s, _ = run_cell(dbackend, server, workload)
     gib = rows[("bytes", "value")].value / GIB
     per_gib = rows[("server_cpu_per_gib", "value")].value
     own_per_gib = own_s / gib
@@ -95,8 +104,26 @@ def test_vsftpd_and_tpd_sendfile_retr_cost_the_same_kernel_path(dbackend):
     per: dict[str, list[float]] = {"vsftpd": [], "tpd": []}
     for _ in range(3):
         for server in per:
-            rows, _own = run_cell(dbackend, server, "retr")
+            rows, _own, _ = run_cell(dbackend, server, "retr")
             per[server].append(rows[("server_cpu_per_gib", "value")].value)
     med = {k: sorted(v)[1] for k, v in per.items()}
     print(f"RETR server CPU per GiB: {per}")
     assert 0.5 <= med["vsftpd"] / med["tpd"] <= 2.0, per
+
+
+def test_idle_sessions_logged_in_before_a_retr_are_not_charged_to_it(dbackend):
+    """vsftpd forks two processes per session and hashes the password: 200 idle sessions
+    logged in before one RETR cost the server more CPU than the RETR itself. The figure
+    per GiB counts the measured span only, so ``retr_idle``'s is that of a plain ``retr``
+    (the same single stream; idle sessions do nothing during it): within a factor of 1.5
+    of it, while the whole phase's CPU (this test's own cgroup reading) is larger than the
+    span's by at least 1 ms per idle session (measured: about 4 ms)."""
+    idle_rows, idle_span, idle_phase = run_cell(dbackend, "vsftpd", "retr_idle", clients=200,
+                                                login_mode="window")
+    rows, _span, _phase = run_cell(dbackend, "vsftpd", "retr")
+    idle_per_gib = idle_rows[("server_cpu_per_gib", "value")].value
+    per_gib = rows[("server_cpu_per_gib", "value")].value
+    print(f"vsftpd RETR {per_gib:.4f} s/GiB; with 200 idle sessions {idle_per_gib:.4f} s/GiB over the span, "
+          f"phase {idle_phase:.3f} s vs span {idle_span:.3f} s")
+    assert 1 / 1.5 <= idle_per_gib / per_gib <= 1.5
+    assert idle_phase - idle_span >= 200 * 0.001
