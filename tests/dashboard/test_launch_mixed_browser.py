@@ -86,7 +86,8 @@ def test_mixed_capacity_campaign_from_the_form(engine, server, browser):
     with Session(engine) as s:
         assert s.query(Campaign).count() == 0
     # the other inputs kept, and the parts they live in still shown
-    assert _visible(page, "#mixed") and _visible(page, "#size-buckets") and _visible(page, "input[name='params.think_ms']")
+    assert _visible(page, "#mixed") and _visible(page, "#size-buckets")
+    assert _visible(page, "input[name='params.think_ms']")
     assert page.input_value("input[name='params.sizes.buckets.2.size']") == "64KiB"
     assert page.input_value("select[name='params.think']") == "exponential"
     assert page.input_value("select[name='capacity.confirm']") == "off"
