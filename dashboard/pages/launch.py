@@ -101,7 +101,7 @@ async def page_launch_post(request: Request, session: SessionDep):
         if not errors:
             cid, _ = await launch_in_thread(session, data=spec_dict, source="form")
         else:  # still validate, to show every problem at once
-            await run_in_threadpool(parse_spec, spec_dict, "form")
+            await run_in_threadpool(parse_spec, spec_dict, "form", from_dashboard=True)
     except SpecError as exc:
         for path, msg in exc.errors:
             f = field_of(path, rows, msg)
