@@ -388,6 +388,30 @@ function timelineChart() {
   });
 }
 
+// The launch form's progressive disclosure: a part marked data-show-for="TAG ..." shows while a
+// chosen workload carries one of the tags (its checkbox's data-tags: sustained, openloop,
+// capacity, mixed), a part marked data-show-if="FIELD=V1 V2" while the select FIELD has one of
+// the values. A part holding a field error is never hidden. Without this script every part shows;
+// hidden fields keep their values (the server leaves out those that do not apply).
+function launchDisclosure() {
+  const form = document.getElementById("launch-form");
+  if (!form) return;
+  const show = (el, on) => { el.hidden = !on && el.querySelector(".field-error") === null; };
+  const update = () => {
+    const tags = new Set();
+    form.querySelectorAll("input[name=workloads]:checked").forEach(b =>
+      (b.dataset.tags || "").split(" ").filter(t => t).forEach(t => tags.add(t)));
+    form.querySelectorAll("[data-show-for]").forEach(el => show(el, el.dataset.showFor.split(" ").some(t => tags.has(t))));
+    form.querySelectorAll("[data-show-if]").forEach(el => {
+      const [name, values] = el.dataset.showIf.split("=");
+      const field = form.elements.namedItem(name);
+      show(el, field !== null && values.split(" ").includes(field.value));
+    });
+  };
+  form.addEventListener("change", update);
+  update();
+}
+
 // The history page: a filter applies as soon as it is chosen; open or fold every group
 function historyFilters() {
   const form = document.getElementById("history-filters");
@@ -402,6 +426,7 @@ function historyFilters() {
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   historyFilters();
+  launchDisclosure();
   const p = document.getElementById("progress");
   if (p) watchCampaign(p);
   compareCharts();
