@@ -220,6 +220,7 @@ class PhaseProfiler:
         self._ack: int | None = None
         self._t0 = 0.0  # perf_counter() when perf was last switched on; 0.0 while it is off
         self._span = False
+        self._pyspy_t0 = 0.0  # perf_counter() when py-spy reported that it samples
         self.duration_s = 0.0
         self._comms: dict[int, str] = {}
 
@@ -254,6 +255,7 @@ class PhaseProfiler:
             self._start_record(cg, want_sched, self._want_sys)
         if self.python:
             self._start_pyspy()
+            self._pyspy_t0 = time.perf_counter()
             if span:
                 self.notes.append("py-spy records the whole phase (it cannot be paused): the untimed set-up and "
                                   "teardown are in its stacks")
@@ -358,8 +360,11 @@ class PhaseProfiler:
     # -- stop ----------------------------------------------------------------------------------
     def stop(self) -> ServerProfile:
         """End the recording (the phase is over) and read it into a ServerProfile;
-        ``duration_s`` is the time it recorded."""
+        ``duration_s`` is the time it recorded (py-spy's, from its first sample, for a
+        Python server)."""
         self._pause()
+        if self._pyspy is not None:
+            self.duration_s = time.perf_counter() - self._pyspy_t0
         self._comms.update(_tree_comms(self.pid) if self.pid else {})
         if self._pyspy is not None:
             self._pyspy.interrupt()
