@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision = "0011"
 down_revision = "0010"
@@ -119,7 +121,7 @@ def _link_of(variant: Any) -> str | None:
 
 def _migrate(fix: Callable[[str], str]) -> None:
     bind = op.get_bind()
-    j = sa.dialects.postgresql.JSONB
+    j = postgresql.JSONB
     for table, col in (("campaign", "spec"), ("bisect_job", "request")):
         rows = bind.execute(sa.text(f"SELECT id, {col} FROM {table} WHERE {col}::text LIKE '%bit%'")).all()
         for rid, data in rows:
@@ -156,7 +158,8 @@ def _migrate(fix: Callable[[str], str]) -> None:
                          .bindparams(sa.bindparam("v", type_=j)),
                          {"v": new, "k": json.dumps(new, sort_keys=True), "id": rid})
     for table, key in (("series_point", "campaign_id, label"), ("noise_calibration", "NULL, NULL")):
-        for rid, track, server, cid, label in bind.execute(sa.text(f"SELECT id, track, server, {key} FROM {table}")).all():
+        rows = bind.execute(sa.text(f"SELECT id, track, server, {key} FROM {table}")).all()
+        for rid, track, server, cid, label in rows:
             sets, args = [], {"id": rid}
             if track.startswith("{"):
                 text = _link_of(json.loads(track))

@@ -89,9 +89,8 @@ def test_old_links_name_their_50ms_queue(empty_db_url):
         conn.execute(text("UPDATE cell SET server_label = 'mine', server_spec = jsonb_set(server_spec, '{label}', "
                           "'\"mine\"') WHERE server_spec ->> 'label' = 'mine [100mbit]'"))
         conn.execute(text("UPDATE series_point SET track = 'mine', label = 'mine' WHERE track = 'mine [100mbit]'"))
-        conn.execute(text("UPDATE campaign SET spec = jsonb_set(spec, '{servers,%d,label}', '\"mine\"')"
-                          % next(i for i, s in enumerate(old["specs"][cid]["servers"])
-                                 if s.get("label") == "mine [100mbit]")))
+        at = next(i for i, s in enumerate(old["specs"][cid]["servers"]) if s.get("label") == "mine [100mbit]")
+        conn.execute(text(f"UPDATE campaign SET spec = jsonb_set(spec, '{{servers,{at},label}}', '\"mine\"')"))
     assert "mine" in {c[3] for c in _state(engine)["cells"]}
 
     _alembic(engine, "head", down=False)
