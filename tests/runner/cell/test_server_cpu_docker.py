@@ -2,7 +2,8 @@
 docker backend, like the classic campaign's but shorter: the cell's server CPU per GiB
 comes from the container's cgroup and is within 10% of this test's own reading of the
 container cgroup's ``cpu.stat`` (tests.docker_support.container_usage_usec, taken at the
-instants the cell reads: the phase's ends and its measured span's), vsftpd's sendfile RETR
+instants the cell reads: the phase's ends and its measured span's), a RETR's fixture is
+uploaded before the phase's window, vsftpd's sendfile RETR
 costs about what tpd's does, and 300 idle sessions logged in before a RETR are not charged
 to its CPU per GiB.
 Needs a Docker engine and the servers' images (`xferlab images build`)."""
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from runner.cell.local import run_local_cell
+from runner.load.ftp.fixtures import server_name
 from runner.spec.model import parse_spec
 from runner.spec.request import ServerRequest
 from runner.store.models import Cell
@@ -26,13 +28,17 @@ GIB = 1 << 30
 
 class _SpyHandle:
     """The backend's handle, unchanged, except that each time the cell reads the server's
-    cgroup (``cgroup_cpu``) this test reads the container cgroup too, on its own path."""
+    cgroup (``cgroup_cpu``) this test reads the container cgroup too, on its own path,
+    and at the first reading (the phase's start) lists the files in the server's home."""
 
-    def __init__(self, inner, own: list[int]) -> None:
+    def __init__(self, inner, own: list[int], files: list[list[tuple[str, int]]]) -> None:
         self._inner = inner
         self._own = own
+        self._files = files
 
     def cgroup_cpu(self):
+        if not self._own:
+            self._files.append(self._inner.stored_files(""))
         self._own.append(container_usage_usec(self._inner.container_id))
         return self._inner.cgroup_cpu()
 
@@ -45,19 +51,21 @@ class _SpyBackend:
         self._inner = inner
         self.name = inner.name
         self.own: list[int] = []
+        self.files: list[list[tuple[str, int]]] = []
 
     def check(self, req):
         return self._inner.check(req)
 
     def start(self, req, *, cpu=None):
-        return _SpyHandle(self._inner.start(req, cpu=cpu), self.own)
+        return _SpyHandle(self._inner.start(req, cpu=cpu), self.own, self.files)
 
 
 def run_cell(dbackend, server: str, workload: str, **params) -> tuple[dict, float, float]:
     """One ``workload`` cell of ``server`` (64 MiB fixture, 2 s; the classic's 256 MiB
     and 3 s shortened; ``params`` added) on ``dbackend``; returns (its rows by (metric,
     stat), this test's own container-cgroup CPU seconds over the measured span, over the
-    whole phase)."""
+    whole phase). A RETR's fixture must be in the server's home, whole, when the phase's
+    CPU window opens: its upload (a STOR) is setup, not the phase."""
     check_or_skip(dbackend, ServerRequest(server))
     spec = parse_spec({"name": "cpu", "repeats": 1, "warmup": True, "backend": "docker",
                        "servers": [{"name": server}],
@@ -72,6 +80,9 @@ def run_cell(dbackend, server: str, workload: str, **params) -> tuple[dict, floa
     assert out.server_cpu_source == "cgroup" and out.server_cpu_window == "span"
     # readings: before the phase, at the measured span's start and end, after the phase
     assert len(spy.own) == 4, spy.own
+    if workload.startswith("retr"):
+        size = spec.workloads[0].params.transfer_size
+        assert (server_name(size), size) in spy.files[0], spy.files[0]
     phase0, span0, span1, phase1 = spy.own
     rows = {(s.metric, s.stat): s for s in out.samples}
     own_phase = (phase1 - phase0) / 1e6
