@@ -36,6 +36,8 @@ from runner.cell.server_cpu import SpanWatch, phase_cpu
 from runner.cell.server_reuse import ServerPool, needs_perf_map
 from runner.cell.upload_check import UploadCheck, judge
 from runner.cell.watchdog import CellWatchdog
+from runner.load.ftp.fixtures import place_phase_fixture
+from runner.load.ftp.session import FTPError
 from runner.load.registry import DriverUnavailable, LoadError, get_driver
 from runner.multihost.inventory import MultiHostError
 from runner.multihost.processes import run_client_processes, splits
@@ -282,6 +284,11 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                                progress=lambda text: progress(f"warm-up: {text}"))
             except LoadError as exc:
                 raise ServerFailed(f"warm-up failed: {exc}") from exc
+        with clock("fixture"):  # before the CPU counters and the sync: an upload is not the phase's
+            try:  # (docs/methodology.md, "What server CPU counts")
+                place_phase_fixture(cell.workload, handle.target, params)
+            except (FTPError, OSError) as exc:  # the phase's own setup meets it again and records it
+                log.info("cell %s: fixture not placed before the phase: %s", cell.id, exc)
         with clock("sync"):  # earlier phases' writeback must not land in this one (docs/methodology.md)
             os.sync()
         with clock("counters"):
