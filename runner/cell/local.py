@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from runner.backends.base import Backend, ServerFailed, ServerSkipped
+from runner.backends.profiling import start_profile, stop_profile
 from runner.catalogue.pairing import pair_skip_reason, tls_pair_skip_reason
 from runner.catalogue.stages import STAGES
 from runner.catalogue.workloads import WorkloadParams
@@ -31,7 +32,6 @@ from runner.cell.outcome import (
     skipped,
     warmup_params,
 )
-from runner.cell.profiling import start_profile, stop_profile
 from runner.cell.server_cpu import SpanWatch, phase_cpu
 from runner.cell.server_reuse import ServerPool, needs_perf_map
 from runner.cell.upload_check import UploadCheck, judge
