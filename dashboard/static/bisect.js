@@ -20,12 +20,12 @@ const commitMarks = {
     ctx.save();
     let rug = 0;
     if (opts.n <= RUG_MAX) {
-      ctx.strokeStyle = "#888";
+      ctx.strokeStyle = "#666";
       ctx.lineWidth = 1;
       ctx.beginPath();
       for (let i = 0; i < opts.n; i++) {
         const px = x.getPixelForValue(i);
-        ctx.moveTo(px, area.bottom); ctx.lineTo(px, area.bottom - 5);
+        ctx.moveTo(px, area.bottom); ctx.lineTo(px, area.bottom - 8);
         rug++;
       }
       ctx.stroke();
@@ -82,7 +82,7 @@ function bisectChart() {
              ticks: { autoSkip: true, maxRotation: 60, callback: v => (at.has(v) ? at.get(v).short.slice(0, 7) : "") } },
       },
       plugins: {
-        legend: { display: confirms.length > 0 },
+        legend: { display: confirms.length > 0, position: "bottom" },
         ciWhiskers: { byDataset: [steps.map(p => p.ci), confirms.map(p => p.ci)], colors: ["#111", "#666"] },
         commitMarks: { n: d.n, marks: d.marks },
         tooltip: { callbacks: {
