@@ -15,14 +15,14 @@ log = logging.getLogger(__name__)
 
 
 def start_profile(want: ProfileSpec | None, server: str, handle: Any, cgroup: CpuStat | None, *,
-                  span: bool = False) -> PhaseProfiler | None:
+                  span: bool = False, why: list[str] | None = None) -> PhaseProfiler | None:
     """Start the profilers of one phase: py-spy on ``handle.pid`` for a Python server
     (runner.catalogue.servers.PYTHON_SERVERS), perf on the server's cgroup (``cgroup.where``:
     the folder the cell's CPU counters come from; a container's under docker) for the
     others and for the off-CPU and syscall figures of all. With ``span`` perf records only
     the measured span (PhaseProfiler.span_begin / span_end, called by the cell when the
-    driver marks it). None when ``want`` is None or no profiler can run (logged: the cell
-    runs unprofiled)."""
+    driver marks it). None when ``want`` is None or no profiler can run (logged, and the
+    reason appended to ``why`` when given: the cell runs unprofiled)."""
     if want is None:
         return None
     folder = cgroup.where if cgroup is not None and cgroup.where not in ("", "engine") else None
@@ -32,6 +32,8 @@ def start_profile(want: ProfileSpec | None, server: str, handle: Any, cgroup: Cp
         prof.start(span=span)
     except (ProfilerUnavailable, OSError) as exc:
         log.warning("cell not profiled: %s", exc)
+        if why is not None:
+            why.append(str(exc))
         prof.close()
         return None
     return prof

@@ -188,7 +188,12 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
                          driver=spec.driver_of(params, cell.workload))
         cpu0 = server.ask("cpu")
         wanted = spec.profile_of(srv, cell.workload, params) if cell.profiled else None
-        profiling = wanted is not None and bool(server.ask(f"profile {wanted.model_dump_json()}").get("started"))
+        profiling = False
+        if wanted is not None:
+            said = server.ask(f"profile {wanted.model_dump_json()}")
+            profiling = bool(said.get("started"))
+            if not profiling:
+                log.warning("cell %s not profiled on %s: %s", cell.id, inv.server.name, said.get("reason"))
         if reporter is not None:
             reporter.message(f"{cell.workload}: load from {', '.join(h.name for h in inv.clients)}")
         docs, results = run_loadgens(inv, cell.workload, target, params, start_delay=hosts.start_delay,

@@ -48,7 +48,7 @@ def serve_main(args: argparse.Namespace) -> int:
       "checkpoint", "name", "uss", "rss_minus_shared"}`` (bytes, whole tree); ``cpu`` ->
       ``{"event": "cpu", "user", "system"}`` (s); ``alive`` -> ``{"event": "alive",
       "alive"}``; ``profile JSON`` (a runner.spec.profile.ProfileSpec) -> ``{"event":
-      "profile", "started"}``, the server's profilers started on this host
+      "profile", "started", "reason"}``, the server's profilers started on this host
       (runner.backends.profiling.start_profile, over its cgroup); ``profile-stop`` ->
       ``{"event": "profile", "profile"}`` (runner.metrics.profile_data.profile_to_dict,
       or None); ``stop`` or EOF -> ``{"event": "stopped", "peak_uss",
@@ -146,8 +146,9 @@ def serve_main(args: argparse.Namespace) -> int:
                     continue
                 if profiler is not None:
                     profiler.close()
-                profiler = start_profile(want, srv.name, handle, handle.cgroup_cpu())
-                _say({"event": "profile", "started": profiler is not None})
+                why: list[str] = []
+                profiler = start_profile(want, srv.name, handle, handle.cgroup_cpu(), why=why)
+                _say({"event": "profile", "started": profiler is not None, "reason": "; ".join(why)})
             elif cmd == "profile-stop":
                 got = stop_profile(profiler)
                 profiler = None

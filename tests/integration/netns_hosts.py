@@ -12,7 +12,11 @@
   joined to the bridge by a veth pair, with ``lo`` up and ``<subnet>.(10+i)/24``;
 * an sshd in each namespace (Debian's openssh-server) with its own config: it listens
   on the namespace's address only, uses a temporary host key and authorized key, no
-  PAM; so Ansible and the multi-host runner connect over SSH for real.
+  PAM; so Ansible and the multi-host runner connect over SSH for real. ``ip netns exec``
+  gives sshd a mount namespace with the namespace's own ``/sys``, where no cgroup
+  hierarchy is mounted; the cgroup v2 hierarchy is mounted at ``/sys/fs/cgroup`` there
+  (:data:`CGROUP_MOUNT`), as on a real host, so a server started through it gets a
+  cgroup of its own (its CPU figures and profiles as on one machine).
 
 :meth:`NetnsLab.close` tears everything down (processes in the namespaces, the
 namespaces, the bridge) and is safe to call on a half-built lab. Needs root, ``ip``
@@ -32,6 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
+#: Run ``"$@"`` with the cgroup v2 hierarchy mounted at /sys/fs/cgroup of its mount
+#: namespace (the one ``ip netns exec`` made); without it when the mount fails.
+CGROUP_MOUNT = ["sh", "-c", 'mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null; exec "$@"', "sh"]
 SUBNET_PREFIX = "10.213"
 HOSTS = (("srv", "servers"), ("cli1", "clients"), ("cli2", "clients"))
 
@@ -247,7 +254,7 @@ MaxSessions 50
 Subsystem sftp internal-sftp
 """)
             log = open(tmp / f"sshd_{name}.log", "wb")  # noqa: SIM115 - kept open for the child
-            h.sshd = subprocess.Popen(["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(cfg)],
+            h.sshd = subprocess.Popen(["ip", "netns", "exec", ns, *CGROUP_MOUNT, SSHD, "-D", "-e", "-f", str(cfg)],
                                       stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             log.close()
         for h in lab.hosts:
