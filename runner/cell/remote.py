@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from runner.catalogue.pairing import pair_skip_reason
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.cell.outcome import CellOutcome, Reporter, crashed, failed, measured, memory_figures, skipped, warmup_params
+from runner.cell.server_cpu import phase_cpu
 from runner.load.registry import driver_record
+from runner.metrics.cgroup_cpu import CpuStat
 from runner.metrics.profile_data import profile_from_dict
 from runner.multihost import MultiHostError
 from runner.multihost.combine import combine, contribution_samples
@@ -214,9 +216,16 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
         peak = (stopped.get("peak_uss"), stopped.get("peak_rss_minus_shared")) if stopped else None
         memory = memory_figures({name: (snap.get("uss"), snap.get("rss_minus_shared"))
                                  for name, snap in (("start", start_mem), ("end", end_mem))}, peak)
-        server_cpu = None
+        tree = None
         if cpu0.get("user") is not None and cpu1.get("user") is not None:
-            server_cpu = (max(0.0, cpu1["user"] - cpu0["user"]), max(0.0, cpu1["system"] - cpu0["system"]))
+            tree = (max(0.0, cpu1["user"] - cpu0["user"]), max(0.0, cpu1["system"] - cpu0["system"]))
+        cgroup = None
+        if cpu0.get("cgroup") is not None and cpu1.get("cgroup") is not None:  # the server host's own counters
+            try:
+                cgroup = CpuStat.from_dict(cpu1["cgroup"]).since(CpuStat.from_dict(cpu0["cgroup"]))
+            except ValueError as exc:
+                log.warning("cell %s: the cgroup counters from %s are not readable: %s", cell.id, inv.server.name, exc)
+        server_cpu = phase_cpu(tree, cgroup)
         env = dict(ready.get("environment") or {})
         env["backend"] = f"{env.get('backend', hosts.server_backend)}+multihost"
         env["driver"] = driver_record(spec.driver_of(params, cell.workload))

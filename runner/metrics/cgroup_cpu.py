@@ -63,6 +63,17 @@ class CpuStat:
         """Plain dict of the fields (JSON-friendly)."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Any) -> CpuStat:
+        """The CpuStat of :meth:`to_dict`'s dict. Raises ValueError when a field is missing
+        or of the wrong type, or another field is present."""
+        ints = ("usage_usec", "user_usec", "system_usec", "nr_throttled", "throttled_usec")
+        if not isinstance(data, dict) or set(data) != {*ints, "where"}:
+            raise ValueError(f"cgroup CPU counters: want the fields {[*ints, 'where']}, got {data!r:.200}")
+        if not all(type(data[k]) is int and data[k] >= 0 for k in ints) or not isinstance(data["where"], str):
+            raise ValueError(f"cgroup CPU counters: want non-negative integers and a folder, got {data!r:.200}")
+        return cls(*(data[k] for k in ints), data["where"])
+
 
 @dataclass(frozen=True)
 class CpuCgroup:

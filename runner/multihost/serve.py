@@ -46,7 +46,8 @@ def serve_main(args: argparse.Namespace) -> int:
     * then per stdin line: ``fixture SIZE`` -> ``{"event": "fixture", "name"}`` (the RETR
       fixture written into the server's home); ``checkpoint NAME`` -> ``{"event":
       "checkpoint", "name", "uss", "rss_minus_shared"}`` (bytes, whole tree); ``cpu`` ->
-      ``{"event": "cpu", "user", "system"}`` (s); ``alive`` -> ``{"event": "alive",
+      ``{"event": "cpu", "user", "system", "cgroup"}`` (s; ``cgroup``: the server's cgroup
+      counters, runner.metrics.cgroup_cpu.CpuStat.to_dict, or None without a cgroup); ``alive`` -> ``{"event": "alive",
       "alive"}``; ``profile JSON`` (a runner.spec.profile.ProfileSpec) -> ``{"event":
       "profile", "started", "reason"}``, the server's profilers started on this host
       (runner.backends.profiling.start_profile, over its cgroup); ``profile-stop`` ->
@@ -135,7 +136,8 @@ def serve_main(args: argparse.Namespace) -> int:
                       "rss_minus_shared": snap.rss_minus_shared if snap else None})
             elif cmd == "cpu":
                 u, s = sampler.cpu_times() if sampler else (None, None)
-                _say({"event": "cpu", "user": u, "system": s})
+                cg = handle.cgroup_cpu()
+                _say({"event": "cpu", "user": u, "system": s, "cgroup": cg.to_dict() if cg is not None else None})
             elif cmd == "alive":
                 _say({"event": "alive", "alive": handle.alive()})
             elif cmd == "profile":
