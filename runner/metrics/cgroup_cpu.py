@@ -72,7 +72,8 @@ class CpuStat:
             raise ValueError(f"cgroup CPU counters: want the fields {[*ints, 'where']}, got {data!r:.200}")
         if not all(type(data[k]) is int and data[k] >= 0 for k in ints) or not isinstance(data["where"], str):
             raise ValueError(f"cgroup CPU counters: want non-negative integers and a folder, got {data!r:.200}")
-        return cls(*(data[k] for k in ints), data["where"])
+        return cls(usage_usec=data["usage_usec"], user_usec=data["user_usec"], system_usec=data["system_usec"],
+                   nr_throttled=data["nr_throttled"], throttled_usec=data["throttled_usec"], where=data["where"])
 
 
 @dataclass(frozen=True)
