@@ -7,7 +7,7 @@ its build row is then replaced, through the store's normal path
 the one a server built from a source records: ``version`` ``git-<12 hex>`` and
 ``info["source"]`` with the keys a source build writes (location, ref, commit,
 dirty_hash, subject, author_date, commit_index). A commit marked slow is measured over a
-shaped 100 Mbit/s link (variant ``link: 100mbit``: the server in its own namespace behind
+shaped 100 Mbit/s link (variant ``link: 100mbit/queue=250ms``: the server in its own namespace behind
 a tbf qdisc, runner.net.link; needs root): a real slowdown that no load on a shared
 machine can hide (about 11 MiB/s against hundreds over loopback), under one ``label``
 so every commit stays on one series.
@@ -59,7 +59,7 @@ def run_commit_campaign(engine, commit: FakeCommit, *, repeats: int = 3, with_in
 
     server: dict = {"name": "tpd", "label": LABEL}
     if commit.slow:
-        server["variant"] = {"link": "100mbit"}
+        server["variant"] = {"link": "100mbit/queue=250ms"}
     spec = parse_spec({"name": f"commit {commit.index}", "repeats": repeats, "backend": "local", "servers": [server],
                        "workloads": [{"name": "retr", "params": {"transfer_size": "32M", "duration": 0.5}}]})
     with Session(engine, expire_on_commit=False) as s:
