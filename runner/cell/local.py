@@ -33,7 +33,7 @@ from runner.cell.outcome import (
 )
 from runner.cell.profiling import start_profile, stop_profile
 from runner.cell.server_cpu import phase_cpu
-from runner.cell.server_reuse import ServerPool, needs_perf_map
+from runner.cell.server_reuse import ServerPool, end_sessions, needs_perf_map
 from runner.cell.upload_check import UploadCheck, judge
 from runner.cell.watchdog import CellWatchdog
 from runner.load.registry import DriverUnavailable, LoadError, get_driver
@@ -284,6 +284,15 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 raise ServerFailed(f"warm-up failed: {exc}") from exc
         with clock("sync"):  # earlier phases' writeback must not land in this one (docs/methodology.md)
             os.sync()
+        processes = spec.client_process_count()
+        kept = None  # the server life's kept sessions (runner.load.ftp.session_pool), when this row uses them
+        if pool is not None and pool.policy != "none" and cell.workload in getattr(driver, "pooled_workloads", ()) \
+                and not splits(cell.workload, params.clients, processes):
+            kept = facts.get("sessions")
+            if kept is None:
+                kept = facts["sessions"] = driver.session_pool(handle.target)
+            with clock("sessions"):  # before the server's CPU and TCP counters are read: not part of the phase
+                driver.fill_sessions(cell.workload, handle.target, params, kept, progress=progress)
         with clock("counters"):
             tcp = _TcpWatch(handle.pid, facts)
             link = _LinkWatch(handle)
@@ -302,7 +311,6 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             if sampler is not None and fresh:
                 snaps[name] = sampler.checkpoint(name)
 
-        processes = spec.client_process_count()
         with clock("phase"):
             if splits(cell.workload, params.clients, processes):
                 progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
@@ -311,7 +319,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                     cell.workload, handle.target, params, processes, cpus=spec.pinning.client,
                     driver=spec.driver_of(params, cell.workload))
             else:
-                result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+                more = {"sessions": kept} if kept is not None else {}
+                result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress,
+                                    **more)
                 process_rows = []
         clock.record("measured", result.elapsed_s)
         cg1 = handle.cgroup_cpu() if cg0 is not None else None
@@ -329,8 +339,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             t_mem = time.perf_counter()
             cpu1 = sampler.cpu_times()
             tree_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
-            if fresh:  # memory rows need a fresh server (runner.cell.server_reuse)
-                snaps["end"] = sampler.checkpoint("end")
+            if fresh and kept is None:  # memory rows need a fresh server (runner.cell.server_reuse); "end" is
+                snaps["end"] = sampler.checkpoint("end")  # after the sessions ended: not while they are kept
             sampler.stop()
             if fresh:
                 memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
@@ -344,8 +354,10 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                            # docker backend: the container's memory cgroup (current/peak/anon)
                            cgroup_memory=handle.cgroup_memory() if fresh else None, server_alive=alive,
                            exit_reason=None if alive else (handle.exit_reason() or "exited"),
-                           extra_samples=tcp_rows + link_rows + process_rows, kernel_note=kernel_note,
-                           summary_suffix="" if fresh else f" (server reused: cell {served} of its life)")
+                           extra_samples=tcp_rows + link_rows + process_rows + _kept_samples(kept),
+                           kernel_note=kernel_note,
+                           summary_suffix=("" if fresh else f" (server reused: cell {served} of its life)")
+                           + _kept_summary(kept))
         outcome.profile = profile
         if upload is not None:  # every 2xx upload a file of body_size bytes (seed 002's ls | wc -l)
             with clock("files"):
@@ -370,8 +382,29 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
                 pass
         expired = watch is not None and watch.expired.is_set()
-        kept = handle is not None and keep and not expired and pool is not None \
+        kept_server = handle is not None and keep and not expired and pool is not None \
             and pool.keep(cell, handle, served, facts)
-        if handle is not None and not kept and (watch is None or watch.claim_stop()):
+        if handle is not None and not kept_server:
             with clock("stop"):
-                handle.stop()
+                end_sessions(facts)  # a failed cell's sessions are never reused; none outlive their server
+                if watch is None or watch.claim_stop():
+                    handle.stop()
+
+
+def _kept_samples(kept: Any) -> list[Sample]:
+    """The ``kept_sessions`` rows of a cell whose row kept its sessions (runner.load.ftp.session_pool):
+    stat ``reused`` (sessions kept from earlier cells of the server's life, found alive by
+    NOOP), ``logged_in`` (logged in before this phase), ``dropped`` (kept ones that did
+    not answer and were closed); counts. [] without a pool."""
+    if kept is None:
+        return []
+    return [Sample(metric="kept_sessions", stat=k, value=float(getattr(kept, k)), unit="count")
+            for k in ("reused", "logged_in", "dropped")]
+
+
+def _kept_summary(kept: Any) -> str:
+    """``"; sessions: 300 reused, 0 logged in"`` for a cell with kept sessions, else ""."""
+    if kept is None:
+        return ""
+    return f"; sessions: {kept.reused} reused, {kept.logged_in} logged in" + (
+        f", {kept.dropped} dead dropped" if kept.dropped else "")

@@ -170,8 +170,21 @@ class ServerPool:
         if live is None:
             return 0.0
         t = time.perf_counter()
+        end_sessions(live.facts)
         try:
             live.handle.stop()
         except Exception as exc:  # noqa: BLE001 - cleanup must not end the campaign
             log.warning("stopping the kept server failed: %s", exc)
         return time.perf_counter() - t
+
+
+def end_sessions(facts: dict[str, Any]) -> None:
+    """End the logged-in sessions a server life kept (``facts["sessions"]``, a
+    runner.load.ftp.session_pool.SessionPool), before its server stops. Never raises."""
+    pool = facts.pop("sessions", None)
+    if pool is None:
+        return
+    try:
+        pool.close()
+    except Exception as exc:  # noqa: BLE001 - cleanup must not end the campaign
+        log.warning("ending the kept sessions failed: %s", exc)

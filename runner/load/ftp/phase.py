@@ -12,12 +12,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from runner.catalogue.workloads import LOGIN_WINDOW, WorkloadParams
 from runner.load.ftp.session import FTPError, FTPSession, classify
 from runner.load.result import LATE_SESSION_S, ClientFigures, OpFigures, PhaseResult, SessionFigures
 from runner.load.target import Target
 from runner.metrics import runqueue
+
+if TYPE_CHECKING:
+    from runner.load.ftp.session_pool import SessionPool
 
 #: Largest number of single-stream transfers in one phase (a bound on the repeat loop).
 MAX_REPEATS = 1_000_000
@@ -89,8 +93,9 @@ class Phase:
 
     def __init__(self, workload: str, target: Target, params: WorkloadParams,
                  checkpoint: Callable[[str], None] | None,
-                 progress: Callable[[str], None] | None) -> None:
+                 progress: Callable[[str], None] | None, pool: SessionPool | None = None) -> None:
         self.workload = workload
+        self.pool = pool  # sessions kept across the cells of a server life (runner.load.ftp.session_pool)
         self.target = target
         self.p = params
         self._checkpoint = checkpoint
@@ -105,6 +110,7 @@ class Phase:
         self.clients: list[ClientFigures] = []
         self.histograms: dict[str, str] = {}  # encoded HDR histograms (runner.load.hdr)
         self.logged_in = 0
+        self.reused = 0  # sessions taken from the pool, logged in by an earlier cell
         self.greeted = 0  # sessions that got their greeting
         self.late = 0     # ... after more than LATE_SESSION_S
         self.pending = 0  # operations started or planned and not finished
@@ -300,8 +306,38 @@ class Phase:
             await asyncio.gather(*(one() for _ in range(n)))
         return out
 
-    async def teardown(self, sessions: list[FTPSession], dele: Sequence[str] = ()) -> None:
-        """Untimed, errors ignored: DELE uploaded files, QUIT all sessions, close.
+    async def setup_sessions(self, n: int, binary: bool) -> list[FTPSession]:
+        """The ``n`` logged-in sessions a phase holds before what it measures (untimed):
+        without a pool, :meth:`login_many`; with one, the pool's kept sessions first
+        (``TYPE I`` sent to those not yet binary when ``binary``), the missing ones logged
+        in here, counted as before. Returns those that are ready; a note says how many
+        were kept."""
+        if self.pool is None:
+            return await self.login_many(n, binary, measured=False)
+        got = self.pool.take(n)
+        self.sessions.update(got)
+        ready = []
+        for s in got:
+            if binary and not s.binary:
+                try:
+                    await s.type_binary()
+                except FTPError as e:
+                    self.error(e)
+                    self.sessions.discard(s)
+                    s.close()
+                    continue
+            ready.append(s)
+        self.reused = len(ready)
+        new = await self.login_many(n - len(ready), binary, measured=False) if len(ready) < n else []
+        self.notes.append(f"sessions: {len(ready)} of {n} kept from earlier cells of this server, "
+                          f"{len(new)} logged in")
+        return ready + new
+
+    async def teardown(self, sessions: list[FTPSession], dele: Sequence[str] = (),
+                       keep: Sequence[FTPSession] = ()) -> None:
+        """Untimed, errors ignored: DELE uploaded files, QUIT all sessions, close; with a
+        pool, those of ``keep`` that are still open go back to it after the DELEs
+        instead (healthy sessions the next cell of this server reuses).
 
         The files are deleted over all live sessions at once (file ``i`` by session
         ``i mod n``, each session's share one after another): 300 uploaded files cost
@@ -319,14 +355,24 @@ class Phase:
                 except FTPError:
                     pass
 
+        kept: list[FTPSession] = []
         try:
             async with asyncio.timeout(min(self.p.op_timeout, TEARDOWN_TIMEOUT)):
                 if dele and live:
                     await asyncio.gather(*(delete(s, dele[i::len(live)]) for i, s in enumerate(live)))
+                if self.pool is not None:
+                    wanted = set(keep)
+                    kept = [s for s in live if s in wanted]
+                    live = [s for s in live if s not in wanted]
                 await asyncio.gather(*(s.quit() for s in live), return_exceptions=True)
         except TimeoutError:
             self.notes.append("teardown (QUIT) did not finish within "
                               f"{min(self.p.op_timeout, TEARDOWN_TIMEOUT):g} s")
+            live, kept = live + kept, []  # a session in the middle of a DELE is not kept
+        if kept:
+            self.sessions.difference_update(kept)
+            assert self.pool is not None  # kept is filled only with a pool
+            self.pool.put(kept)
         for s in live:
             s.close()
             self.sessions.discard(s)

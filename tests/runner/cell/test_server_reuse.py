@@ -181,3 +181,51 @@ def test_build_and_environment_records_once_per_server_start(engine):
         cid = s.scalar(select(Campaign.id).order_by(Campaign.id.desc()).limit(1))
         refs = set(s.execute(select(Cell.build_id, Cell.environment_id).where(Cell.campaign_id == cid)).all())
     assert len(refs) == 1 and None not in next(iter(refs)), refs
+
+
+@lacks_if(not sys.platform.startswith("linux"), "Linux: the local backend's tpd needs it")
+@pytest.mark.parametrize("policy", ["repeats", "workloads"])
+def test_kept_sessions_across_a_server_life(engine, policy):
+    """The idle and concurrent rows keep their sessions across the cells of one tpd life
+    (runner.load.ftp.session_pool): the first cell of a life logs them in, the others reuse
+    them (under ``workloads`` the concurrent RETR reuses the idle row's sessions); the
+    memory rows of the cell that starts the server have no ``end`` checkpoint (taken after
+    the sessions end, which they no longer do there), and every cell says what it reused."""
+    from runner.campaign.loop import run_campaign
+
+    local_server_or_skip("tpd")
+    spec = parse_spec({"name": f"kept-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
+                       "servers": [{"name": "tpd"}],
+                       "workloads": [{"name": "stor_idle", "params": SMALL},
+                                     {"name": "retr_concurrent", "params": SMALL}]})
+    with Session(engine) as s:
+        camp = crud.create_campaign(s, spec=spec, backend="local")
+        s.commit()
+        cid = camp.id
+    assert run_campaign(engine, cid) == 6
+    with Session(engine) as s:
+        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.started_at)))
+        assert s.get(Campaign, cid).status == "done", [(c.workload, c.error) for c in cells]
+
+        def stats(c: Cell, metric: str) -> dict[str, float]:
+            return {r.stat: r.value for r in s.scalars(select(Sample).where(Sample.cell_id == c.id,
+                                                                             Sample.metric == metric))}
+        kept = [(c.workload, c.repeat, stats(c, "kept_sessions")) for c in cells]
+        fresh = [bool(stats(c, "cell_time").get("start")) for c in cells]
+        mem = [stats(c, "server_mem_uss") for c in cells]
+        sessions_stage = [stats(c, "cell_time").get("sessions") for c in cells]
+    n = SMALL["clients"]
+    first, again = {"reused": 0, "logged_in": n, "dropped": 0}, {"reused": n, "logged_in": 0, "dropped": 0}
+    if policy == "repeats":
+        assert kept == [("stor_idle", 0, first), ("stor_idle", 1, again), ("stor_idle", 2, again),
+                        ("retr_concurrent", 0, first), ("retr_concurrent", 1, again),
+                        ("retr_concurrent", 2, again)]
+    else:
+        assert kept == [(w, r, first if w == "stor_idle" else again)
+                        for r in range(3) for w in ("stor_idle", "retr_concurrent")]
+    assert all(x is not None for x in sessions_stage)
+    for is_fresh, m in zip(fresh, mem):
+        if is_fresh:
+            assert {"start", "loaded", "peak"} <= set(m) and "end" not in m, m
+        else:
+            assert m == {}
