@@ -286,13 +286,20 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             os.sync()
         processes = spec.client_process_count()
         kept = None  # the server life's kept sessions (runner.load.ftp.session_pool), when this row uses them
+        run_params = params
+        make_pool, fill = getattr(driver, "session_pool", None), getattr(driver, "fill_sessions", None)
         if pool is not None and pool.policy != "none" and cell.workload in getattr(driver, "pooled_workloads", ()) \
-                and not splits(cell.workload, params.clients, processes):
+                and make_pool is not None and fill is not None and not splits(cell.workload, params.clients, processes):
             kept = facts.get("sessions")
             if kept is None:
-                kept = facts["sessions"] = driver.session_pool(handle.target)
+                kept = facts["sessions"] = make_pool(handle.target)
+            t_fill = time.perf_counter()
             with clock("sessions"):  # before the server's CPU and TCP counters are read: not part of the phase
-                driver.fill_sessions(cell.workload, handle.target, params, kept, progress=progress)
+                fill(cell.workload, handle.target, params, kept, progress=progress)
+            # the logins and the phase share one phase_timeout, as when the phase logged them in
+            # (the cell watchdog's bound counts one phase_timeout for both)
+            left = params.phase_timeout - (time.perf_counter() - t_fill)
+            run_params = params.model_copy(update={"phase_timeout": max(left, 1.0)})
         with clock("counters"):
             tcp = _TcpWatch(handle.pid, facts)
             link = _LinkWatch(handle)
@@ -320,8 +327,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                     driver=spec.driver_of(params, cell.workload))
             else:
                 more = {"sessions": kept} if kept is not None else {}
-                result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress,
-                                    **more)
+                result = driver.run(cell.workload, handle.target, run_params, checkpoint=checkpoint,
+                                    progress=progress, **more)
                 process_rows = []
         clock.record("measured", result.elapsed_s)
         cg1 = handle.cgroup_cpu() if cg0 is not None else None

@@ -50,9 +50,9 @@ class XferlabFtpDriver(OwnClientDriver):
 
     def fill_sessions(self, workload: str, target: Target, params: WorkloadParams, sessions: SessionPool,
                       progress: Progress | None = None) -> int:
-        """Before the phase (untimed): :func:`runner.load.ftp.session_pool.fill_sync`; returns the
+        """Before the phase (untimed): :func:`runner.load.ftp.workloads.fill_sync`; returns the
         sessions ``sessions`` holds (0 for a workload it does not pool)."""
-        from runner.load.ftp.session_pool import fill_sync
+        from runner.load.ftp.workloads import fill_sync
 
         return fill_sync(workload, target, params, sessions, progress)
 

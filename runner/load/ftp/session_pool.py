@@ -5,7 +5,8 @@ A row whose workload holds N logged-in sessions that are not themselves what it 
 ``retr_concurrent`` / ``stor_concurrent`` run their transfers: :data:`POOLED_WORKLOADS`)
 takes them from a :class:`SessionPool` that outlives its phase: the cell runner
 (runner.cell.local) makes one per server life (runner.cell.server_reuse), logs in the
-missing sessions before the phase's server CPU is read (:meth:`SessionPool.fill`), the
+missing sessions before the phase's server CPU is read (:meth:`SessionPool.fill`, through
+runner.load.ftp.workloads.fill_sync), the
 phase takes them (:meth:`SessionPool.take`) and hands the healthy ones back
 (:meth:`SessionPool.put`) instead of ending them, and the pool ends them all when the
 server stops (:meth:`SessionPool.close`).
@@ -25,13 +26,10 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from runner.load.ftp.session import FTPError, FTPSession
 from runner.load.target import Target
-
-if TYPE_CHECKING:
-    from runner.catalogue.workloads import WorkloadParams
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -210,43 +208,3 @@ class SessionPool:
         if self._thread is not None:
             self._thread.join(CLOSE_TIMEOUT)
 
-
-def fill_sync(workload: str, target: Target, params: WorkloadParams, pool: SessionPool,
-              progress: Callable[[str], None] | None = None) -> int:
-    """Before a phase of a pooled ``workload`` (untimed, before the server's CPU is read):
-    make ``pool`` hold ``params.clients`` live sessions to ``target``, kept ones probed,
-    missing ones logged in in ``params.login_mode`` (binary for the concurrent transfers).
-    Login errors here are not counted: the phase logs in again whatever is still missing
-    and counts its errors as it always did. Bounded by ``params.phase_timeout``. Returns the
-    sessions held; 0 for a workload that is not pooled.
-
-    Raises:
-        PoolUnavailable: the pool's loop could not start.
-    """
-    if not pooled(workload):
-        return 0
-    from runner.load.ftp.phase import Phase, gc_paused, raise_nofile_limit
-
-    binary = workload in ("retr_concurrent", "stor_concurrent")
-
-    async def fill() -> int:
-        raise_nofile_limit()
-        ph = Phase(workload, target, params, None, progress)
-
-        async def login(k: int) -> list[FTPSession]:
-            ph.progress(f"logging in {k} sessions to keep ({params.login_mode})")
-            got = await ph.login_many(k, binary, measured=False)
-            ph.sessions.difference_update(got)  # the pool's now
-            return got
-
-        with gc_paused():
-            try:
-                async with asyncio.timeout(params.phase_timeout):
-                    return await pool.fill(params.clients, login)
-            except TimeoutError:
-                log.info("session pool: filling %d sessions took over %g s", params.clients, params.phase_timeout)
-                return len(pool)
-            finally:
-                ph.close_all()  # sessions in the middle of a login when the bound expired
-
-    return pool.run(fill)

@@ -42,6 +42,7 @@ bounded in time, so what accumulates is small.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -53,12 +54,14 @@ from runner.load.base import LoadError
 from runner.load.ftp.fixtures import client_source, ensure_server_file, server_name
 from runner.load.ftp.mixed import run_mixed
 from runner.load.ftp.phase import MAX_REPEATS, Phase, gc_paused, raise_nofile_limit
-from runner.load.ftp.session_pool import PoolUnavailable, SessionPool, pooled
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
+from runner.load.ftp.session_pool import PoolUnavailable, SessionPool, pooled
 from runner.load.ftp.sustained import run_sustained
 from runner.load.result import ClientFigures, PhaseResult
 from runner.load.target import Target
 from runner.net.netns import NetnsError
+
+log = logging.getLogger(__name__)
 
 
 # -- workloads -----------------------------------------------------------------------
@@ -386,3 +389,42 @@ def run_workload_sync(workload: str, target: Target, params: WorkloadParams, *,
                                                                      progress=progress))
     except NetnsError as e:
         raise LoadError(f"{workload}: {e}") from e
+
+
+def fill_sync(workload: str, target: Target, params: WorkloadParams, pool: SessionPool,
+              progress: Callable[[str], None] | None = None) -> int:
+    """Before a phase of a pooled ``workload`` (untimed, before the server's CPU is read):
+    make ``pool`` hold ``params.clients`` live sessions to ``target``, kept ones probed,
+    missing ones logged in in ``params.login_mode`` (binary for the concurrent transfers).
+    Login errors here are not counted: the phase logs in again whatever is still missing
+    and counts its errors as it always did. Bounded by ``params.phase_timeout``. Returns the
+    sessions held; 0 for a workload that is not pooled.
+
+    Raises:
+        PoolUnavailable: the pool's loop could not start.
+    """
+    if not pooled(workload):
+        return 0
+    binary = workload in ("retr_concurrent", "stor_concurrent")
+
+    async def fill() -> int:
+        raise_nofile_limit()
+        ph = Phase(workload, target, params, None, progress)
+
+        async def login(k: int) -> list[FTPSession]:
+            ph.progress(f"logging in {k} sessions to keep ({params.login_mode})")
+            got = await ph.login_many(k, binary, measured=False)
+            ph.sessions.difference_update(got)  # the pool's now
+            return got
+
+        with gc_paused():
+            try:
+                async with asyncio.timeout(params.phase_timeout):
+                    return await pool.fill(params.clients, login)
+            except TimeoutError:
+                log.info("session pool: filling %d sessions took over %g s", params.clients, params.phase_timeout)
+                return len(pool)
+            finally:
+                ph.close_all()  # sessions in the middle of a login when the bound expired
+
+    return pool.run(fill)

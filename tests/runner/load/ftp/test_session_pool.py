@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from runner.catalogue.workloads import WorkloadParams
-from runner.load.ftp.session_pool import SessionPool, fill_sync, pooled
-from runner.load.ftp.workloads import run_workload_sync
+from runner.load.ftp.session_pool import SessionPool, pooled
+from runner.load.ftp.workloads import fill_sync, run_workload_sync
 from runner.load.target import Target
 from tests.support.pyftpd import PASSWORD, USER, start_pyftpd, stop
 
