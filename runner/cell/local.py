@@ -288,8 +288,10 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         kept = None  # the server life's kept sessions (runner.load.ftp.session_pool), when this row uses them
         run_params = params
         make_pool, fill = getattr(driver, "session_pool", None), getattr(driver, "fill_sessions", None)
-        if pool is not None and pool.policy != "none" and cell.workload in getattr(driver, "pooled_workloads", ()) \
-                and make_pool is not None and fill is not None and not splits(cell.workload, params.clients, processes):
+        poolable = cell.workload in getattr(driver, "pooled_workloads", ()) \
+            and handle.target.tls is None  # FTPS: each row's handshakes are a figure
+        if pool is not None and pool.policy != "none" and poolable and make_pool is not None and fill is not None \
+                and not splits(cell.workload, params.clients, processes):
             kept = facts.get("sessions")
             if kept is None:
                 kept = facts["sessions"] = make_pool(handle.target)

@@ -316,6 +316,9 @@ class Phase:
             return await self.login_many(n, binary, measured=False)
         got = self.pool.take(n)
         self.sessions.update(got)
+        self.greeted += self.pool.greeted  # logged in for this phase just before it (late ones are a figure)
+        self.late += self.pool.late
+        self.pool.greeted = self.pool.late = 0
         ready = []
         for s in got:
             if binary and not s.binary:

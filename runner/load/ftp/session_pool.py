@@ -65,6 +65,10 @@ class SessionPool:
         reused: sessions the last :meth:`fill` found alive and kept (count).
         logged_in: sessions the last :meth:`fill` logged in (count).
         dropped: kept sessions the last :meth:`fill` found dead and closed (count).
+        greeted / late: sessions the last fill logged in that got their greeting, and those
+            of them that waited more than runner.load.result.LATE_SESSION_S for it; the next
+            phase that takes them adds both to its own (zeroed here), so a row's late
+            sessions are counted as when its phase logged them in.
     """
 
     def __init__(self, target: Target) -> None:
@@ -76,6 +80,8 @@ class SessionPool:
         self.reused = 0
         self.logged_in = 0
         self.dropped = 0
+        self.greeted = 0
+        self.late = 0
 
     def __len__(self) -> int:
         return len(self._kept)

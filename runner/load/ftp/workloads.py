@@ -425,6 +425,7 @@ def fill_sync(workload: str, target: Target, params: WorkloadParams, pool: Sessi
                 log.info("session pool: filling %d sessions took over %g s", params.clients, params.phase_timeout)
                 return len(pool)
             finally:
+                pool.greeted, pool.late = ph.greeted, ph.late
                 ph.close_all()  # sessions in the middle of a login when the bound expired
 
     return pool.run(fill)
