@@ -264,15 +264,21 @@ class Phase:
         except FTPError as e:
             self.error(e)
             return None, 0.0
-        if binary:
-            try:
-                await s.type_binary()
-            except FTPError as e:
-                self.error(e)
-                self.sessions.discard(s)
-                s.close()
-                return None, 0.0
+        if binary and not await self.to_binary(s):
+            return None, 0.0
         return s, seconds * 1000.0
+
+    async def to_binary(self, s: FTPSession) -> bool:
+        """``TYPE I`` on ``s`` (untimed); on failure its error is counted and ``s`` closed
+        and forgotten. Returns whether it succeeded."""
+        try:
+            await s.type_binary()
+        except FTPError as e:
+            self.error(e)
+            self.sessions.discard(s)
+            s.close()
+            return False
+        return True
 
     async def login_many(self, n: int, binary: bool, *, measured: bool) -> list[FTPSession]:
         """Log in ``n`` sessions in ``params.login_mode`` (``window``: at most
@@ -319,17 +325,8 @@ class Phase:
         self.greeted += self.pool.greeted  # logged in for this phase just before it (late ones are a figure)
         self.late += self.pool.late
         self.pool.greeted = self.pool.late = 0
-        ready = []
-        for s in got:
-            if binary and not s.binary:
-                try:
-                    await s.type_binary()
-                except FTPError as e:
-                    self.error(e)
-                    self.sessions.discard(s)
-                    s.close()
-                    continue
-            ready.append(s)
+        ok = await asyncio.gather(*(self.to_binary(s) if binary and not s.binary else _true() for s in got))
+        ready = [s for s, good in zip(got, ok) if good]
         self.reused = len(ready)
         new = await self.login_many(n - len(ready), binary, measured=False) if len(ready) < n else []
         self.notes.append(f"sessions: {len(ready)} of {n} kept from earlier cells of this server, "
@@ -379,3 +376,7 @@ class Phase:
         for s in live:
             s.close()
             self.sessions.discard(s)
+
+
+async def _true() -> bool:
+    return True

@@ -109,21 +109,28 @@ SMALL = {"clients": 5, "file_size": "256K", "transfer_size": "4M", "duration": 0
          "phase_timeout": 60}
 
 
-def _campaign(engine, policy: str):
+def _run(engine, name: str, policy: str, workloads: list[str]) -> int:
+    """Run a local campaign of tpd, 3 repeats of ``workloads`` (SMALL) under ``policy``;
+    returns its id, after checking that its 6 cells ran and it ended ``done``."""
     from runner.campaign.loop import run_campaign
 
-    spec = parse_spec({"name": f"reuse-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
-                       "servers": [{"name": "tpd"}],
-                       "workloads": [{"name": "retr", "params": SMALL}, {"name": "login", "params": SMALL}]})
+    spec = parse_spec({"name": f"{name}-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
+                       "servers": [{"name": "tpd"}], "workloads": [{"name": w, "params": SMALL} for w in workloads]})
     with Session(engine) as s:
         camp = crud.create_campaign(s, spec=spec, backend="local")
         s.commit()
         cid = camp.id
     assert run_campaign(engine, cid) == 6
     with Session(engine) as s:
-        camp = s.get(Campaign, cid)
+        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid)))
+        assert s.get(Campaign, cid).status == "done", [(c.workload, c.error) for c in cells]
+    return cid
+
+
+def _campaign(engine, policy: str):
+    cid = _run(engine, "reuse", policy, ["retr", "login"])
+    with Session(engine) as s:
         cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.started_at)))
-        assert camp.status == "done", [(c.workload, c.error) for c in cells]
         started = {c.id for c in cells if s.scalars(select(Sample).where(
             Sample.cell_id == c.id, Sample.metric == "cell_time", Sample.stat == "start")).first()}
         with_memory = {c.id for c in cells if s.scalars(select(Sample).where(
@@ -191,21 +198,10 @@ def test_kept_sessions_across_a_server_life(engine, policy):
     them (under ``workloads`` the concurrent RETR reuses the idle row's sessions); the
     memory rows of the cell that starts the server have no ``end`` checkpoint (taken after
     the sessions end, which they no longer do there), and every cell says what it reused."""
-    from runner.campaign.loop import run_campaign
-
     local_server_or_skip("tpd")
-    spec = parse_spec({"name": f"kept-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
-                       "servers": [{"name": "tpd"}],
-                       "workloads": [{"name": "stor_idle", "params": SMALL},
-                                     {"name": "retr_concurrent", "params": SMALL}]})
-    with Session(engine) as s:
-        camp = crud.create_campaign(s, spec=spec, backend="local")
-        s.commit()
-        cid = camp.id
-    assert run_campaign(engine, cid) == 6
+    cid = _run(engine, "kept", policy, ["stor_idle", "retr_concurrent"])
     with Session(engine) as s:
         cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.started_at)))
-        assert s.get(Campaign, cid).status == "done", [(c.workload, c.error) for c in cells]
 
         def stats(c: Cell, metric: str) -> dict[str, float]:
             return {r.stat: r.value for r in s.scalars(select(Sample).where(Sample.cell_id == c.id,
