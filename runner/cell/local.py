@@ -359,9 +359,12 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             clock.record("sampler", time.perf_counter() - t_mem)
         server_cpu = phase_cpu(tree_cpu, cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
         alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
+        cg_mem = handle.cgroup_memory() if fresh else None
+        if cg_mem and kept is not None:  # "current", "anon": after the sessions ended, which kept ones have not
+            cg_mem = {k: v for k, v in cg_mem.items() if k == "peak"}
         outcome = measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
                            # docker backend: the container's memory cgroup (current/peak/anon)
-                           cgroup_memory=handle.cgroup_memory() if fresh else None, server_alive=alive,
+                           cgroup_memory=cg_mem, server_alive=alive,
                            exit_reason=None if alive else (handle.exit_reason() or "exited"),
                            extra_samples=tcp_rows + link_rows + process_rows + _kept_samples(kept),
                            kernel_note=kernel_note,
