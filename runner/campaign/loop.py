@@ -205,6 +205,8 @@ def _environment(spec: CampaignSpec, backend: Backend, driver: str) -> tuple[dic
         extra["docker_network"] = network
     if spec.server_reuse != "none":  # a methodology of its own: history cuts there (runner.cell.server_reuse)
         extra["server_reuse"] = spec.server_reuse
+        if spec.hosts is None:  # the idle and concurrent rows keep their sessions (runner.load.ftp.session_pool):
+            extra["kept_sessions"] = "server_life"  # their server CPU no longer counts 300 logins and QUITs
     snap = snapshot(extra)
     return snap, environment_class(snap)
 
