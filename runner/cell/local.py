@@ -302,6 +302,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             # (the cell watchdog's bound counts one phase_timeout for both)
             left = params.phase_timeout - (time.perf_counter() - t_fill)
             run_params = params.model_copy(update={"phase_timeout": max(left, 1.0)})
+        elif "sessions" in facts:  # a row that keeps none runs without the earlier rows' sessions held open
+            with clock("sessions"):
+                end_sessions(facts)
         with clock("counters"):
             tcp = _TcpWatch(handle.pid, facts)
             link = _LinkWatch(handle)
