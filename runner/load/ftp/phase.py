@@ -319,6 +319,7 @@ class Phase:
         in here, counted as before. Returns those that are ready; a note says how many
         were kept."""
         if self.pool is None:
+            self.progress(f"logging in {n} sessions ({self.p.login_mode})")
             return await self.login_many(n, binary, measured=False)
         got = self.pool.take(n)
         self.sessions.update(got)
@@ -328,6 +329,8 @@ class Phase:
         ok = await asyncio.gather(*(self.to_binary(s) if binary and not s.binary else _true() for s in got))
         ready = [s for s, good in zip(got, ok) if good]
         self.reused = len(ready)
+        self.progress(f"{len(ready)} of {n} sessions kept from earlier cells"
+                      + (f", logging in {n - len(ready)} ({self.p.login_mode})" if len(ready) < n else ""))
         new = await self.login_many(n - len(ready), binary, measured=False) if len(ready) < n else []
         self.notes.append(f"sessions: {len(ready)} of {n} kept from earlier cells of this server, "
                           f"{len(new)} logged in")

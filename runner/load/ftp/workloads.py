@@ -83,7 +83,6 @@ async def _single_stream(ph: Phase, direction: str, idle: int) -> None:
     idle_sessions: list[FTPSession] = []
     if idle:
         ph.notes.append(f"login mode: {p.login_mode}")
-        ph.progress(f"logging in {idle} idle sessions ({p.login_mode})")
         idle_sessions = await ph.setup_sessions(idle, binary=False)
         if len(idle_sessions) < idle:
             ph.notes.append(f"setup: {idle - len(idle_sessions)} of {idle} idle sessions "
@@ -159,7 +158,6 @@ async def _concurrent_transfer(ph: Phase, direction: str) -> None:
     n = p.clients
     size = p.file_size
     ph.notes.append(f"login mode: {p.login_mode}")
-    ph.progress(f"logging in {n} sessions ({p.login_mode})")
     sessions = await ph.setup_sessions(n, binary=True)
     if not sessions:
         return
