@@ -1,5 +1,5 @@
 """Request dependencies: the settings, the engine, a database session per request, and the
-typed path and query parameters of campaign ids and of the history filters."""
+typed path and query parameters of campaign and bisect ids and of the history filters."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -14,6 +14,7 @@ from dashboard.settings import DashboardSettings
 
 INT4_MAX = 2**31 - 1  # campaign ids are PostgreSQL ``integer`` (int4)
 CampaignId = Annotated[int, PathParam(ge=1, le=INT4_MAX, description="campaign id")]
+BisectId = Annotated[int, PathParam(ge=1, le=INT4_MAX, description="bisect id")]
 OptionalCampaign = Annotated[int | None, Query(ge=1, le=INT4_MAX, description="campaign id")]
 CampaignQuery = Annotated[int, Query(ge=1, le=INT4_MAX, description="campaign id")]
 #: The history figure filter (the keys of runner.history.FIGURES; a test keeps them equal).

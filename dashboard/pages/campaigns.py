@@ -35,10 +35,12 @@ def _tables(session: Session, campaign_id: int, *, context: bool = False):
     """The campaign table so far (and seed 002's upload table of a campaign with
     ``http_upload`` cells: runner.report.uploads; the real-client tables of seeds 003 and 004:
     runner.report.clients; the per-operation and per-bucket tables of the mixed cells:
-    runner.report.mixed; the kernel TCP counters of the cells where one was non-zero:
+    runner.report.mixed; each capacity search's headline and steps: runner.report.capacity;
+    the kernel TCP counters of the cells where one was non-zero:
     runner.report.tcp; the profiled cells' profiler, version and rate: runner.report.profiles);
     with ``context``, ``(that list, the "Conducted on" and "Setup" tables as the exports have
     them: runner.report.context)``."""
+    from runner.report.capacity import capacity_tables
     from runner.report.clients import client_tables
     from runner.report.context import context_table, setup_table
     from runner.report.mixed import mixed_tables
@@ -53,6 +55,7 @@ def _tables(session: Session, campaign_id: int, *, context: bool = False):
     tables += upload_tables(data)  # seed 002's disk/tmpfs table of an HTTP upload campaign
     tables += client_tables(data)  # seeds 003/004: real client processes
     tables += mixed_tables(data)  # the mixed workload: per operation kind and per size bucket
+    tables += capacity_tables(data)  # sustainable users per search, then each search's steps
     tables += [t for t in (tcp_table(data),) if t is not None]  # listen overflows beside late sessions
     tables += [t for t in (profile_table(data),) if t is not None]  # profiler, version, rate of profiled cells
     if not context:

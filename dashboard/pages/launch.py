@@ -12,20 +12,45 @@ from starlette.datastructures import UploadFile
 from dashboard.deps import SessionDep
 from dashboard.security import TokenRequired
 from dashboard.services.launch import (
-                                       LINK_ROWS,
-                                       PARAM_FIELDS,
-                                       SERVER_ROWS,
-                                       field_message,
-                                       field_of,
-                                       form_to_spec,
-                                       launch_in_thread,
+    BUCKET_ROWS,
+    LINK_ROWS,
+    MIX_OPS,
+    PARAM_FIELDS,
+    SERVER_ROWS,
+    SIZE_KIND_FIELDS,
+    field_message,
+    field_of,
+    form_to_spec,
+    launch_in_thread,
 )
 from dashboard.templating import render
+from runner.catalogue.mixed import default_mix
 from runner.catalogue.servers import SERVER_NAMES
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.spec.model import PRESETS, SpecError, parse_spec
+from runner.spec.workloads import capacity_ready
 
 router = APIRouter(prefix="/launch")
+
+
+def _workload_tags(name: str) -> str:
+    """The space-separated tags of workload ``name`` that show the form's parts for it
+    (dashboard/static/app.js, ``launchDisclosure``): ``sustained`` (session reuse),
+    ``openloop`` (it takes an open-loop ``rate`` and the user rate R), ``capacity`` (it can be
+    a capacity search's profile: runner.spec.workloads.capacity_ready) and ``mixed``."""
+    w = WORKLOADS[name]
+    tags = [t for t, on in (("sustained", w.sustained), ("openloop", "rate" in w.uses),
+                            ("capacity", capacity_ready(name)), ("mixed", name == "mixed")) if on]
+    return " ".join(tags)
+
+
+def _first_values() -> dict[str, str]:
+    """The fields of a fresh form: a one-server classic campaign on loopback, and the default
+    operation weights of a mixed session (runner.catalogue.mixed.default_mix) written out."""
+    values = {"name": "campaign", "repeats": "5", "backend": "auto", "warmup": "on", "servers.0.name": "pyftpdlib",
+              "servers.0.version": "2.2.0", "link.loopback": "on"}
+    values.update({f"params.mix.{op}": f"{w:g}" for op, w in default_mix().weights().items() if w})
+    return values
 
 
 def _form_context(values: dict[str, str] | None = None, workloads: list[str] | None = None,
@@ -34,17 +59,16 @@ def _form_context(values: dict[str, str] | None = None, workloads: list[str] | N
     from runner.spec.presets import preset_facts, preset_names, preset_summary
 
     defaults = WorkloadParams()
-    values = values if values is not None else {"name": "campaign", "repeats": "5", "backend": "auto",
-                                                "warmup": "on", "servers.0.name": "pyftpdlib",
-                                                "servers.0.version": "2.2.0", "link.loopback": "on"}
+    values = values if values is not None else _first_values()
     return {"values": values, "workloads_checked": workloads if workloads is not None else ["preset:classic"],
             "errors": errors or {}, "general": general or [], "yaml_error": yaml_error,
             "server_names": [n for n in SERVER_NAMES if n != "external"], "server_rows": range(SERVER_ROWS),
-            "workloads": [(n, w.generic_title(), w.sustained) for n, w in WORKLOADS.items()],
+            "workloads": [(n, w.generic_title(), w.sustained, _workload_tags(n)) for n, w in WORKLOADS.items()],
             "presets": {p: ", ".join(names) for p, names in PRESETS.items()},
             "campaign_presets": [(n, preset_summary(n), preset_facts(n)) for n in preset_names()],
             "preset_error": preset_error, "param_fields": PARAM_FIELDS, "link_rows": range(LINK_ROWS),
-            "defaults": defaults.model_dump()}
+            "defaults": defaults.model_dump(), "mix_ops": MIX_OPS, "size_kinds": SIZE_KIND_FIELDS,
+            "bucket_rows": range(BUCKET_ROWS)}
 
 
 def _refused(request: Request, **problem: Any):
@@ -77,7 +101,7 @@ async def page_launch_post(request: Request, session: SessionDep):
         if not errors:
             cid, _ = await launch_in_thread(session, data=spec_dict, source="form")
         else:  # still validate, to show every problem at once
-            await run_in_threadpool(parse_spec, spec_dict, "form")
+            await run_in_threadpool(parse_spec, spec_dict, "form", from_dashboard=True)
     except SpecError as exc:
         for path, msg in exc.errors:
             f = field_of(path, rows, msg)

@@ -15,6 +15,7 @@ import yaml
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from runner.catalogue.mixed import OPS
 from runner.catalogue.variants import parse_variant_text as parse_variant
 from runner.spec.model import CampaignSpec, SpecError, parse_spec
 from runner.spec.safe_yaml import load_yaml
@@ -29,6 +30,21 @@ SUSTAINED_FIELDS = ("session", "rate", "user_rate")
 #: The capacity search's fields (runner.spec.capacity.CapacitySpec): a search is asked for
 #: when ``user_rate`` is given.
 CAPACITY_FIELDS = ("user_rate", "p99_ms", "min_jain", "start", "max_users", "resolution")
+#: The capacity search's yes/no fields (select ``on``/``off``; blank or ``on``: the spec's default, true).
+CAPACITY_FLAGS = ("check_rate", "confirm")
+#: The ``mixed`` workload's scalar parameters (runner.catalogue.workloads.WorkloadParams):
+#: session length (K operations, T seconds), think time, seed, listing directory size.
+MIXED_FIELDS = ("session_ops", "session_seconds", "think", "think_ms", "seed", "dir_entries")
+#: The operations of a session and their labels on the form (runner.catalogue.mixed.OPS order).
+MIX_OPS: tuple[tuple[str, str], ...] = tuple(zip(OPS, ("RETR", "STOR", "LIST", "MLSD", "CWD", "SIZE", "MDTM",
+                                                       "DELE", "REST+RETR", "NOOP"), strict=True))
+#: The fields of each kind of size distribution (runner.catalogue.mixed.SizeDist) the form
+#: sends; the other kinds' fields, hidden on the page, are left out of the spec.
+SIZE_KIND_FIELDS: dict[str, tuple[str, ...]] = {"fixed": ("size",), "uniform": ("min", "max", "files"),
+                                                "log2": ("min", "max", "files"), "buckets": (),
+                                                "storm": ("size", "count")}
+#: Rows of (size, weight) of a ``buckets`` size distribution on the form.
+BUCKET_ROWS = 6
 #: Rows of shaped links (rate, delay, loss, queue and its discipline) on the form, beside the loopback box.
 LINK_ROWS = 2
 LINK_PARTS = ("rate", "delay", "loss", "queue", "qdisc")
@@ -43,6 +59,46 @@ def _sweep(text: str) -> list[int | str]:
     """The client counts of the sweep field: each item as an int when it is decimal digits,
     else as given (the spec's validation names it: runner.spec.workloads.check_sweep)."""
     return [int(x) if x.isdecimal() and len(x) <= 9 else x for x in _split(text)]
+
+
+def _mixed_params(form: dict[str, str], errors: dict[str, str]) -> dict[str, Any]:
+    """The ``mixed`` workload's parameters from the form, as typed text (the spec model converts
+    and bounds them): the scalars of :data:`MIXED_FIELDS` given; ``mix``, the weights given
+    (an operation left blank weighs 0; every weight blank: the default mix, no ``mix`` key);
+    ``sizes``, when a kind is chosen: ``kind``, that kind's fields of :data:`SIZE_KIND_FIELDS`
+    given and, for ``buckets``, ``{size text: weight text}`` of the rows with a value. A
+    bucket row with a weight but no size, or a size written twice, is put in ``errors``
+    under ``params.sizes.buckets``."""
+    params: dict[str, Any] = {}
+    for f in MIXED_FIELDS:
+        v = form.get(f"params.{f}", "").strip()
+        if v:
+            params[f] = v
+    mix = {op: form[f"params.mix.{op}"].strip() for op in OPS if form.get(f"params.mix.{op}", "").strip()}
+    if mix:
+        params["mix"] = mix
+    kind = form.get("params.sizes.kind", "").strip()
+    if not kind:
+        return params
+    sizes: dict[str, Any] = {"kind": kind}
+    for f in SIZE_KIND_FIELDS.get(kind, ()):
+        v = form.get(f"params.sizes.{f}", "").strip()
+        if v:
+            sizes[f] = v
+    if kind == "buckets":
+        buckets: dict[str, str] = {}
+        for i in range(BUCKET_ROWS):
+            size = form.get(f"params.sizes.buckets.{i}.size", "").strip()
+            weight = form.get(f"params.sizes.buckets.{i}.weight", "").strip()
+            if not size and weight:
+                errors.setdefault("params.sizes.buckets", f"bucket {i + 1}: give its size (e.g. 4K, 1M)")
+            elif size in buckets:
+                errors.setdefault("params.sizes.buckets", f"bucket {i + 1}: size {size} is given twice")
+            elif size:
+                buckets[size] = weight
+        sizes["buckets"] = buckets
+    params["sizes"] = sizes
+    return params
 
 
 def _links(form: dict[str, str]) -> list[Any] | None:
@@ -88,10 +144,16 @@ def form_to_spec(form: dict[str, str], workloads: list[str]) -> tuple[dict[str, 
         v = form.get(f"params.{f}", "").strip()
         if v:
             params[f] = v
+    if "mixed" in workloads:  # the mixed fields are shown, and sent, for the mixed workload only
+        params.update(_mixed_params(form, errors))
     sweep = _sweep(form.get("sweep", ""))
-    capacity = {f: form[f"capacity.{f}"].strip() for f in CAPACITY_FIELDS if form.get(f"capacity.{f}", "").strip()}
-    if capacity and form.get("capacity.check_rate") == "off":
-        capacity["check_rate"] = "false"
+    capacity: dict[str, Any] = {f: form[f"capacity.{f}"].strip() for f in CAPACITY_FIELDS
+                                if form.get(f"capacity.{f}", "").strip()}
+    if capacity:
+        for f in CAPACITY_FLAGS:
+            flag = form.get(f"capacity.{f}", "on").strip()
+            if flag != "on":
+                capacity[f] = False if flag == "off" else flag  # anything else: the model names it
     wl: list[dict[str, Any]] = []
     for w in workloads:
         entry: dict[str, Any] = {"preset": w.split(":", 1)[1]} if w.startswith("preset:") else {"name": w}
@@ -136,11 +198,14 @@ def field_of(path: str, rows: list[int], msg: str = "") -> str:
     parts = path.split(".")
     if parts[0] == "workloads":
         if len(parts) >= 4 and parts[2] == "params":
-            return f"params.{parts[3]}"
+            return _param_field(parts[3:], msg)
+        if len(parts) == 3 and parts[2] == "params" and "think" in msg:
+            return "params.think"
         if len(parts) >= 3 and parts[2] == "sweep":
             return "sweep"
         if len(parts) >= 3 and parts[2] == "capacity":
-            return f"capacity.{parts[3]}" if len(parts) >= 4 and parts[3] in CAPACITY_FIELDS else "capacity"
+            known = len(parts) >= 4 and parts[3] in CAPACITY_FIELDS + CAPACITY_FLAGS
+            return f"capacity.{parts[3]}" if known else "capacity"
         if "capacity" in msg:
             return "capacity"
         return "workloads"
@@ -159,13 +224,31 @@ def field_of(path: str, rows: list[int], msg: str = "") -> str:
     return ""
 
 
+def _param_field(parts: list[str], msg: str) -> str:
+    """The form field of an error at ``workloads.N.params.<parts>``: ``mix`` and ``mix.<op>``
+    as they are; ``sizes.buckets...`` (a bucket's size or weight) and an error of the whole
+    distribution about its buckets -> ``params.sizes.buckets``; ``sizes.<field>``; another
+    error of the whole distribution -> ``params.sizes``; else ``params.<parts[0]>``."""
+    if parts[0] == "mix":
+        return "params." + ".".join(parts[:2])
+    if parts[0] == "sizes":
+        if len(parts) >= 2 and parts[1] == "buckets" or len(parts) == 1 and "buckets" in msg:
+            return "params.sizes.buckets"
+        return "params." + ".".join(parts[:2])
+    return f"params.{parts[0]}"
+
+
 def field_message(path: str, msg: str) -> str:
     """The message shown beside a form field for the spec error ``(path, msg)``: a sweep
     item's error names the item (``workloads.0.sweep.2`` -> ``client count 3: ...``), as
-    the form has one field for the whole list; any other message as it is."""
+    the form has one field for the whole list; so does a size bucket's weight
+    (``workloads.0.params.sizes.buckets.4096`` -> ``bucket of 4096 bytes: ...``); any other
+    message as it is."""
     parts = path.split(".")
     if len(parts) == 4 and parts[0] == "workloads" and parts[2] == "sweep" and parts[3].isdigit():
         return f"client count {int(parts[3]) + 1}: {msg}"
+    if len(parts) == 6 and parts[0] == "workloads" and parts[2:5] == ["params", "sizes", "buckets"]:
+        return f"bucket of {parts[5]} bytes: {msg}"
     return msg
 
 

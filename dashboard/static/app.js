@@ -117,8 +117,9 @@ function chartBox(container, title) {
 const COLORS = ["#1d5fbf", "#d9822b", "#2a9d5c", "#b3261e", "#7b3fbf", "#5b6b7b", "#c2a100", "#0097a7"];
 
 // Chart.js plugin: a whisker from CI low to CI high on each bar of the first dataset, with caps.
-// The chart's options.plugins.ciWhiskers.bounds holds [low, high] per bar (null: no CI, no whisker);
-// what was drawn is kept in chart.$ciWhiskers as [{index, x, yLow, yHigh}] (canvas CSS pixels).
+// The chart's options.plugins.ciWhiskers.bounds holds [low, high] per bar of dataset 0 (null: no CI, no whisker),
+// or .byDataset one such list per dataset (bars or points; .colors: a whisker colour per dataset);
+// what was drawn is kept in chart.$ciWhiskers as [{dataset, index, x, yLow, yHigh}] (canvas CSS pixels).
 const WHISKER_COLOR = "#111";
 const ciWhiskers = {
   id: "ciWhiskers",
@@ -127,19 +128,22 @@ const ciWhiskers = {
     if (!opts) return;
     const y = chart.scales.y, ctx = chart.ctx, drawn = [];
     ctx.save();
-    ctx.strokeStyle = WHISKER_COLOR;
     ctx.lineWidth = 2;
-    chart.getDatasetMeta(0).data.forEach((bar, i) => {
-      const b = opts.bounds[i];
-      if (!b || b[0] === null || b[1] === null) return;
-      const yLow = y.getPixelForValue(b[0]), yHigh = y.getPixelForValue(b[1]);
-      const x = bar.x, cap = Math.max(4, bar.width / 5);
-      ctx.beginPath();
-      ctx.moveTo(x, yLow); ctx.lineTo(x, yHigh);
-      ctx.moveTo(x - cap, yLow); ctx.lineTo(x + cap, yLow);
-      ctx.moveTo(x - cap, yHigh); ctx.lineTo(x + cap, yHigh);
-      ctx.stroke();
-      drawn.push({ index: i, x, yLow, yHigh });
+    (opts.byDataset || [opts.bounds]).forEach((bounds, di) => {
+      if (!bounds || !chart.isDatasetVisible(di)) return;
+      ctx.strokeStyle = (opts.colors && opts.colors[di]) || WHISKER_COLOR;
+      chart.getDatasetMeta(di).data.forEach((el, i) => {
+        const b = bounds[i];
+        if (!b || b[0] === null || b[1] === null) return;
+        const yLow = y.getPixelForValue(b[0]), yHigh = y.getPixelForValue(b[1]);
+        const x = el.x, cap = Math.max(4, (el.width || 0) / 5);
+        ctx.beginPath();
+        ctx.moveTo(x, yLow); ctx.lineTo(x, yHigh);
+        ctx.moveTo(x - cap, yLow); ctx.lineTo(x + cap, yLow);
+        ctx.moveTo(x - cap, yHigh); ctx.lineTo(x + cap, yHigh);
+        ctx.stroke();
+        drawn.push({ dataset: di, index: i, x, yLow, yHigh });
+      });
     });
     ctx.restore();
     chart.$ciWhiskers = drawn;
@@ -388,6 +392,30 @@ function timelineChart() {
   });
 }
 
+// The launch form's progressive disclosure: a part marked data-show-for="TAG ..." shows while a
+// chosen workload carries one of the tags (its checkbox's data-tags: sustained, openloop,
+// capacity, mixed), a part marked data-show-if="FIELD=V1 V2" while the select FIELD has one of
+// the values. A part holding a field error is never hidden. Without this script every part shows;
+// hidden fields keep their values (the server leaves out those that do not apply).
+function launchDisclosure() {
+  const form = document.getElementById("launch-form");
+  if (!form) return;
+  const show = (el, on) => { el.hidden = !on && el.querySelector(".field-error") === null; };
+  const update = () => {
+    const tags = new Set();
+    form.querySelectorAll("input[name=workloads]:checked").forEach(b =>
+      (b.dataset.tags || "").split(" ").filter(t => t).forEach(t => tags.add(t)));
+    form.querySelectorAll("[data-show-for]").forEach(el => show(el, el.dataset.showFor.split(" ").some(t => tags.has(t))));
+    form.querySelectorAll("[data-show-if]").forEach(el => {
+      const [name, values] = el.dataset.showIf.split("=");
+      const field = form.elements.namedItem(name);
+      show(el, field !== null && values.split(" ").includes(field.value));
+    });
+  };
+  form.addEventListener("change", update);
+  update();
+}
+
 // The history page: a filter applies as soon as it is chosen; open or fold every group
 function historyFilters() {
   const form = document.getElementById("history-filters");
@@ -402,6 +430,7 @@ function historyFilters() {
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   historyFilters();
+  launchDisclosure();
   const p = document.getElementById("progress");
   if (p) watchCampaign(p);
   compareCharts();

@@ -18,6 +18,12 @@ The loop:
    names them all.
 3. The first bad commit and its first parent are measured once more and classed again:
    the result is confirmed only if the parent is good and the commit bad.
+
+Before the first measurement the range's commits are listed once in the repository's
+order (:func:`repo_order`: the good end, then ``git rev-list --topo-order --reverse
+good..bad``, so the bad end last and every parent before its children): the axis the
+steps are shown on (:func:`in_repo_order`). A ``should_stop`` callback checked before
+and after every measurement ends the loop with :class:`Cancelled`.
 """
 from __future__ import annotations
 
@@ -42,6 +48,11 @@ class BisectError(Exception):
     """The bisect cannot go on: good and bad do not differ, a good or bad end has no
     samples, a commit stays undecided, every commit left failed to measure, or the refs
     are not ordered."""
+
+
+class Cancelled(BisectError):
+    """The bisect was cancelled (``should_stop`` of :class:`Bisector` gave a reason): the
+    steps measured before it stay; the campaign in flight keeps the cells it stored."""
 
 
 class NotMeasured(BisectError):
@@ -90,12 +101,41 @@ class Step:
 @dataclass
 class BisectResult:
     """The outcome: ``first_bad`` (40 hex digits) and its subject, whether the re-measure
-    confirmed it, and every step in order."""
+    confirmed it, every step in the order measured, and ``commits``, the range in the
+    repository's order (:func:`repo_order`)."""
 
     first_bad: str
     subject: str
     confirmed: bool
     steps: list[Step] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+
+
+#: Most commits a bisected range may hold (the stored axis of its chart; about 17 steps).
+MAX_RANGE = 100_000
+
+
+def repo_order(repo: Path, good: str, bad: str) -> list[str]:
+    """The commits of ``good..bad`` in the repository's order, oldest first: ``good``, then
+    ``git rev-list --topo-order --reverse good..bad`` (every commit git's bisect may pick,
+    side branches included; a parent always before its children, so ``bad`` is last).
+    ``good`` and ``bad`` are commits (40 hex); ``good`` an ancestor of ``bad``. Raises
+    BisectError when the range holds more than :data:`MAX_RANGE` commits, ServerFailed when
+    git fails."""
+    order = [good, *_lines(repo, ["rev-list", "--topo-order", "--reverse", "--end-of-options", bad, f"^{good}"])]
+    if len(order) > MAX_RANGE + 1:
+        raise BisectError(f"{len(order) - 1} commits between good and bad: at most {MAX_RANGE} (narrow the range)")
+    return order
+
+
+def in_repo_order(commits: list[str], steps: list[Step]) -> list[tuple[int, Step]]:
+    """``steps`` with each one's position on ``commits`` (the range in repository order,
+    :func:`repo_order`), sorted by it, the order measured kept among the steps of one commit
+    (a step, then its confirmation). A commit outside the range (a first parent that is an
+    ancestor of the good end, on a side branch) gets -1: before the good end."""
+    index = {c: i for i, c in enumerate(commits)}
+    placed = [(index.get(st.commit, -1), k, st) for k, st in enumerate(steps)]
+    return [(pos, st) for pos, _k, st in sorted(placed, key=lambda t: (t[0], t[1]))]
 
 
 def _lines(repo: Path, args: list[str]) -> list[str]:
@@ -141,12 +181,21 @@ class Bisector:
             midpoint, the two confirmations), e.g. to store progress.
         on_progress: called when a midpoint is chosen with (commits left in the range,
             git's estimate of the steps to go after this one).
+        on_order: called once, before the first measurement, with the range's commits in
+            the repository's order (:func:`repo_order`).
+        on_campaign: called with each step's campaign id once it is stored, before its
+            first cell runs (runner.campaign.gate.run_stored).
+        should_stop: checked before and after every measurement; a reason (str) ends the
+            bisect with :class:`Cancelled`, None goes on.
     """
 
     def __init__(self, engine: Engine, spec: CampaignSpec, *, workload: str, metric: str, reporter: Reporter,
                  say: Callable[[str], None], min_effect: float, max_rounds: int = 3,
                  on_step: Callable[[Step], None] | None = None,
-                 on_progress: Callable[[int, int], None] | None = None):
+                 on_progress: Callable[[int, int], None] | None = None,
+                 on_order: Callable[[list[str]], None] | None = None,
+                 on_campaign: Callable[[int], None] | None = None,
+                 should_stop: Callable[[], str | None] | None = None):
         servers = [s for s in spec.servers if s.source is not None]
         if len(servers) != 1 or len(spec.servers) != 1:
             raise BisectError("bisect needs a spec with exactly one server, built from source")
@@ -155,12 +204,23 @@ class Bisector:
         self.reporter, self.say, self.min_effect, self.max_rounds = reporter, say, min_effect, max_rounds
         self.on_step = on_step or (lambda _st: None)
         self.on_progress = on_progress or (lambda _left, _steps: None)
+        self.on_order = on_order or (lambda _commits: None)
+        self.on_campaign = on_campaign
+        self.should_stop = should_stop or (lambda: None)
+
+    def _check_stop(self, what: str) -> None:
+        why = self.should_stop()
+        if why is not None:
+            raise Cancelled(f"{why} ({what})")
 
     def measure(self, commit: str, role: str) -> tuple[int, Series]:
         """Run the spec at ``commit`` as a stored campaign; (its id, the figure's series).
-        Raises BisectError with the cells' failure when the figure has no samples."""
+        Raises BisectError with the cells' failure when the figure has no samples, Cancelled
+        when ``should_stop`` gives a reason before or after the campaign runs."""
+        self._check_stop(f"before measuring {commit[:12]}")
         spec = at_source(self.spec, ref=commit, name=f"bisect {self.spec.servers[0].name} {commit[:12]} ({role})")
-        cid = run_stored(self.engine, spec, self.reporter)
+        cid = run_stored(self.engine, spec, self.reporter, on_created=self.on_campaign)
+        self._check_stop(f"campaign {cid} at {commit[:12]} cancelled; its finished cells are stored")
         data = read(self.engine, cid)
         s = samples_of(data, self.workload, self.metric)
         if s is None:
@@ -204,6 +264,8 @@ class Bisector:
             git(["merge-base", "--is-ancestor", g.commit, b.commit], cwd=repo, what="git merge-base")
         except ServerFailed as e:
             raise BisectError(f"good {good_ref} ({g.commit[:12]}) is not an ancestor of bad {bad_ref}") from e
+        commits = repo_order(repo, g.commit, b.commit)
+        self.on_order(commits)
         self.say(f"measuring good {good_ref} ({g.commit[:12]}) and bad {bad_ref} ({b.commit[:12]})")
         gcid, gs = self.measure(g.commit, "good")
         bcid, bs = self.measure(b.commit, "bad")
@@ -257,7 +319,7 @@ class Bisector:
         steps += [cp, cb]
         self.on_step(cp)
         self.on_step(cb)
-        return BisectResult(first, cb.subject, cp.verdict == "good" and cb.verdict == "bad", steps)
+        return BisectResult(first, cb.subject, cp.verdict == "good" and cb.verdict == "bad", steps, commits)
 
 
 def _median(s: Series) -> float:

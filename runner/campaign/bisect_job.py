@@ -8,6 +8,14 @@ A worker runs a bisect in one go, as ``xferlab bisect`` does: its campaigns are 
 the worker (no other worker claims their cells) and stored as they end. A worker that dies
 mid-bisect leaves the row ``running``; :func:`reap_dead_bisects` (run at every worker start
 on the same host) marks it ``failed``, its finished campaigns stay stored.
+
+:func:`cancel` (the job page's button, ``xferlab bisect-cancel``) marks a bisect
+``cancelled``: a queued one is never claimed; of a running one the step's campaign is
+cancelled as any campaign is (runner.store.campaigns.cancel_campaign: its queued cells
+cancelled, the cell in flight finishes and is stored), and the worker stops the bisect
+once that cell is stored, setting ``finished_at``. The row lock taken by the cancel and by
+the worker when it records a step's campaign (``campaign_id``) makes sure that campaign
+is cancelled whichever comes first.
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from runner.campaign.bisect import BisectError, Bisector, Step
+from runner.campaign.bisect import BisectError, Bisector, Cancelled, Step
 from runner.campaign.loop import Reporter
 from runner.spec.model import CampaignSpec, SpecError, parse_spec
 from runner.spec.source import check_ref
@@ -146,18 +154,53 @@ def claim_next(session: Session, worker: str) -> int | None:
 
 
 def reap_dead_bisects(session: Session, host: str) -> int:
-    """Mark ``failed`` the running bisects of workers on ``host`` whose process is gone;
-    commits; how many."""
+    """Mark ``failed`` the running bisects of workers on ``host`` whose process is gone, and
+    finish (``finished_at``) the cancelled ones such a worker was still stopping; commits;
+    how many."""
     n = 0
-    for job in session.scalars(select(BisectJob).where(BisectJob.status == "running",
-                                                       BisectJob.owner.like(f"{host}:%"))):
+    for job in session.scalars(select(BisectJob).where(
+            BisectJob.owner.like(f"{host}:%"), BisectJob.finished_at.is_(None),
+            BisectJob.status.in_(("running", "cancelled")))):
         pid = (job.owner or "").rpartition(":")[2]
         if pid.isdigit() and not crud.pid_alive(int(pid)):
-            job.status, job.finished_at = "failed", datetime.now(UTC)
-            job.error = f"the worker {job.owner} running it stopped; its finished steps are stored campaigns"
+            if job.status == "running":
+                job.status = "failed"
+                job.error = f"the worker {job.owner} running it stopped; its finished steps are stored campaigns"
+            job.finished_at, job.campaign_id = datetime.now(UTC), None
             n += 1
     session.commit()
     return n
+
+
+def cancel(session: Session, job_id: int, by: str) -> BisectJob:
+    """Cancel the queued or running bisect ``job_id`` (``by``: who, for its ``error`` line,
+    e.g. ``from the dashboard``): status ``cancelled``; a queued one is finished at once and
+    never claimed; of a running one the campaign of the step in flight is cancelled
+    (runner.store.campaigns.cancel_campaign) and its worker sets ``finished_at`` when the
+    cell in flight is stored. Commits. Raises LookupError for an unknown id, ValueError for
+    a bisect already ``done``, ``failed`` or ``cancelled``."""
+    job = session.scalars(select(BisectJob).where(BisectJob.id == job_id).with_for_update()).first()
+    if job is None:
+        session.rollback()
+        raise LookupError(f"no bisect {job_id}")
+    if job.status not in ("queued", "running"):
+        session.rollback()
+        raise ValueError(f"bisect {job_id} is already {job.status}")
+    now = datetime.now(UTC)
+    running = job.status == "running"
+    if running:
+        job.error = f"cancelled {by} while running; the finished steps are stored campaigns"
+    else:
+        job.finished_at, job.error = now, f"cancelled {by} before a worker started it"
+    job.status = "cancelled"
+    job.log = [*job.log, f"{now:%H:%M:%S} {job.error}"][-MAX_LOG:]
+    if running and job.campaign_id is not None:
+        try:  # commits the row above with it
+            crud.cancel_campaign(session, campaign_id=job.campaign_id)
+        except ValueError:  # the step's campaign already ended: the worker stops before the next
+            pass
+    session.commit()
+    return job
 
 
 def step_json(st: Step) -> dict[str, Any]:
@@ -166,29 +209,47 @@ def step_json(st: Step) -> dict[str, Any]:
 
 
 def run_job(engine: Engine, job_id: int, reporter: Reporter) -> str:
-    """Run the claimed bisect ``job_id`` to its end, storing each progress line, step and
-    the answer as they come. Returns the final status (``done`` or ``failed``); never
-    raises for a bisect that stops (BisectError, a spec that no longer validates, a failed
-    build): the row says why."""
+    """Run the claimed bisect ``job_id`` to its end, storing the range's order, each progress
+    line, step, the campaign in flight and the answer as they come. Returns the final status
+    (``done``, ``failed`` or ``cancelled``: :func:`cancel` was called, the bisect stopped
+    after the cell in flight); never raises for a bisect that stops (BisectError, a spec
+    that no longer validates, a failed build): the row says why."""
     from runner.backends.base import ServerFailed
+
+    def locked(s: Session) -> BisectJob:
+        return s.scalars(select(BisectJob).where(BisectJob.id == job_id).with_for_update()).one()
 
     def update(**kw: Any) -> None:
         with Session(engine) as s:
-            job = s.get(BisectJob, job_id)
-            assert job is not None
+            job = locked(s)
             for k, v in kw.items():
                 setattr(job, k, v)
             s.commit()
 
     def add(field: str, item: Any) -> None:
         with Session(engine) as s:
-            job = s.scalars(select(BisectJob).where(BisectJob.id == job_id).with_for_update()).one()
+            job = locked(s)
             items = [*getattr(job, field), item]
             setattr(job, field, items[-MAX_LOG:] if field == "log" else items)
             s.commit()
 
     def say(text: str) -> None:
         add("log", f"{datetime.now(UTC):%H:%M:%S} {text}")
+
+    def on_campaign(cid: int) -> None:
+        """Record the step's campaign; cancel it at once when the bisect was cancelled
+        before (the row lock orders this against :func:`cancel`)."""
+        with Session(engine) as s:
+            job = locked(s)
+            job.campaign_id = cid
+            if job.status == "cancelled":
+                crud.cancel_campaign(s, campaign_id=cid)
+            s.commit()
+
+    def should_stop() -> str | None:
+        with Session(engine) as s:
+            job = s.get(BisectJob, job_id)
+            return "cancelled" if job is None or job.status == "cancelled" else None
 
     with Session(engine) as s:
         job = s.get(BisectJob, job_id)
@@ -200,24 +261,49 @@ def run_job(engine: Engine, job_id: int, reporter: Reporter) -> str:
         b = Bisector(engine, spec_of(req), workload=req.workload, metric=req.metric, reporter=reporter, say=say,
                      min_effect=req.min_effect, max_rounds=req.max_rounds,
                      on_step=lambda st: add("steps", step_json(st)),
-                     on_progress=lambda left, steps: update(commits_left=left, steps_left=steps + 1))
+                     on_progress=lambda left, steps: update(commits_left=left, steps_left=steps + 1),
+                     on_order=lambda commits: update(commits=commits), on_campaign=on_campaign,
+                     should_stop=should_stop)
         res = b.run(req.good, req.bad)
+    except Cancelled as exc:
+        say(f"bisect stopped: {exc}")
+        update(finished_at=datetime.now(UTC), campaign_id=None)
+        return "cancelled"
     except (BisectError, ServerFailed, SpecError, ValidationError, ValueError) as exc:
         say(f"bisect stopped: {exc}")
-        update(status="failed", error=str(exc), finished_at=datetime.now(UTC))
-        return "failed"
+        return _finish(engine, job_id, status="failed", error=str(exc))
     state = "confirmed" if res.confirmed else "NOT confirmed by the re-measure"
     say(f"first bad commit: {res.first_bad} {res.subject} ({state})")
-    update(status="done", first_bad=res.first_bad, subject=res.subject, confirmed=res.confirmed, steps_left=0,
-           commits_left=1, finished_at=datetime.now(UTC))
-    return "done"
+    return _finish(engine, job_id, status="done", first_bad=res.first_bad, subject=res.subject,
+                   confirmed=res.confirmed, steps_left=0, commits_left=1)
+
+
+def _finish(engine: Engine, job_id: int, *, status: str, **kw: Any) -> str:
+    """Close the running bisect ``job_id`` as ``status`` with the columns ``kw``; one
+    cancelled meanwhile stays ``cancelled`` (the answer, if any, is stored with it).
+    Returns the status it ends with."""
+    with Session(engine) as s:
+        job = s.scalars(select(BisectJob).where(BisectJob.id == job_id).with_for_update()).one()
+        if job.status == "cancelled":
+            kw.pop("error", None)  # the cancel's reason stays
+        else:
+            job.status = status
+        for k, v in kw.items():
+            setattr(job, k, v)
+        job.finished_at, job.campaign_id = datetime.now(UTC), None
+        s.commit()
+        return job.status
 
 
 def stop_job(session: Session, job_id: int, why: str) -> None:
     """Mark the running bisect ``job_id`` ``failed`` with ``why`` (its worker was asked to
-    stop, or failed); commits."""
+    stop, or failed), or finish one cancelled meanwhile (it stays ``cancelled``); commits."""
     job = session.get(BisectJob, job_id)
     if job is not None and job.status == "running":
         job.status, job.finished_at, job.error = "failed", datetime.now(UTC), why
+    elif job is not None and job.status == "cancelled" and job.finished_at is None:
+        job.finished_at = datetime.now(UTC)
+    if job is not None:
+        job.campaign_id = None
     session.commit()
 

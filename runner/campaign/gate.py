@@ -10,7 +10,7 @@ medians at least :func:`min_effect_for` of the figure.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,14 +91,19 @@ def at_source(spec: CampaignSpec, *, source: str | None = None, ref: str | None,
     return parse_spec(data, f"spec at {ref or 'the checkout'}")
 
 
-def run_stored(engine: Engine, spec: CampaignSpec, reporter: Reporter) -> int:
+def run_stored(engine: Engine, spec: CampaignSpec, reporter: Reporter,
+               on_created: Callable[[int], None] | None = None) -> int:
     """Run ``spec`` in the foreground as a stored campaign (owned by this process) and
-    return its id. Every cell is stored as it ends; a failed cell stays failed."""
+    return its id. Every cell is stored as it ends; a failed cell stays failed.
+    ``on_created`` is called with the campaign's id once it is stored, before its first
+    cell runs (a cancel made then or later is seen between cells, as for any campaign)."""
     backend = resolve_backend(spec.backend)
     with Session(engine, expire_on_commit=False) as session:
         camp = crud.create_campaign(session, spec=spec, backend=backend.name, owner=crud.worker_id())
         session.commit()
         cid = camp.id
+    if on_created is not None:
+        on_created(cid)
     run_campaign(engine, cid, reporter=reporter)
     return cid
 

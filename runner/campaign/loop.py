@@ -205,8 +205,6 @@ def _environment(spec: CampaignSpec, backend: Backend, driver: str) -> tuple[dic
         extra["docker_network"] = network
     if spec.server_reuse != "none":  # a methodology of its own: history cuts there (runner.cell.server_reuse)
         extra["server_reuse"] = spec.server_reuse
-        if spec.hosts is None:  # the idle and concurrent rows keep their sessions (runner.load.ftp.session_pool):
-            extra["kept_sessions"] = "server_life"  # their server CPU no longer counts 300 logins and QUITs
     snap = snapshot(extra)
     return snap, environment_class(snap)
 
@@ -383,6 +381,7 @@ def _store(session: Session, cell: Cell, outcome: CellOutcome, spec: CampaignSpe
     profile = profile_row(outcome.profile) if outcome.profile is not None and outcome.status != "skipped" else None
     crud.finish_cell(session, cell=current, status=outcome.status, error=outcome.error, samples=outcome.samples,
                      build_id=build_id, environment_id=env_id, then=then,
-                     server_cpu_source=outcome.server_cpu_source, profile=profile)
+                     server_cpu_source=outcome.server_cpu_source, server_cpu_window=outcome.server_cpu_window,
+                     profile=profile)
     records.committed()
     return note[-1] if note else None

@@ -10,7 +10,8 @@ as ``failed`` by the next worker start).
 
 When no cell is queued, the worker claims a queued bisect (the dashboard's bisect form:
 runner.campaign.bisect_job) and runs it to its end, each step a campaign it owns; a stop
-requested meanwhile ends it after the cell in flight (the bisect is then ``failed``).
+requested meanwhile ends it after the cell in flight (the bisect is then ``failed``), and so
+does a cancel of the bisect (runner.campaign.bisect_job.cancel: it stays ``cancelled``).
 """
 from __future__ import annotations
 

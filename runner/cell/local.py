@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from runner.backends.base import Backend, ServerFailed, ServerSkipped
+from runner.backends.profiling import start_profile, stop_profile
 from runner.catalogue.pairing import pair_skip_reason, tls_pair_skip_reason
 from runner.catalogue.stages import STAGES
 from runner.catalogue.workloads import WorkloadParams
@@ -31,11 +32,12 @@ from runner.cell.outcome import (
     skipped,
     warmup_params,
 )
-from runner.cell.profiling import start_profile, stop_profile
-from runner.cell.server_cpu import phase_cpu
+from runner.cell.server_cpu import SpanWatch, phase_cpu
 from runner.cell.server_reuse import ServerPool, end_sessions, needs_perf_map
 from runner.cell.upload_check import UploadCheck, judge
 from runner.cell.watchdog import CellWatchdog
+from runner.load.ftp.fixtures import place_phase_fixture
+from runner.load.ftp.session import FTPError
 from runner.load.registry import DriverUnavailable, LoadError, get_driver
 from runner.multihost.inventory import MultiHostError
 from runner.multihost.processes import run_client_processes, splits
@@ -282,6 +284,11 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                                progress=lambda text: progress(f"warm-up: {text}"))
             except LoadError as exc:
                 raise ServerFailed(f"warm-up failed: {exc}") from exc
+        with clock("fixture"):  # before the CPU counters and the sync: an upload is not the phase's
+            try:  # (docs/methodology.md, "What server CPU counts")
+                place_phase_fixture(cell.workload, handle.target, params)
+            except (FTPError, OSError) as exc:  # the phase's own setup meets it again and records it
+                log.info("cell %s: fixture not placed before the phase: %s", cell.id, exc)
         with clock("sync"):  # earlier phases' writeback must not land in this one (docs/methodology.md)
             os.sync()
         processes = spec.client_process_count()
@@ -312,19 +319,27 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             with clock("files"):
                 upload.start()
         cg0 = handle.cgroup_cpu()  # the server's cgroup: every process, exited ones too (runner.cell.server_cpu)
+        processes = spec.client_process_count()
+        split = splits(cell.workload, params.clients, processes)
+        # a driver that marks its measured span in this process: CPU and profile over the span
+        marks_span = bool(getattr(driver, "measure_events", False)) and not split
         wanted = spec.profile_of(srv, cell.workload, params) if cell.profiled else None
         if wanted is not None:
             with clock("profile"):  # the profiled repeat (runner.spec.model.expand): the profilers record from here
-                profiler = start_profile(wanted, srv.name, handle, cg0)
+                profiler = start_profile(wanted, srv.name, handle, cg0, span=marks_span)
         cpu0 = sampler.cpu_times() if sampler else None
+        span = SpanWatch(handle.cgroup_cpu if cg0 is not None else None,
+                         sampler.cpu_times if sampler is not None else None, profiler) if marks_span else None
         snaps: dict[str, Any] = {"start": start_mem}
 
         def checkpoint(name: str) -> None:
+            if span is not None and span.mark(name):
+                return
             if sampler is not None and fresh:
                 snaps[name] = sampler.checkpoint(name)
 
         with clock("phase"):
-            if splits(cell.workload, params.clients, processes):
+            if split:
                 progress(f"{cell.workload}: {params.clients} clients from {processes} client processes")
                 # no "loaded" checkpoint: the peak comes from the sampler's timeline
                 result, process_rows = run_client_processes(
@@ -360,7 +375,11 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                                         (sampler.peak_uss, sampler.peak_rss_minus_shared))
                 timeline = [list(t) for t in sampler.timeline[-2000:]]
             clock.record("sampler", time.perf_counter() - t_mem)
-        server_cpu = phase_cpu(tree_cpu, cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
+        if span is not None and span.complete:  # the measured span's counters (runner.cell.server_cpu)
+            server_cpu = phase_cpu(span.tree_delta(), span.cgroup_delta(), "span",
+                                   whole=cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
+        else:
+            server_cpu = phase_cpu(tree_cpu, cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
         alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
         cg_mem = handle.cgroup_memory() if fresh else None
         if cg_mem and kept is not None:  # "current", "anon": after the sessions ended, which kept ones have not

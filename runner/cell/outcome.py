@@ -47,6 +47,8 @@ class CellOutcome:
             used); None means the campaign's local snapshot.
         server_cpu_source: where the server CPU figures came from, ``cgroup`` or
             ``tree`` (runner.cell.server_cpu); None when none was measured.
+        server_cpu_window: what they span, ``span`` (the measured span) or ``phase``
+            (the whole phase; runner.cell.server_cpu.WINDOWS); None when none was measured.
         profile: the server's CPU profile over the measured phase (runner.metrics.profile),
             for a cell whose spec asks for one (runner.spec.profile), stored with the
             samples (runner.store.profiles); None otherwise.
@@ -61,6 +63,7 @@ class CellOutcome:
     environment: dict[str, Any] | None = None
     server_cpu_source: str | None = None
     profile: ServerProfile | None = None
+    server_cpu_window: str | None = None
 
 
 class Reporter(Protocol):
@@ -170,12 +173,15 @@ def measured(result: PhaseResult, *, build_info: dict[str, Any] | None,
     summary = headline(result) + summary_suffix + (f"; kernel: {kernel_note}" if kernel_note else "")
     build = dict(build_info) if build_info is not None else None
     source = None if server_cpu is None else server_cpu.source if isinstance(server_cpu, ServerCpu) else "tree"
+    window = None if server_cpu is None else server_cpu.window if isinstance(server_cpu, ServerCpu) else "phase"
     if not result.error_count:
-        return CellOutcome("done", None, result, samples, build, summary, environment, source)
+        return CellOutcome("done", None, result, samples, build, summary, environment, source,
+                           server_cpu_window=window)
     reason = failure_reason(result)
     if kernel_note:
         reason += f"; kernel: {kernel_note}"
     if not server_alive:  # say so when the server died under load
         where = f" on {server_where}" if server_where else ""
         reason += f"; server{where} not running at the end of the cell" + (f" ({exit_reason})" if exit_reason else "")
-    return CellOutcome("failed", reason, result, samples, build, summary, environment, source)
+    return CellOutcome("failed", reason, result, samples, build, summary, environment, source,
+                       server_cpu_window=window)

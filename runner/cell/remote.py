@@ -17,6 +17,7 @@ from runner.catalogue.pairing import pair_skip_reason
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.cell.outcome import CellOutcome, Reporter, crashed, failed, measured, memory_figures, skipped, warmup_params
 from runner.load.registry import driver_record
+from runner.metrics.profile_data import profile_from_dict
 from runner.multihost import MultiHostError
 from runner.multihost.combine import combine, contribution_samples
 from runner.multihost.inventory import Inventory, RemoteHost, inventory_for
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 SERVE_READY_TIMEOUT = 180.0
 #: Seconds to wait for one answer of ``xferlab serve`` to a command.
 SERVE_REPLY_TIMEOUT = 120.0
+#: Seconds to wait for the profile of a phase (``perf script`` may take up to 300 s).
+PROFILE_REPLY_TIMEOUT = 420.0
 
 
 class RemoteServer:
@@ -140,7 +143,10 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
     ``backend`` is unused, the server host's ``xferlab serve`` starts the server with
     ``hosts.server_backend``) and return its outcome with the combined samples and
     the multi-host environment; never raises for server, SSH or load failures (they
-    become a ``failed`` / ``skipped`` outcome naming the host and the cause)."""
+    become a ``failed`` / ``skipped`` outcome naming the host and the cause). The
+    profiled repeat of a cell whose spec asks for a profile (runner.spec.model.expand) is
+    profiled on the server host by ``xferlab serve`` over the whole phase (the load
+    generators run elsewhere and do not mark a measured span)."""
     from runner.spec.model import ServerSpec
 
     hosts = spec.hosts
@@ -181,11 +187,20 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
             run_loadgens(one, cell.workload, target, wp, start_delay=0.0, cpu=spec.pinning.client,
                          driver=spec.driver_of(params, cell.workload))
         cpu0 = server.ask("cpu")
+        wanted = spec.profile_of(srv, cell.workload, params) if cell.profiled else None
+        profiling = wanted is not None and bool(server.ask(f"profile {wanted.model_dump_json()}").get("started"))
         if reporter is not None:
             reporter.message(f"{cell.workload}: load from {', '.join(h.name for h in inv.clients)}")
         docs, results = run_loadgens(inv, cell.workload, target, params, start_delay=hosts.start_delay,
                                      cpu=spec.pinning.client, driver=spec.driver_of(params, cell.workload))
         cpu1 = server.ask("cpu")
+        profile = None
+        if profiling:
+            got = server.ask("profile-stop", timeout=PROFILE_REPLY_TIMEOUT).get("profile")
+            try:
+                profile = profile_from_dict(got) if got is not None else None
+            except ValueError as exc:
+                log.warning("cell %s: the profile from %s is not readable: %s", cell.id, inv.server.name, exc)
         end_mem = server.ask("checkpoint end")
         alive = server.ask("alive").get("alive", True)
         stopped = server.stop()
@@ -202,11 +217,13 @@ def run_remote_cell(cell: Cell, spec: CampaignSpec, backend: Backend | None = No
         env["driver"] = driver_record(spec.driver_of(params, cell.workload))
         env["hosts"] = {"server": inv.server.name,
                         "clients": {d.get("host"): d.get("environment") for d in docs}}
-        return measured(result, build_info=build, memory=memory, server_cpu=server_cpu,
-                        memory_timeline=(stopped or {}).get("timeline"),
-                        extra_samples=contribution_samples(docs, results), server_alive=alive,
-                        server_where=inv.server.name, summary_suffix=f" [{len(results)} client hosts]",
-                        environment=env)
+        outcome = measured(result, build_info=build, memory=memory, server_cpu=server_cpu,
+                           memory_timeline=(stopped or {}).get("timeline"),
+                           extra_samples=contribution_samples(docs, results), server_alive=alive,
+                           server_where=inv.server.name, summary_suffix=f" [{len(results)} client hosts]",
+                           environment=env)
+        outcome.profile = profile
+        return outcome
     except MultiHostError as exc:
         return failed(str(exc))
     except Exception as exc:  # a bug or an unexpected failure: record it, keep the campaign going

@@ -21,6 +21,7 @@ argument builder, handler), handlers imported only when their command runs (pype
     xferlab db                                          where the database is; migrate it
     xferlab check SPEC --candidate REF --baseline REF|ID  CI gate: exit 1 on a significant regression
     xferlab bisect --server S --source P --good G --bad B  the first commit where a figure regressed
+    xferlab bisect-cancel ID                            cancel a bisect queued from the dashboard
     xferlab history [SERVER:WORKLOAD] [--by commit]     one series by campaign or by commit (or every series)
     xferlab regressions                                 significant changes, what moved in the environment
     xferlab calibrate SPEC | --server S --workload W -n N   A/A runs: noise floor and false-alarm rate
@@ -275,6 +276,10 @@ COMMANDS: tuple[Command, ...] = (
             "runner.cli.maintainer:cmd_bisect", _bisect_args,
             description="Measures --good and --bad, then the commits `git rev-list --bisect` names, each a "
                         "stored campaign, until one commit is left; re-measures it and its parent to confirm."),
+    Command("bisect-cancel", "cancel a queued or running bisect of the dashboard",
+            "runner.cli.maintainer:cmd_bisect_cancel", _cancel_args,
+            description="A queued bisect is never started; of a running one the step's campaign is cancelled "
+                        "(the cell in flight finishes and is stored) and its worker stops the bisect."),
 )
 
 

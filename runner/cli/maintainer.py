@@ -1,6 +1,7 @@
 """``xferlab check`` (a CI gate: candidate vs baseline, exit 1 on a significant regression)
 and ``xferlab bisect`` (the first commit where a figure regressed): the maintainer's loop
-over a server built from source (runner.campaign.check, runner.campaign.bisect)."""
+over a server built from source (runner.campaign.check, runner.campaign.bisect); and
+``xferlab bisect-cancel`` (a bisect queued from the dashboard, runner.campaign.bisect_job)."""
 from __future__ import annotations
 
 import argparse
@@ -149,7 +150,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     """Run ``xferlab bisect``; print the first bad commit. Exit 0 when it is found and
     confirmed, 1 when the re-measure does not confirm it or the bisect cannot decide."""
     from runner.campaign import gate
-    from runner.campaign.bisect import BisectError, Bisector
+    from runner.campaign.bisect import BisectError, Bisector, in_repo_order
     from runner.spec.model import parse_spec
 
     console = common.console()
@@ -173,9 +174,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     except BisectError as e:
         say(f"bisect stopped: {e}")
         return 1
-    say("steps:")
-    for st in res.steps:
-        say(f"  {st.role:>7} {st.commit[:12]} {st.verdict:>4}  median {st.median:.4g}  campaigns "
+    say(f"steps, in the repository's order ({len(res.commits)} commits, good end first):")
+    for pos, st in in_repo_order(res.commits, res.steps):
+        at = f"{pos + 1:>{len(str(len(res.commits)))}}" if pos >= 0 else "-" * len(str(len(res.commits)))
+        say(f"  {at} {st.commit[:12]} {st.role:>7} {st.verdict:>4}  median {st.median:.4g} {st.unit}  campaigns "
             f"{','.join(map(str, st.campaigns))}  {st.subject[:60]}")
     state = "confirmed" if res.confirmed else "NOT confirmed by the re-measure"
     if args.json:
@@ -187,3 +189,18 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         common.emit(json.dumps(doc, indent=1) + "\n", args.json)
     print(f"first bad commit: {res.first_bad} {res.subject} ({state})")
     return 0 if res.confirmed else 1
+
+
+def cmd_bisect_cancel(args: argparse.Namespace) -> int:
+    """Cancel the dashboard's bisect ``args.id`` (runner.campaign.bisect_job.cancel). Exit 0;
+    CliError for an unknown id or a bisect already finished."""
+    from runner.campaign import bisect_job
+
+    with common.session(common.engine()) as session:
+        try:
+            job = bisect_job.cancel(session, args.id, "from the command line")
+        except (LookupError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+        running = job.finished_at is None
+    print(f"bisect {args.id} cancelled" + ("; its worker stops after the cell in flight" if running else ""))
+    return 0

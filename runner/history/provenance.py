@@ -36,7 +36,6 @@ FACTS: dict[str, str] = {
     "backend": "backend (local, docker)",
     "docker_network": "docker network mode",
     "server_reuse": "server reuse policy",
-    "kept_sessions": "sessions kept across a server's life",
     "image": "server image id (docker)",
     "config_hash": "server configuration hash",
     "xferlab_version": "xferlab version",
@@ -111,7 +110,6 @@ def facts_of(env: dict[str, Any] | None, build_info: dict[str, Any] | None, conf
         "kernel": text(env.get("kernel")), "cpu_model": text(env.get("cpu_model")), "cores": text(env.get("cores")),
         "cpu_governor": text(env.get("cpu_governor")), "backend": text(env.get("backend") or info.get("backend")),
         "docker_network": text(env.get("docker_network")), "server_reuse": text(env.get("server_reuse")),
-        "kept_sessions": text(env.get("kept_sessions")),
         "image": text(info.get("image_id")), "config_hash": text(config_hash or info.get("config_hash")),
         "xferlab_version": text(env.get("xferlab_version")),
     }

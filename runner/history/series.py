@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.report.stats import Summary, summarize
-from runner.store.points import CAPACITY, CPU_COST, PEAK_MEMORY, PRIMARY, TREE_SUFFIX
+from runner.store.points import CAPACITY, CPU_COST, PEAK_MEMORY, PHASE_SUFFIX, PRIMARY, TREE_SUFFIX
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 0.05
@@ -29,11 +29,14 @@ _COST_FIGURES = {"server_cpu_per_gib": ("server CPU per GiB", "s/GiB"),
 #: Server CPU per unit of work (runner.cell.samples.efficiency_samples; docs/methodology.md,
 #: "Metrics"): sample metric -> (human name, unit); the ``value`` stat, as stored; lower is
 #: better. Transfers have the per-GiB series, logins and QUITs the per-operation one; the
-#: ``_tree`` series hold the process-tree figures of cells stored before the cgroup figure.
+#: ``_tree`` series hold the process-tree figures of cells stored before the cgroup figure,
+#: the ``_phase`` series the cgroup figures over the whole phase (set-up and teardown included).
 COST_METRICS: dict[str, tuple[str, str]] = {
     **{m: _COST_FIGURES[m] for m in CPU_COST},
     # campaigns whose server CPU is a process-tree sum (runner.store.points.CPU_COST_TREE)
-    **{m + TREE_SUFFIX: (_COST_FIGURES[m][0] + " (process tree)", _COST_FIGURES[m][1]) for m in CPU_COST}}
+    **{m + TREE_SUFFIX: (_COST_FIGURES[m][0] + " (process tree)", _COST_FIGURES[m][1]) for m in CPU_COST},
+    # cgroup figures over the whole phase (runner.store.points.CPU_COST_PHASE)
+    **{m + PHASE_SUFFIX: (_COST_FIGURES[m][0] + " (whole phase)", _COST_FIGURES[m][1]) for m in CPU_COST}}
 #: Sustainable users of a capacity search (runner.store.points.CAPACITY; docs/methodology.md,
 #: "Capacity"): users, higher is better.
 CAPACITY_METRICS: dict[str, str] = {CAPACITY: "sustainable users"}

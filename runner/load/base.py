@@ -20,8 +20,15 @@ if TYPE_CHECKING:  # annotations only: drivers must not depend on the backends a
     from runner.load.result import PhaseResult
     from runner.load.target import Target
 
-#: Called with a checkpoint name (``"loaded"``) at an untimed moment of maximum load; may block.
+#: Called with a checkpoint name: ``"loaded"`` at an untimed moment of maximum load, and, from
+#: drivers whose ``measure_events`` is true, :data:`MEASURE_BEGIN` just before the measured
+#: span starts and :data:`MEASURE_END` just after it ends (outside the span: the callee may
+#: block briefly, e.g. to read the server's CPU counters or switch a profiler).
 Checkpoint = Callable[[str], None]
+#: Checkpoint names around the measured span (the clocks a phase's figures are taken over,
+#: after its untimed set-up such as logging in idle sessions, before its untimed teardown).
+MEASURE_BEGIN = "measure:begin"
+MEASURE_END = "measure:end"
 #: Called with one-line human progress messages.
 Progress = Callable[[str], None]
 
@@ -61,7 +68,9 @@ class Driver(Protocol):
 
     # Optional (looked up with getattr): ``refuses(workload, params) -> str | None``, why the
     # driver cannot run ``workload`` with these parameters (h2load: PUT uploads), checked by
-    # the campaign spec; ``details() -> dict[str, str]``, extra items of the driver record.
+    # the campaign spec; ``details() -> dict[str, str]``, extra items of the driver record;
+    # ``measure_events: bool``, true when ``run`` calls ``checkpoint`` with MEASURE_BEGIN and
+    # MEASURE_END around its measured span (in the calling process).
 
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
             checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:

@@ -25,11 +25,8 @@ SYSCTLS = (
 CLASS_FIELDS = ("kernel", "cpu_model", "cores", "sysctls", "backend")
 #: Fields that enter the class only when the snapshot has them (so snapshots taken
 #: before they existed keep their class): the docker backend's network mode, and the
-#: campaign's server reuse policy when it reuses servers (runner.cell.server_reuse), and
-#: ``kept_sessions`` when its idle and concurrent rows keep their sessions across a server's
-#: life (runner.load.ftp.session_pool: their server CPU and TCP counters then leave out the
-#: logins and QUITs that earlier campaigns of the same policy counted).
-OPTIONAL_CLASS_FIELDS = ("docker_network", "server_reuse", "kept_sessions")
+#: campaign's server reuse policy when it reuses servers (runner.cell.server_reuse).
+OPTIONAL_CLASS_FIELDS = ("docker_network", "server_reuse")
 
 
 def _read(path: str) -> str | None:

@@ -1,8 +1,9 @@
 """A CPU profile of the server under test over one measured phase (docs/methodology.md,
 "Server profiles").
 
-:class:`PhaseProfiler` starts the profilers before the phase, switches them on at its
-start and off at its end, and turns their output into a
+:class:`PhaseProfiler` starts the profilers before the phase, switches them on at the
+start of its measured span and off at its end (or at the phase's, for drivers that do not
+mark the span), and turns their output into a
 :class:`runner.metrics.profile_data.ServerProfile`:
 
 * **perf** (Linux ``perf``, ``/usr/bin/perf``) samples ``cpu-clock`` at ``rate_hz`` on
@@ -217,13 +218,19 @@ class PhaseProfiler:
         self._pyspy: _Child | None = None
         self._ctl: int | None = None
         self._ack: int | None = None
-        self._t0 = 0.0
+        self._t0 = 0.0  # perf_counter() when perf was last switched on; 0.0 while it is off
+        self._span = False
+        self._pyspy_t0 = 0.0  # perf_counter() when py-spy reported that it samples
         self.duration_s = 0.0
         self._comms: dict[int, str] = {}
 
     # -- start ---------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Start the profilers and return once they record (bounded: 15 s each)."""
+    def start(self, *, span: bool = False) -> None:
+        """Start the profilers and return once they record (bounded: 15 s each). With
+        ``span``, perf records only between :meth:`span_begin` and :meth:`span_end` (the
+        measured span, without the phase's untimed set-up and teardown), else from here
+        to :meth:`stop`. py-spy cannot be paused: a Python server's profile always spans
+        the whole phase (its notes say so when ``span`` was asked)."""
         cg = cgroup_name(self.cgroup_dir)
         if self.cgroup_dir is not None and cg is None:
             self.notes.append(f"no cgroup v2 folder for perf ({self.cgroup_dir}): no kernel stacks, "
@@ -248,8 +255,40 @@ class PhaseProfiler:
             self._start_record(cg, want_sched, self._want_sys)
         if self.python:
             self._start_pyspy()
+            self._pyspy_t0 = time.perf_counter()
+            if span:
+                self.notes.append("py-spy records the whole phase (it cannot be paused): the untimed set-up and "
+                                  "teardown are in its stacks")
+        self._span = span and not self.python
+        if not self._span:
+            self._resume()
+        else:
+            self.notes.append("recorded over the measured span (the untimed set-up and teardown left out)")
+
+    def span_begin(self) -> None:
+        """The measured span starts: perf records from here when :meth:`start` was given
+        ``span``; otherwise (and while it records) a no-op."""
+        if self._span:
+            self._resume()
+
+    def span_end(self) -> None:
+        """The measured span ended: perf stops recording when :meth:`start` was given
+        ``span``; otherwise a no-op."""
+        if self._span:
+            self._pause()
+
+    def _resume(self) -> None:
+        if self._t0:
+            return
         self._enable("enable")
         self._t0 = time.perf_counter()
+
+    def _pause(self) -> None:
+        if not self._t0:
+            return
+        self._enable("disable")
+        self.duration_s += time.perf_counter() - self._t0
+        self._t0 = 0.0
 
     def _start_record(self, cg: str, sched: bool, sys_calls: bool) -> None:
         ctl, ack = self.work / "ctl", self.work / "ack"
@@ -320,9 +359,12 @@ class PhaseProfiler:
 
     # -- stop ----------------------------------------------------------------------------------
     def stop(self) -> ServerProfile:
-        """End the recording (the phase is over) and read it into a ServerProfile."""
-        self.duration_s = time.perf_counter() - self._t0
-        self._enable("disable")
+        """End the recording (the phase is over) and read it into a ServerProfile;
+        ``duration_s`` is the time it recorded (py-spy's, from its first sample, for a
+        Python server)."""
+        self._pause()
+        if self._pyspy is not None:
+            self.duration_s = time.perf_counter() - self._pyspy_t0
         self._comms.update(_tree_comms(self.pid) if self.pid else {})
         if self._pyspy is not None:
             self._pyspy.interrupt()

@@ -73,13 +73,9 @@ def run_client_processes(workload: str, target: Target, params: WorkloadParams, 
             message has each one's cause).
         FTPError / OSError: the RETR fixture could not be placed.
     """
-    from runner.load import loop as event_loop
-    from runner.load.ftp.fixtures import place_server_file
+    from runner.load.ftp.fixtures import place_phase_fixture
 
-    size = WORKLOADS[workload].fixture_size(params)
-    if size is not None and (WORKLOADS[workload].protocol == "ftp" or target.root is not None):
-        # an HTTP fixture can only be written into a local home (the HTTP drivers note when none is known)
-        event_loop.run_at(target.netns, lambda: place_server_file(target, size))
+    place_phase_fixture(workload, target, params)
     shares = client_shares(workload, params.clients, processes)
     tgt: dict[str, Any] = {"host": target.host, "port": target.port, "user": target.user,
                            "password": target.password, "netns": target.netns, "http_port": target.http_port,

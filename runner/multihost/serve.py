@@ -47,7 +47,11 @@ def serve_main(args: argparse.Namespace) -> int:
       fixture written into the server's home); ``checkpoint NAME`` -> ``{"event":
       "checkpoint", "name", "uss", "rss_minus_shared"}`` (bytes, whole tree); ``cpu`` ->
       ``{"event": "cpu", "user", "system"}`` (s); ``alive`` -> ``{"event": "alive",
-      "alive"}``; ``stop`` or EOF -> ``{"event": "stopped", "peak_uss",
+      "alive"}``; ``profile JSON`` (a runner.spec.profile.ProfileSpec) -> ``{"event":
+      "profile", "started"}``, the server's profilers started on this host
+      (runner.backends.profiling.start_profile, over its cgroup); ``profile-stop`` ->
+      ``{"event": "profile", "profile"}`` (runner.metrics.profile_data.profile_to_dict,
+      or None); ``stop`` or EOF -> ``{"event": "stopped", "peak_uss",
       "peak_rss_minus_shared", "timeline", "alive"}`` and exit 0.
 
     The server and the sampler stop when this process ends (a local server gets SIGKILL
@@ -60,10 +64,13 @@ def serve_main(args: argparse.Namespace) -> int:
 
     from runner.backends import local
     from runner.backends.base import ServerFailed, ServerSkipped
+    from runner.backends.profiling import start_profile, stop_profile
     from runner.load.ftp.fixtures import place_server_file
     from runner.metrics.environment import snapshot
+    from runner.metrics.profile_data import profile_to_dict
     from runner.metrics.sampler import TreeSampler
     from runner.spec.model import ServerSpec
+    from runner.spec.profile import ProfileSpec
 
     name = args.name or socket.gethostname()
     try:
@@ -95,6 +102,7 @@ def serve_main(args: argparse.Namespace) -> int:
     signal.alarm(max(1, int(args.max_seconds)))
     handle = None
     sampler = None
+    profiler = None
     try:
         try:
             backend.check(req)
@@ -130,6 +138,20 @@ def serve_main(args: argparse.Namespace) -> int:
                 _say({"event": "cpu", "user": u, "system": s})
             elif cmd == "alive":
                 _say({"event": "alive", "alive": handle.alive()})
+            elif cmd == "profile":
+                try:
+                    want = ProfileSpec.model_validate_json(arg)
+                except ValueError as exc:
+                    _say({"event": "error", "reason": f"profile: {exc}"})
+                    continue
+                if profiler is not None:
+                    profiler.close()
+                profiler = start_profile(want, srv.name, handle, handle.cgroup_cpu())
+                _say({"event": "profile", "started": profiler is not None})
+            elif cmd == "profile-stop":
+                got = stop_profile(profiler)
+                profiler = None
+                _say({"event": "profile", "profile": profile_to_dict(got) if got is not None else None})
             elif cmd == "stop":
                 break
             elif cmd:
@@ -147,6 +169,8 @@ def serve_main(args: argparse.Namespace) -> int:
         return 1
     finally:
         signal.alarm(0)
+        if profiler is not None:
+            profiler.close()
         if sampler is not None:
             try:
                 sampler.stop()

@@ -26,20 +26,31 @@ loss)^2``.
 tbf parameters (tc-tbf(8)): ``burst`` is the bucket size, at least ``rate / HZ`` to
 reach the rate (kernels with HZ up to 1000: 1 ms of traffic) and at least one 64 KiB
 GSO packet, which tbf otherwise splits into MTU-sized segments (net/sched/sch_tbf.c,
-tbf_segment); so ``burst = max(64 KiB, 1 ms at the rate)``. ``latency`` (the longest a
-packet may wait in the queue, which sets tbf's queue limit) is 50 ms by default, longer
-than any round trip the lab shapes, so a TCP sender's window is not cut by tail drops of a
-short queue. Drops are recorded with each cell anyway.
+tbf_segment); so ``burst = max(64 KiB, 1 ms at the rate)``. ``latency`` is the longest a
+packet may wait in the queue, which sets tbf's queue limit.
 
 **The queue** of a rated link is a parameter (docs/methodology.md, "The link's queue"):
-``queue=50ms`` (the longest wait, tbf's ``latency``), ``queue=256kb`` (bytes, tbf's
+``queue=250ms`` (the longest wait, tbf's ``latency``), ``queue=256kb`` (bytes, tbf's
 ``limit``; ``b``, ``kb``, ``mb`` are tc(8)'s binary sizes: 1 kb = 1024 bytes), and the
 queueing discipline under tbf: ``tbf`` (tbf's own byte FIFO, the default), ``pfifo`` (a
 packet FIFO of ``ceil(bytes / 1514)`` packets, 1514 bytes the largest Ethernet frame) or
 ``fq_codel`` (per-flow queues with CoDel, RFC 8290; its ``memory_limit`` the queue's
-bytes). A queue given in ms is ``ms x rate / 8`` bytes for pfifo and fq_codel. Text form:
-``100mbit/queue=256kb/fq_codel``; the default queue and discipline add nothing to the text,
-so the labels and history keys of links without them are unchanged.
+bytes). A queue given in ms is ``ms x rate / 8`` bytes for pfifo and fq_codel.
+
+The default queue (:data:`DEFAULT_QUEUE_S`) is 250 ms at the rate, the rule of thumb by
+which router line cards were sized: one bandwidth-delay product, ``B = RTT x C`` (C. Villamizar
+and C. Song, "High performance TCP in ANSNET", ACM CCR 24(5), 1994), with the 250 ms
+round trip assumed for Internet paths (G. Appenzeller, I. Keslassy and N. McKeown,
+"Sizing Router Buffers", SIGCOMM 2004, section 1: "a 10Gb/s router linecard needs
+approximately 250ms x 10Gb/s = 2.5Gbits of buffers"). At 100 Mbit/s that is 3,125,000
+bytes, of the order of the packet memory a commodity switch can give one congested port.
+Cells stored before this default was chosen ran with 50 ms (:data:`LEGACY_QUEUE_S`).
+
+Text form: ``100mbit/queue=250ms``, ``100mbit/queue=256kb/pfifo``: the text of a rated link
+always carries its queue, the default's included (``100mbit`` reads as
+``100mbit/queue=250ms``), so no label or history key of a new cell is the bare text
+(``100mbit``) that meant a 50 ms queue in the cells stored before (migration 0011 wrote
+their texts out as ``100mbit/queue=50ms``). The default discipline (tbf) adds nothing.
 """
 from __future__ import annotations
 
@@ -57,8 +68,12 @@ MAX_RATE_BIT = 100_000_000_000  # 100 gbit/s: above any veth here
 MAX_DELAY_S = 10.0  # netem's delay is unbounded; ten seconds is past any FTP timeout
 #: tbf's bucket: at least one 64 KiB GSO packet (module docstring).
 MIN_BURST_BYTES = 64 * 1024
-#: tbf's ``latency`` (queue limit expressed as waiting time), ms (module docstring).
-TBF_LATENCY_MS = 50
+#: The default queue of a rated link as the longest wait, seconds: 250 ms at the rate, one
+#: bandwidth-delay product of the Internet's assumed 250 ms round trip (module docstring).
+DEFAULT_QUEUE_S = 0.25
+#: The default queue of the links of cells stored before :data:`DEFAULT_QUEUE_S`, seconds:
+#: tbf's ``latency 50ms``; their texts carry it since migration 0011 (module docstring).
+LEGACY_QUEUE_S = 0.05
 #: Queueing disciplines of a rated link's queue (module docstring); the first is the default.
 QDISCS = ("tbf", "pfifo", "fq_codel")
 #: Bounds of a queue: one 64 KiB GSO packet (a tbf limit below it drops every such packet:
@@ -88,8 +103,8 @@ class LinkSpec:
         delay_s: one-way delay, seconds (netem on each end's egress), 0 for none.
         loss_pct: loss rate per direction, percent 0 <= loss < 100 (netem), 0 for none.
         queue_bytes: the rated queue's size in bytes (tbf ``limit``), or None.
-        queue_s: the rated queue's longest wait in seconds (tbf ``latency``), or None; with
-            neither, :data:`TBF_LATENCY_MS`.
+        queue_s: the rated queue's longest wait in seconds (tbf ``latency``), or None; a
+            rated link given neither gets :data:`DEFAULT_QUEUE_S` (set on construction).
         qdisc: the queue's discipline, one of :data:`QDISCS`.
     """
 
@@ -99,6 +114,10 @@ class LinkSpec:
     queue_bytes: int | None = None
     queue_s: float | None = None
     qdisc: str = "tbf"
+
+    def __post_init__(self) -> None:
+        if self.rate_bit is not None and self.queue_bytes is None and self.queue_s is None:
+            object.__setattr__(self, "queue_s", DEFAULT_QUEUE_S)
 
     @property
     def loopback(self) -> bool:
@@ -116,7 +135,8 @@ class LinkSpec:
         return None if self.rate_bit is None else self.rate_bit / 8
 
     def text(self) -> str:
-        """The canonical text form (module docstring): ``"100mbit/1ms/0.1%"``, ``"loopback"``."""
+        """The canonical text form (module docstring): ``"100mbit/1ms/0.1%/queue=250ms"``,
+        ``"loopback"``; a rated link's text always names its queue."""
         if self.loopback:
             return "loopback"
         parts = []
@@ -135,13 +155,13 @@ class LinkSpec:
         return "/".join(parts)
 
     def queue_limit_bytes(self) -> int:
-        """The queue's size in bytes: ``queue_bytes``, else the wait (``queue_s`` or
-        :data:`TBF_LATENCY_MS`) at the rate. Raises LinkError for a link without a rate."""
+        """The queue's size in bytes: ``queue_bytes``, else the wait ``queue_s`` at the rate
+        (at least :data:`MIN_QUEUE_BYTES`). Raises LinkError for a link without a rate."""
         if self.rate_bit is None:
             raise LinkError("a link without a rate has no queue")
         if self.queue_bytes is not None:
             return self.queue_bytes
-        wait = self.queue_s if self.queue_s is not None else TBF_LATENCY_MS / 1000
+        wait = self.queue_s if self.queue_s is not None else DEFAULT_QUEUE_S  # set by __post_init__
         return max(MIN_QUEUE_BYTES, math.ceil(wait * self.rate_bit / 8))
 
     def burst_bytes(self) -> int:
@@ -291,8 +311,6 @@ def parse_link(v: Any) -> LinkSpec:
             raise LinkError(f"qdisc {v.get('qdisc')!r}: want one of {', '.join(QDISCS)}")
         if rate_bit is None and (qbytes is not None or qs is not None or qdisc != QDISCS[0]):
             raise LinkError("queue and qdisc: the queue is the rate limiter's; give a rate")
-        if qs is not None and qs == TBF_LATENCY_MS / 1000 and qdisc == QDISCS[0]:
-            qs = None  # the default, written out: the same link, the same text
         return LinkSpec(rate_bit, parse_time(v.get("delay") or 0), parse_loss(v.get("loss") or 0), qbytes, qs, qdisc)
     if not isinstance(v, str) or not v.strip():
         raise LinkError(f"link {v!r}: want 'loopback', a text such as 100mbit/1ms/0.1% or "
@@ -329,8 +347,8 @@ def qdisc_argvs(link: LinkSpec, dev: str, netns: str) -> list[list[str]]:
     """The ``tc`` commands that shape the egress of ``dev`` in the named namespace
     ``netns`` for ``link``, in order (empty for loopback):
 
-    - rate only: ``tc -n NS qdisc add dev DEV root handle 1: tbf rate R burst B latency 50ms``
-      (``limit BYTES`` or ``latency Wus`` for a given queue), and for a ``pfifo`` or
+    - rate only: ``tc -n NS qdisc add dev DEV root handle 1: tbf rate R burst B latency Wus``
+      (the queue's wait, 250000us by default, or ``limit BYTES`` for a queue in bytes), and for a ``pfifo`` or
       ``fq_codel`` queue that qdisc as tbf's child (``parent 1:1 handle 20:``, or ``10:1``
       under netem);
     - delay/loss only: ``... root handle 1: netem delay D loss L%``;
@@ -348,8 +366,7 @@ def qdisc_argvs(link: LinkSpec, dev: str, netns: str) -> list[list[str]]:
     child: list[list[str]] = []
     if link.rate_bit is not None:
         size = (["limit", str(link.queue_bytes)] if link.queue_bytes is not None
-                else ["latency", f"{round(link.queue_s * 1e6)}us" if link.queue_s is not None
-                      else f"{TBF_LATENCY_MS}ms"])
+                else ["latency", f"{round((link.queue_s or DEFAULT_QUEUE_S) * 1e6)}us"])
         tbf = ["tbf", "rate", f"{link.rate_bit}bit", "burst", str(link.burst_bytes())] + size
         tbf_handle = "10:" if link.needs_netem else "1:"
         qbytes = link.queue_limit_bytes()

@@ -327,7 +327,7 @@ class LinkNet:
         "tc": [commands as text, without the per-cell namespace name],
         "sysctls": {"client": {...}, "server": {...}}}`` (:data:`NS_SYSCTLS` of each end),
         e.g. ``"tc qdisc add dev xl-rc root handle 1: tbf rate 100000000bit burst 65536
-        latency 50ms"``."""
+        latency 250000us"`` (``link`` names the queue: ``100mbit/queue=250ms``)."""
         return {"link": self.link.text(), "client_address": self.client.address,
                 "server_address": self.server.address,
                 "server_namespace": "lab" if self.owns_server_ns else "container", "queues": "router",

@@ -267,7 +267,8 @@ class CampaignData:
             empty otherwise.
         cpu_sources: (server, workload, params_key) -> where the server CPU figures of
             its done cells came from, one entry per cell that has them, in cell order:
-            ``cgroup`` (the server's cgroup counters) or ``tree`` (the process-tree sum;
+            ``cgroup`` (the server's cgroup counters over the measured span),
+            ``cgroup:phase`` (over the whole phase) or ``tree`` (the process-tree sum;
             docs/methodology.md, "What server CPU counts"). Not part of the JSON document.
         timelines: the memory timeline of each (server, workload, parameters): its first
             ``done`` cell's (:class:`MemoryTimeline`); not part of the JSON document and not

@@ -85,7 +85,8 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     report layer needs nothing but this. A cell stored with a ``fairness``/``jain``
     sample but no ``cv`` (before the CV was stored) gets its CV derived from the index,
     ``sqrt(1/J - 1)`` (runner.metrics.fairness.cv_from_jain). Each row's server CPU
-    sources (``cell.server_cpu_source``) go to ``CampaignData.cpu_sources``. The failure reasons, the environment
+    sources (``cell.server_cpu_source``, ``cgroup:phase`` for a cgroup figure over the
+    whole phase) go to ``CampaignData.cpu_sources``. The failure reasons, the environment
     and the setups are scrubbed of the spec's secrets and of URL passwords
     (runner.spec.redaction.scrub_data), for every reader. Raises LookupError for an unknown id."""
     camp = session.get(Campaign, campaign_id)
@@ -160,8 +161,10 @@ def load_campaign(session: Session, *, campaign_id: int) -> CampaignData:
     workloads = {w: facts[w] for w in sorted(facts, key=lambda w: order.get(w, 99))}
     sources: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for c in done.values():
-        if c.server_cpu_source:
-            sources[(c.server_label, c.workload, c.params_key)].append(c.server_cpu_source)
+        if c.server_cpu_source:  # a whole-phase cgroup figure says so: "cgroup:phase"
+            whole = c.server_cpu_window == "phase" and c.server_cpu_source != "tree"
+            text = c.server_cpu_source + (":phase" if whole else "")
+            sources[(c.server_label, c.workload, c.params_key)].append(text)
     return CampaignData(campaign_id=camp.id, name=camp.name, servers=servers, series=series,
                         environment=scrub_data(env, secrets), failures=failures, workloads=workloads,
                         setups=scrub_data(_setups(session, cells), secrets),

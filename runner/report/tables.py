@@ -297,12 +297,14 @@ RUNQUEUE_METRIC = "client_cpu_runqueue_wait"
 
 def server_cpu_cell(text: str, sources: Sequence[str], tree_diffs: Sequence[float]) -> Cell:
     """The ``server CPU`` cell of a row: ``text`` (the median figure), then where the
-    figures came from, ``[cgroup]``, ``[process tree]`` or both (``cell.server_cpu_source``;
+    figures came from, ``[cgroup]`` (over the measured span), ``[cgroup, whole phase]``,
+    ``[process tree]`` or several (``cell.server_cpu_source``, ``cgroup:phase``;
     nothing when unknown), and, when the process-tree cross-check of a cgroup figure
     disagrees by more than :data:`CPU_DISAGREEMENT` in any cell of the row, how much and in
     how many cells, e.g. ``"0.410 s/GiB [cgroup; tree -99% in 2 of 2]"``, marked ``loss``.
     ``tree_diffs``: the cells' ``(tree - cgroup) / cgroup`` ratios."""
-    names = [{"cgroup": "cgroup", "tree": "process tree"}.get(x, x) for x in dict.fromkeys(sources)]
+    names = [{"cgroup": "cgroup", "cgroup:phase": "cgroup, whole phase", "tree": "process tree"}.get(x, x)
+             for x in dict.fromkeys(sources)]
     notes = ["+".join(names)] if names else []
     off = [d for d in tree_diffs if abs(d) > CPU_DISAGREEMENT]
     if off:

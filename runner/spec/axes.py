@@ -4,10 +4,10 @@ and ``link`` (loopback vs a shaped path: runner.net.conditions).
 
 Each axis turns a server of the spec into one server per value listed, the value put
 in the server's ``variant`` (so the backend applies it and the label tells the rows
-apart: ``tpd [link=100mbit]``). The default alone (``storage: [disk]``, ``tls: [none]``,
+apart: ``tpd [link=100mbit/queue=250ms]``). The default alone (``storage: [disk]``, ``tls: [none]``,
 ``link: [loopback]``) adds no key, so such specs label and hash as before the axes existed; with
 more values listed every copy names its value (``tpd [link=loopback]``, ``tpd
-[link=100mbit]``), which also makes the expansion idempotent: a stored spec validated
+[link=100mbit/queue=250ms]``), which also makes the expansion idempotent: a stored spec validated
 again (runner.campaign.loop reads it back) expands to the same servers. A server whose variant already
 names the key, and ``external`` servers (xferlab does not place them), are left as
 they are. Both run on the raw spec (a pydantic ``mode="before"`` validator of

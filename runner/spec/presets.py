@@ -1,7 +1,8 @@
 """The built-in campaign presets: the YAML specs of ``runner/spec/preset_specs/`` (``classic``:
 seed 000's FTP suite; ``seed002``: seed 002's HTTP upload lab; ``seed003``: lftp's buffer
-sizes; ``seed004``: 512 wget downloads and their fairness), as ``xferlab run --preset
-NAME`` and the dashboard's launch page use them."""
+sizes; ``seed004``: 512 wget downloads and their fairness; ``seed004_queues``: its wget cell
+over link queues of 64 KiB to 16 MiB; ``realistic``), as ``xferlab run --preset NAME`` and
+the dashboard's launch page use them."""
 from __future__ import annotations
 
 from pathlib import Path

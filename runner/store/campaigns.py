@@ -199,7 +199,8 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
                 environment: Environment | None = None,
                 then: Callable[[Session, Cell], object] | None = None,
                 server_cpu_source: str | None = None, build_id: int | None = None,
-                environment_id: int | None = None, profile: CellProfile | None = None) -> None:
+                environment_id: int | None = None, profile: CellProfile | None = None,
+                server_cpu_window: str | None = None) -> None:
     """Store a cell's outcome, samples and profile, refresh its campaign's progress and the
     history points of its group (runner.store.points.refresh_points, under the campaign's
     row lock); commits all in one transaction.
@@ -207,7 +208,8 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
     ``status`` is ``done``, ``failed`` or ``skipped``; ``build`` / ``environment`` (or
     their ids, ``build_id`` / ``environment_id``, e.g. from :class:`RecordCache`) the rows
     the cell ran with; ``server_cpu_source`` where its ``server_cpu`` rows came from
-    (``cgroup``, ``tree``; Cell.server_cpu_source); ``profile`` the server's CPU profile
+    (``cgroup``, ``tree``; Cell.server_cpu_source) and ``server_cpu_window`` what they
+    span (``span``, ``phase``; Cell.server_cpu_window); ``profile`` the server's CPU profile
     over the phase (runner.store.profiles). ``then(session, cell)`` runs after
     the samples are flushed and before the progress is counted, in the same transaction
     (runner.campaign.repeats queues another repeat there, so the campaign is not closed first)."""
@@ -216,6 +218,8 @@ def finish_cell(session: Session, *, cell: Cell, status: str, error: str | None 
     cell.finished_at = now()
     if server_cpu_source is not None:
         cell.server_cpu_source = server_cpu_source
+    if server_cpu_window is not None:
+        cell.server_cpu_window = server_cpu_window
     if build is not None:
         cell.build_id = build.id
     elif build_id is not None:

@@ -115,7 +115,11 @@ class Cell(Base):
     ``seq`` orders execution; ``worker`` is ``host:pid`` of the process that claimed it.
     ``server_cpu_source`` says where its ``server_cpu`` rows came from: ``cgroup`` (the
     server's cgroup counters) or ``tree`` (the process-tree sum; every cell stored before
-    the cgroup figure existed); NULL when no server CPU was measured. ``profiled`` marks
+    the cgroup figure existed); NULL when no server CPU was measured.
+    ``server_cpu_window`` says what they span: ``span`` (the measured span, read at its
+    ends) or ``phase`` (the whole phase, its untimed set-up and teardown included: every
+    cell stored before the span figure existed, and drivers that do not mark their span);
+    NULL when no server CPU was measured. ``profiled`` marks
     the extra repeat of a profiled cell family (runner.spec.model.expand): it runs under
     the profilers and stays out of the primary figures.
     """
@@ -147,6 +151,7 @@ class Cell(Base):
     build_id: Mapped[int | None] = mapped_column(ForeignKey("server_build.id"))
     environment_id: Mapped[int | None] = mapped_column(ForeignKey("environment.id"))
     server_cpu_source: Mapped[str | None] = mapped_column(String(12))
+    server_cpu_window: Mapped[str | None] = mapped_column(String(8))
     profiled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     campaign: Mapped[Campaign] = relationship(back_populates="cells")
@@ -316,7 +321,7 @@ class NoiseCalibration(Base):
     min_effect: Mapped[float] = mapped_column(Float)
 
 
-BISECT_STATUSES = ("queued", "running", "done", "failed")
+BISECT_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 
 
 class BisectJob(Base):
@@ -324,7 +329,9 @@ class BisectJob(Base):
     and runs runner.campaign.bisect.Bisector, every step a stored campaign.
 
     Attributes:
-        status: one of :data:`BISECT_STATUSES` (``failed``: the bisect stopped, ``error`` says why).
+        status: one of :data:`BISECT_STATUSES` (``failed``: the bisect stopped, ``error`` says why;
+            ``cancelled``: cancelled by a user, ``finished_at`` None while its worker still
+            finishes the cell in flight).
         owner: ``host:pid`` of the worker running it (None while queued).
         request: the validated request (runner.campaign.bisect_job.BisectRequest, as JSON).
         steps: every measured commit so far, in order (runner.campaign.bisect.Step as JSON).
@@ -333,6 +340,9 @@ class BisectJob(Base):
             last midpoint (None before the first).
         first_bad, subject, confirmed: the answer (40 hex, its subject line, whether the
             re-measure confirmed it).
+        commits: every commit of the range in the repository's order, good end first, bad
+            end last (40 hex each; runner.campaign.bisect.repo_order), None before the start.
+        campaign_id: the campaign of the step in flight (None between steps).
     """
 
     __tablename__ = "bisect_job"
@@ -352,3 +362,5 @@ class BisectJob(Base):
     subject: Mapped[str | None] = mapped_column(Text)
     confirmed: Mapped[bool | None] = mapped_column(Boolean)
     error: Mapped[str | None] = mapped_column(Text)
+    commits: Mapped[list[str] | None] = mapped_column(JSONB)
+    campaign_id: Mapped[int | None] = mapped_column(Integer)

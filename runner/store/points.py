@@ -15,7 +15,8 @@ stored, derived from the samples by one SQL statement (:func:`points_select`):
   changes, or to check the table: the result must equal what is stored).
 * Migration 0004 created the table and filled it from the samples already stored
   (the same aggregation, written out in SQL as of that revision); migration 0005 renamed
-  the CPU cost points of the cells stored before it to their process-tree series.
+  the CPU cost points of the cells stored before it to their process-tree series, and
+  migration 0010 those of the cgroup figures stored before it to their whole-phase series.
 
 Deleting a campaign deletes its points (foreign key ``ON DELETE CASCADE``). Anything
 that writes ``sample`` or ``cell.status`` outside :func:`finish_cell` must call
@@ -38,20 +39,26 @@ PRIMARY = ""
 PEAK_MEMORY = ("server_mem_uss", "server_mem_rss_minus_shared")
 #: Server CPU per unit of work (runner.cell.samples.efficiency_samples), stat ``value``:
 #: s per GiB moved (transfers), us per completed operation (logins, QUITs), of cells whose
-#: server CPU came from the server's cgroup (``cell.server_cpu_source`` ``cgroup``, or unknown).
+#: server CPU came from the server's cgroup (``cell.server_cpu_source`` ``cgroup``, or
+#: unknown) over the measured span (``cell.server_cpu_window`` ``span``, or unknown).
 CPU_COST = ("server_cpu_per_gib", "server_cpu_per_op")
 #: The same figures of cells whose server CPU is a process-tree sum (``server_cpu_source``
 #: ``tree``: every cell stored before the cgroup figure): a series of their own, so a
 #: history never compares one with the other (docs/methodology.md, "What server CPU counts").
 TREE_SUFFIX = "_tree"
 CPU_COST_TREE = tuple(m + TREE_SUFFIX for m in CPU_COST)
+#: The same figures of cells whose cgroup figure spans the whole phase, its untimed set-up
+#: and teardown included (``server_cpu_window`` ``phase``: every cell stored before the
+#: span figure, and drivers that do not mark their span): a series of their own too.
+PHASE_SUFFIX = "_phase"
+CPU_COST_PHASE = tuple(m + PHASE_SUFFIX for m in CPU_COST)
 #: Sustainable users of a capacity search (runner.campaign.capacity): sample ``capacity``,
 #: stat ``users``, on the cell that ended the search; its point's ``params_key`` is the
 #: cell's without ``clients`` and ``rate`` (the key every step of the search shares), so
 #: searches of several campaigns make one series whatever N each ended at.
 CAPACITY = "capacity"
 #: Every series metric a point can have.
-POINT_METRICS = (PRIMARY, *PEAK_MEMORY, *CPU_COST, *CPU_COST_TREE, CAPACITY)
+POINT_METRICS = (PRIMARY, *PEAK_MEMORY, *CPU_COST, *CPU_COST_TREE, *CPU_COST_PHASE, CAPACITY)
 #: PostgreSQL regular expression of a step's ``clients=N`` and ``rate=R`` (search_key_expr).
 _STEP_PARAMS_RE = "(^|,)(clients|rate)=[^,]*"
 
@@ -72,8 +79,9 @@ def figure_filter(metrics: tuple[str, ...] = POINT_METRICS):
     """WHERE clause selecting the samples of the given series metrics: each workload's
     primary figure (stat ``value``) for ``""``, the ``peak`` stat of memory metrics,
     the ``value`` stat of CPU cost metrics (:data:`CPU_COST` of cells whose server CPU is
-    not a process-tree figure, :data:`CPU_COST_TREE` of those whose is). Raises
-    ValueError for another metric."""
+    a cgroup figure over the measured span, :data:`CPU_COST_TREE` of those whose is a
+    process-tree figure, :data:`CPU_COST_PHASE` of cgroup figures over the whole phase).
+    Raises ValueError for another metric."""
     bad = [m for m in metrics if m not in POINT_METRICS]
     if bad:
         raise ValueError(f"unknown series metric(s) {bad}: use any of {list(POINT_METRICS)}")
@@ -88,17 +96,31 @@ def figure_filter(metrics: tuple[str, ...] = POINT_METRICS):
     mem = [m for m in metrics if m in PEAK_MEMORY]
     if mem:
         parts.append(and_(Sample.stat == "peak", Sample.metric.in_(mem)))
-    tree = Cell.server_cpu_source == "tree"
+    tree = _is_tree()
+    phase = and_(~tree, Cell.server_cpu_window == "phase")
     cost = [m for m in metrics if m in CPU_COST]
     if cost:
-        parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost),
-                          or_(Cell.server_cpu_source.is_(None), ~tree)))
+        parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost), _is_span()))
     cost_tree = [m.removesuffix(TREE_SUFFIX) for m in metrics if m in CPU_COST_TREE]
     if cost_tree:
         parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost_tree), tree))
+    cost_phase = [m.removesuffix(PHASE_SUFFIX) for m in metrics if m in CPU_COST_PHASE]
+    if cost_phase:
+        parts.append(and_(Sample.stat == "value", Sample.metric.in_(cost_phase), phase))
     if CAPACITY in metrics:
         parts.append(and_(Sample.stat == "users", Sample.metric == CAPACITY))
     return or_(*parts)
+
+
+def _is_tree():
+    """SQL condition: the cell's server CPU is a process-tree figure."""
+    return func.coalesce(Cell.server_cpu_source, "") == "tree"
+
+
+def _is_span():
+    """SQL condition: the cell's server CPU is a cgroup figure (or of unknown source) over
+    the measured span (or of unknown window): the plain :data:`CPU_COST` series."""
+    return and_(~_is_tree(), func.coalesce(Cell.server_cpu_window, "") != "phase")
 
 
 def points_select(*where):
@@ -106,7 +128,8 @@ def points_select(*where):
     ``cell``), one row per point, columns in the order of :data:`POINT_COLUMNS`: the
     aggregation of ``sample`` that ``series_point`` stores."""
     track = track_expr()
-    metric = case((and_(Sample.metric.in_(CPU_COST), Cell.server_cpu_source == "tree"), Sample.metric + TREE_SUFFIX),
+    metric = case((and_(Sample.metric.in_(CPU_COST), _is_tree()), Sample.metric + TREE_SUFFIX),
+                  (and_(Sample.metric.in_(CPU_COST), ~_is_span()), Sample.metric + PHASE_SUFFIX),
                   (Sample.metric.in_(PEAK_MEMORY + CPU_COST + (CAPACITY,)), Sample.metric), else_=literal(PRIMARY))
     pkey = case((Sample.metric == CAPACITY, search_key_expr(Cell.params_key)), else_=Cell.params_key)
     values = func.array_agg(aggregate_order_by(Sample.value, Cell.seq, Sample.id))

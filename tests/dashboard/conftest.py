@@ -29,6 +29,16 @@ SMALL = {"clients": 10, "file_size": "256K", "transfer_size": "4M", "duration": 
          "phase_timeout": 60}
 
 
+def _hist(ms: float, n: int) -> str:
+    """An encoded HDR histogram (runner.load.hdr) of ``n`` values of ``ms`` milliseconds."""
+    from runner.load import hdr
+
+    h = hdr.new_histogram()
+    for _ in range(n):
+        hdr.record_s(h, ms / 1000)
+    return hdr.encode(h)
+
+
 @pytest.fixture(autouse=True)
 def sources_allowed_in_tmp(tmp_path, monkeypatch) -> Path:
     """The test's own folder is the one folder the operator allowed server sources in
@@ -165,17 +175,10 @@ def sweep_campaign(engine) -> Callable[..., int]:
     from sqlalchemy.orm import Session
 
     from runner.cell.samples import phase_samples
-    from runner.load import hdr
     from runner.load.result import ClientFigures, PhaseResult
     from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell
-
-    def hist(ms: float, n: int) -> str:
-        h = hdr.new_histogram()
-        for _ in range(n):
-            hdr.record_s(h, ms / 1000)
-        return hdr.encode(h)
 
     def make(label: str | None = None) -> int:
         server = {"name": "tpd", **({"label": label} if label else {})}
@@ -192,8 +195,8 @@ def sweep_campaign(engine) -> Callable[..., int]:
                 rates = [10 * MIB] * n if n < 8 else [0.5 * MIB] * 3 + [(total - 1.5 * MIB) / 5] * 5
                 r = PhaseResult(workload="retr_sustained", elapsed_s=1.0, bytes=total, ops=total // MIB,
                                 clients=[ClientFigures(int(x), 1.0) for x in rates], user_rate=MIB,
-                                histograms={"latency": hist(5.0 if n == 8 else 2.0, 50),
-                                            "service": hist(2.0, 50)})
+                                histograms={"latency": _hist(5.0 if n == 8 else 2.0, 50),
+                                            "service": _hist(2.0, 50)})
                 crud.finish_cell(s, cell=c, status="done", samples=phase_samples(r))
             return camp.id
 
@@ -301,17 +304,10 @@ def capacity_campaign(engine) -> Callable[..., int]:
 
     from runner.campaign.capacity import after_step
     from runner.cell.samples import phase_samples
-    from runner.load import hdr
     from runner.load.result import ClientFigures, PhaseResult
     from runner.spec.model import parse_spec
     from runner.store import campaigns as crud
     from runner.store.models import Cell
-
-    def hist(ms: float, n: int) -> str:
-        h = hdr.new_histogram()
-        for _ in range(n):
-            hdr.record_s(h, ms / 1000)
-        return hdr.encode(h)
 
     def make(label: str | None = None) -> int:
         server = {"name": "tpd", **({"label": label} if label else {})}
@@ -331,7 +327,7 @@ def capacity_campaign(engine) -> Callable[..., int]:
                 rate = 1.2 * MIB if n <= 3 else 3.3 * MIB / n
                 r = PhaseResult(workload="retr_sustained", elapsed_s=1.0, bytes=int(rate * n), ops=n * 16,
                                 clients=[ClientFigures(int(rate), 1.0) for _ in range(n)], user_rate=MIB,
-                                histograms={"latency": hist(2.0 if n <= 3 else 50.0, 50), "service": hist(2.0, 50)})
+                                histograms={"latency": _hist(2.0 if n <= 3 else 50.0, 50), "service": _hist(2.0, 50)})
                 crud.finish_cell(s, cell=c, status="done", samples=phase_samples(r),
                                  then=lambda ss, cc: after_step(ss, cc, spec))
             return camp.id

@@ -4,7 +4,9 @@ with a commit that makes every RETR wait 50 ms among harmless ones), 4 concurren
 each retrieving 64 KiB, the ``elapsed`` figure.
 
 Reference (tests.support.bisect_repo): pyftpdlib serves every session from one thread, so
-the slow commits take at least 4 x 50 ms = 0.2 s, the others well under 0.1 s."""
+the slow commits take at least 4 x 50 ms = 0.2 s, the others well under 0.1 s. The chart's
+x-axis is the repository's order, which the repository's maker knows: base, readme,
+comment, slow, history, tip (a linear history, each commit made after the one before)."""
 from __future__ import annotations
 
 import time
@@ -66,7 +68,7 @@ def test_a_bisect_queued_from_the_form_names_the_slow_commit(engine, server, wor
     with Session(engine) as s:
         job = s.get(BisectJob, job_id)
         assert job.status == "done", (job.status, job.error, job.log)
-        steps, log = list(job.steps), list(job.log)
+        steps, log, commits = list(job.steps), list(job.log), list(job.commits)
         names = {c.id: c.name for c in s.query(Campaign).filter(Campaign.name.like("bisect pyftpdlib %"))}
     assert job.first_bad == shas["slow"] and job.confirmed is True
     assert any("to go" in line for line in log), log
@@ -88,13 +90,29 @@ def test_a_bisect_queued_from_the_form_names_the_slow_commit(engine, server, wor
         for cid in st["campaigns"]:
             assert names[cid].split()[2] == st["commit"][:12], (cid, names[cid])
 
-    chart = page.evaluate(f"""(() => {{ const c = {CHART}; return {{labels: c.data.labels,
-        data: c.data.datasets[0].data, colors: c.data.datasets[0].backgroundColor,
-        whiskers: (c.$ciWhiskers || []).length, ymax: c.scales.y.max}}; }})()""")
-    assert chart["labels"] == [f"{st['commit'][:10]} ({st['role']})" for st in steps]
-    assert chart["data"] == pytest.approx([st["median"] for st in steps])
-    assert [c[:7] for c in chart["colors"]] == ["#b3261e" if st["verdict"] == "bad" else "#2a9d5c" for st in steps]
-    assert chart["whiskers"] == len(steps)
+    order = [shas[k] for k in ("base", "readme", "comment", "slow", "history", "tip")]
+    assert commits == order  # stored once with the job: the range in the repository's order
+    chart = page.evaluate(f"""(() => {{ const c = {CHART}, ds = c.data.datasets;
+        return {{points: ds.map(d => d.data.map(p => [p.x, p.y])), colors: ds.map(d => d.borderColor),
+        ticks: c.scales.x.ticks.map(t => [t.value, t.label]), xmin: c.scales.x.min, xmax: c.scales.x.max,
+        whiskers: (c.$ciWhiskers || []).map(w => [w.dataset, w.index]),
+        marks: c.$commitMarks.map(m => [m.label, m.index]), rug: c.$commitRug, ymax: c.scales.y.max}}; }})()""")
+    red, green = "#b3261e", "#2a9d5c"
+    for ds, roles in ((0, ("good", "bad", "step")), (1, ("confirm",))):
+        mine = sorted((order.index(st["commit"]), k, st) for k, st in enumerate(steps) if st["role"] in roles)
+        want = [st for _pos, _k, st in mine]
+        # each measured commit a point at its place in the repository's order, left to right
+        assert [p[0] for p in chart["points"][ds]] == [order.index(st["commit"]) for st in want]
+        assert [p[0] for p in chart["points"][ds]] == sorted(p[0] for p in chart["points"][ds])
+        assert [p[1] for p in chart["points"][ds]] == pytest.approx([st["median"] for st in want])
+        assert chart["colors"][ds] == [red if st["verdict"] == "bad" else green for st in want]
+    assert len(chart["points"][1]) == 2  # the confirmation re-measures: the first bad commit and its parent
+    assert (chart["xmin"], chart["xmax"]) == (-0.5, 5.5) and chart["rug"] == 6  # every commit has its slot
+    measured = sorted({order.index(st["commit"]) for st in steps})
+    assert [t[0] for t in chart["ticks"]] == measured and len(measured) < 6  # the others are gaps
+    assert [t[1] for t in chart["ticks"]] == [order[i][:7] for i in measured]
+    assert sorted(chart["marks"]) == sorted([["good", 0], ["bad", 5], ["first bad", 3]])
+    assert sorted(chart["whiskers"]) == sorted([[0, i] for i in range(len(steps) - 2)] + [[1, 0], [1, 1]])
     assert chart["ymax"] >= max(st["ci_high"] for st in steps)  # no whisker cut off
     box = page.evaluate("(() => { const c = document.getElementById('bisect-chart').getBoundingClientRect();"
                         " const t = document.getElementById('bisect-steps').getBoundingClientRect();"
@@ -102,6 +120,9 @@ def test_a_bisect_queued_from_the_form_names_the_slow_commit(engine, server, wor
     assert box[0] <= box[1] and box[2] > 150, box  # the chart stays in its box, above the table
     rows = page.locator("#bisect-steps tbody tr")
     assert rows.count() == len(steps)
+    assert [int(rows.nth(i).locator("td").nth(2).inner_text()) for i in range(len(steps))] == \
+        [order.index(st["commit"]) + 1 for st in steps]  # each step's place in the repository's order
+    assert page.locator("#bisect-cancel-form").count() == 0  # a finished bisect has nothing to cancel
     links = page.locator("#bisect-steps a[href^='/campaigns/']")
     assert links.count() == sum(len(st["campaigns"]) for st in steps)
     SHOTS.mkdir(parents=True, exist_ok=True)

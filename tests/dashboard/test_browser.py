@@ -181,6 +181,14 @@ def test_fairness_chart_renders(server, browser, fair_campaign):
     _shots(page, "campaign-fairness")
 
 
+def _xy_chart(page, canvas: str) -> dict:
+    """The Chart.js chart on canvas ``canvas``: ``data``, per dataset [label, y axis id,
+    [[x, y], ...]]; ``x``, the x scale's type; ``ticks``, the x scale's tick values."""
+    return page.evaluate("id => { const c = Chart.getChart(document.getElementById(id));"
+                         " return { data: c.data.datasets.map(d => [d.label, d.yAxisID, d.data.map(p => [p.x, p.y])]),"
+                         " x: c.options.scales.x.type, ticks: c.scales.x.ticks.map(t => t.value) }; }", canvas)
+
+
 def test_saturation_chart_renders(server, browser, sweep_campaign):
     """The campaign page draws the saturation curve of its sweep from
     /api/campaigns/ID/saturation: throughput and p99 against N on a log2 axis (two y axes),
@@ -189,9 +197,7 @@ def test_saturation_chart_renders(server, browser, sweep_campaign):
 
     cid = sweep_campaign(label=EVIL)
     page = _open_chart(browser, f"{server}/campaigns/{cid}", "saturation-chart")
-    chart = page.evaluate("(() => { const c = Chart.getChart(document.getElementById('saturation-chart'));"
-                          " return { data: c.data.datasets.map(d => [d.label, d.yAxisID, d.data.map(p => [p.x, p.y])]),"
-                          " x: c.options.scales.x.type, ticks: c.scales.x.ticks.map(t => t.value) }; })()")
+    chart = _xy_chart(page, "saturation-chart")
     (tp_label, tp_axis, tp), (p99_label, p99_axis, p99), (knee_label, _, knee) = chart["data"]
     assert tp_label == "throughput (MiB/s)" and tp_axis == "y"
     assert [x for x, _ in tp] == [1, 2, 4, 8] and [round(y) for _, y in tp] == [10, 20, 40, 41]
@@ -215,9 +221,7 @@ def test_capacity_chart_renders(server, browser, capacity_campaign):
 
     cid = capacity_campaign(label=EVIL)
     page = _open_chart(browser, f"{server}/campaigns/{cid}", "capacity-chart")
-    chart = page.evaluate("(() => { const c = Chart.getChart(document.getElementById('capacity-chart'));"
-                          " return { data: c.data.datasets.map(d => [d.label, d.yAxisID, d.data.map(p => [p.x, p.y])]),"
-                          " x: c.options.scales.x.type }; })()")
+    chart = _xy_chart(page, "capacity-chart")
     (rate_label, rate_axis, rate), (p99_label, p99_axis, p99), (mark_label, _, mark) = chart["data"]
     assert rate_label == "throughput (KiB/s)" and rate_axis == "y" and p99_axis == "y1"
     assert [x for x, _ in rate] == [1, 2, 3, 4] and [round(y) for _, y in rate] == [1229, 1229, 1229, 845]

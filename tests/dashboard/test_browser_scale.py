@@ -200,11 +200,11 @@ def test_launch_form_sustained_sweep_link(server, worker, browser):
     d = _wait_done(server, cid, timeout=300)
     assert d["status"] == "done" and d["cells_total"] == 4 and d["cells_done"] == 4, json.dumps(d, indent=1)[:6000]
     spec = d["spec"]
-    assert spec["link"] == ["loopback", "100mbit"]
+    assert spec["link"] == ["loopback", "100mbit/queue=250ms"]
     assert spec["workloads"][0]["sweep"] == [1, 2] and spec["workloads"][0]["params"]["session"] == "reuse"
     assert spec["workloads"][0]["params"]["rate"] == 50 and spec["workloads"][0]["params"]["user_rate"] == 65536
     sat = json.loads(urllib.request.urlopen(f"{server}/api/campaigns/{cid}/saturation", timeout=10).read())
-    assert sorted(c["server"] for c in sat["curves"]) == ["pyftpdlib 2.2.0 [link=100mbit]",
+    assert sorted(c["server"] for c in sat["curves"]) == ["pyftpdlib 2.2.0 [link=100mbit/queue=250ms]",
                                                           "pyftpdlib 2.2.0 [link=loopback]"]
     assert all([p["clients"] for p in c["points"]] == [1, 2] for c in sat["curves"])
     # the open loop offers 50 x 256 KiB = 12.5 MiB/s (25 operations due in the 0.5 s phase: one more, due

@@ -22,6 +22,22 @@ def test_capacity_search_and_its_curve(client, capacity_campaign):
     assert "clients=" not in s["params_key"] and s["headline"].startswith("tpd, retr_sustained: 3 users")
 
 
+def test_campaign_page_has_the_capacity_tables(client, capacity_campaign):
+    """The campaign page (and its figures fragment) shows runner.report.capacity's tables as the
+    exports do: the headline with the bracket and the steps of the search, each N's verdict."""
+    import html
+
+    cid = capacity_campaign()
+    for url in (f"/campaigns/{cid}", f"/campaigns/{cid}/figures"):
+        page = html.unescape(client.get(url).text)
+        assert "Capacity: sustainable users at the service level" in page
+        head = page.split('data-kind="capacity"', 1)[1].split("</table>", 1)[0]
+        assert ">tpd</td>" in head and ">3</td>" in head and "[3, 3]" in head
+        steps = page.split('data-kind="capacity_curve"', 1)[1].split("</table>", 1)[0]
+        assert steps.count("<tr data-key") == 5  # N = 1, 2, 4, 3 and the confirmation of 3
+        assert steps.count(">yes</td>") == 4 and steps.count(">no</td>") == 1
+
+
 def test_campaign_without_search_and_unknown_ids(client, sweep_campaign):
     cid = sweep_campaign()
     assert client.get(f"/api/campaigns/{cid}/capacity").json()["searches"] == []

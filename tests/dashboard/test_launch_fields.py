@@ -28,7 +28,7 @@ def test_sustained_sweep_and_links_reach_the_spec(client):
     w = d["spec"]["workloads"][0]
     assert w["sweep"] == [1, 2, 4] and w["params"]["session"] == "reuse" and w["params"]["rate"] == 20
     assert w["params"]["user_rate"] == 64 * 1024
-    assert d["spec"]["link"] == ["loopback", "100mbit/1ms", "5ms/0.1%"]
+    assert d["spec"]["link"] == ["loopback", "100mbit/1ms/queue=250ms", "5ms/0.1%"]  # a rated link names its queue
     assert d["cells_total"] == 3 * 3  # 3 client counts x 3 links x 1 repeat
 
 
@@ -66,7 +66,7 @@ def test_hostile_values_are_refused_beside_their_field(client, field, value, err
 
 def test_every_preset_is_listed(client):
     page = html.unescape(client.get("/launch").text)
-    assert preset_names() == ["classic", "realistic", "seed002", "seed003", "seed004"]
+    assert preset_names() == ["classic", "realistic", "seed002", "seed003", "seed004", "seed004_queues"]
     for name in preset_names():
         assert f"<option>{name}</option>" in page and f"<b>{name}</b>: {preset_summary(name)}" in page
         assert preset_facts(name) in page

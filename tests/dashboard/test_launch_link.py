@@ -12,8 +12,8 @@ def test_launch_form_link_axis(client, auth):
     r = client.post("/launch", data=form, follow_redirects=False)
     assert r.status_code == 303, r.text[:2000]
     d = client.get(f"/api/campaigns/{r.headers['location'].rsplit('/', 1)[1]}").json()
-    assert d["cells_total"] == 2 and d["spec"]["link"] == ["loopback", "100mbit"]
-    assert [s.get("variant") for s in d["spec"]["servers"]] == [{"link": "loopback"}, {"link": "100mbit"}]
+    assert d["cells_total"] == 2 and d["spec"]["link"] == ["loopback", "100mbit/queue=250ms"]
+    assert [s.get("variant") for s in d["spec"]["servers"]] == [{"link": "loopback"}, {"link": "100mbit/queue=250ms"}]
     # a rate in bytes per second is refused beside the link fields, the values kept
     form["link.0.rate"] = "100mbps"
     r = client.post("/launch", data=form, follow_redirects=False)

@@ -265,3 +265,52 @@ def test_campaign_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict, db_u
         cmds = [Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                 for p in pids if Path(f"/proc/{p}/cmdline").exists()]
         assert all("sshd" in c for c in cmds), (h.name, cmds)
+
+
+def test_profiled_cell_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict, db_url: str) -> None:
+    """A profiled campaign across the hosts: ``xferlab serve`` records the server's profile
+    on the server host (perf on tpd's cgroup there) and hands it back with the cell. tpd's
+    RETR shows its sendfile path, and the on-CPU seconds the samples stand for are within
+    the server CPU the cell measured (the same phase, read by the sampler on that host)
+    give or take half and two samples' quantization."""
+    import yaml
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from runner.store.db import get_engine
+    from runner.store.models import Campaign, Cell, Sample
+    from runner.store.profiles import load_profile
+    from tests.runner.cell.test_profile_cell import _needs_perf
+
+    _needs_perf()
+    server = {"name": "tpd"}
+    _warm_server_cache(server)
+    spec = {"name": "multi-host profile", "repeats": 1, "warmup": False, "backend": "local", "profile": True,
+            "servers": [server],
+            "workloads": [{"name": "retr_concurrent", "params": {"clients": 4, "file_size": "256M",
+                                                                 "phase_timeout": 120}}],
+            "hosts": {"start_delay": 1.0}}
+    spec_file = lab.tmp / "multihost-profile.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    env = dict(os.environ, XFERLAB_DATABASE_URL=db_url, PATH=f"{VENV_BIN}:{os.environ['PATH']}",
+               XFERLAB_INVENTORY_DIRS=str(inventory.parent))
+    r = subprocess.run([str(VENV_BIN / "xferlab"), "run", str(spec_file), "--inventory", str(inventory),
+                        "--format", "md"], env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"xferlab run failed ({r.returncode}):\n{r.stdout[-5000:]}\n{r.stderr[-5000:]}"
+    engine = get_engine(url=db_url)
+    with Session(engine) as s:
+        camp = s.scalars(select(Campaign).where(Campaign.name == "multi-host profile")).one()
+        cells = s.scalars(select(Cell).where(Cell.campaign_id == camp.id)).all()
+        assert [c.profiled for c in cells] == [False, True] and all(c.status == "done" for c in cells)
+        prof = load_profile(s, cell_id=cells[1].id)
+        assert prof is not None and prof.profiler == "perf", (r.stdout[-3000:], r.stderr[-3000:])
+        lines = prof.on_cpu.splitlines()
+        assert lines and all(line.startswith("tpd;") for line in lines), lines[:3]
+        assert any("do_sendfile" in line for line in lines), lines[:5]
+        assert any(row["name"] == "sendfile" and row["count"] > 0 for row in prof.syscalls)
+        cpu = {x.stat: x.value for x in s.scalars(select(Sample).where(Sample.cell_id == cells[1].id,
+                                                                       Sample.metric == "server_cpu"))}
+        server_s = cpu["user"] + cpu["system"]
+        assert server_s > 0.05, cpu
+        assert server_s * 0.5 - 2 / prof.rate_hz <= prof.on_cpu_s <= server_s * 1.5 + 2 / prof.rate_hz, \
+            (prof.on_cpu_s, server_s)

@@ -11,7 +11,15 @@ the same certificate chain, so the lab's handshakes are bounded by these:
   shakes hands on ``concurrent`` connections at once makes each wait, at worst, for all
   of them at a server that completes one at a time, each as slow as the slowest
   reference plus 20 ms of the event loop's turns and of waiting for a CPU (a forking
-  server starts its TLS per session).
+  server starts its TLS per session);
+* and above that, for a server whose listener pauses after a session ends, by up to two
+  such pauses: proftpd's master sleeps ``PR_TUNABLE_EINTR_RETRY_INTERVAL`` (0.2 s,
+  proftpd 1.3.8 ``include/options.h``) in ``pr_signals_handle()`` whenever a system call
+  was interrupted, and the SIGCHLD of every session process that exits interrupts its
+  ``select()``: a connection that arrives then waits in the listen queue until the
+  master wakes (strace of the master: ``SIGCHLD``, then ``pselect6(0, NULL, NULL, NULL,
+  {0, 200000000})``). An implicit-FTPS handshake starts at connect, so it holds that wait;
+  a reference handshake met it once (201 ms), a lab one twice (424 ms).
 """
 from __future__ import annotations
 
@@ -23,6 +31,9 @@ from runner.load.target import Target
 
 #: Sequential reference handshakes measured per call.
 ROUNDS = 5
+#: How long a server's listener stops accepting after one of its session processes exits,
+#: ms (module docstring); servers not named: 0.
+ACCEPT_PAUSE_MS = {"proftpd": 200.0}
 
 
 def _reply(sock: socket.socket, limit: int = 1 << 16) -> bytes:
@@ -64,9 +75,11 @@ def reference_handshakes_ms(t: Target, rounds: int = ROUNDS) -> list[float]:
     return out
 
 
-def assert_handshakes_within(lab_ms: list[float], reference_ms: list[float], concurrent: int) -> None:
-    """Each of the lab's handshakes within the module docstring's bounds of the reference."""
+def assert_handshakes_within(lab_ms: list[float], reference_ms: list[float], concurrent: int,
+                             server: str = "") -> None:
+    """Each of the lab's handshakes within the module docstring's bounds of the reference
+    (``server``: its listener's pause after a session ends, :data:`ACCEPT_PAUSE_MS`)."""
     lo = min(reference_ms) / 4
-    hi = concurrent * (max(reference_ms) + 20.0)
+    hi = concurrent * (max(reference_ms) + 20.0) + 2 * ACCEPT_PAUSE_MS.get(server, 0.0)
     bad = [x for x in lab_ms if not lo <= x <= hi]
     assert not bad, f"handshakes {sorted(lab_ms)} ms outside [{lo:.3f}, {hi:.1f}] (reference {sorted(reference_ms)})"

@@ -23,7 +23,8 @@ def api_series(session: SessionDep, server: FilterValues = [], workload: FilterV
     variant JSON), ``workload``, ``params_key``, ``metric`` (``""``: the workload's primary
     figure; ``server_mem_uss`` / ``server_mem_rss_minus_shared``: peak memory, MiB;
     ``server_cpu_per_gib`` / ``server_cpu_per_op``: server CPU per unit of work, s/GiB or
-    us/op; with ``_tree``: the same of cells whose server CPU is a process-tree sum),
+    us/op; with ``_tree``: the same of cells whose server CPU is a process-tree sum; with
+    ``_phase``: of cgroup figures over the whole phase, set-up and teardown included),
     ``title``, ``benchmark`` (the title without server and track), ``workload_title``
     (``benchmark`` without the figure), ``track_text``
     (the track as shown: ``default``, ``use_sendfile=false``, a label), ``figure`` (in

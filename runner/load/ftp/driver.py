@@ -29,6 +29,8 @@ class XferlabFtpDriver(OwnClientDriver):
     workloads: tuple[str, ...] = workloads_of("ftp")
     #: Workloads whose sessions a server life keeps across cells (runner.load.ftp.session_pool).
     pooled_workloads: frozenset[str] = POOLED_WORKLOADS
+    #: ``run`` marks its measured span with MEASURE_BEGIN / MEASURE_END (runner.load.base).
+    measure_events = True
 
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
             checkpoint: Checkpoint | None = None, progress: Progress | None = None,

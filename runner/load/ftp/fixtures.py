@@ -3,7 +3,9 @@
 * Server-side files (what RETR downloads): named :func:`server_name` (``xferlab-<size>.bin``)
   in the user's home. When the backend knows the home as a local path
   (``Target.root``), they are written there directly; otherwise they are uploaded by
-  STOR during an untimed setup step (see :func:`ensure_server_file`).
+  STOR during an untimed setup step (see :func:`ensure_server_file`); a cell places the
+  measured phase's file before it reads the server's CPU counters
+  (:func:`place_phase_fixture`), so the upload is not charged to the phase.
 * Client-side source files (what STOR uploads, via ``os.sendfile``): in the cache
   directory ``platformdirs.user_cache_dir("xferlab")/fixtures`` (or
   ``$XFERLAB_CACHE_DIR/fixtures``), created once and reused when the size matches.
@@ -18,6 +20,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.config import get_settings
 from runner.load.ftp.session import FTPError, FTPSession
 from runner.load.target import Target
@@ -202,3 +205,30 @@ async def place_http_fixture(target: Target, size: int,
         except (FTPError, OSError) as e:  # the GETs will say whether it is there (404: non-2xx)
             return name, f"fixture {name}: not uploaded by STOR ({e}); expected in place on the server"
     return name, f"fixture {name}: expected in place on the server (no local root, no FTP listener)"
+
+
+def place_phase_fixture(workload: str, target: Target, params: WorkloadParams) -> None:
+    """Place the file that a ``workload`` phase with ``params`` downloads
+    (runner.catalogue.workloads.WorkloadInfo.fixture_size) before the phase, from the
+    calling thread (in ``target.netns`` when set): an FTP workload's by
+    :func:`place_server_file`, an HTTP one's by :func:`place_http_fixture` (written into
+    a local home, or uploaded by STOR when the server speaks FTP; otherwise nothing is
+    done and the phase's own note says so). No-op for a workload without a fixture.
+
+    Why before: without a local home the file is uploaded by STOR, and a server's STOR
+    costs 0.5-0.75 s of its CPU per GiB (docs/methodology.md, "What server CPU
+    counts"), so an upload inside the measured window is charged to the download phase.
+
+    Raises FTPError / OSError as :func:`place_server_file` (FTP workloads only: an HTTP
+    fixture that cannot be placed is left to the phase, which notes it).
+    """
+    from runner.load import loop as event_loop
+
+    info = WORKLOADS[workload]
+    size = info.fixture_size(params)
+    if size is None:
+        return
+    if info.protocol == "ftp":
+        event_loop.run_at(target.netns, lambda: place_server_file(target, size))
+    else:
+        event_loop.run_at(target.netns, lambda: place_http_fixture(target, size))

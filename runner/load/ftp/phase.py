@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from runner.catalogue.workloads import LOGIN_WINDOW, WorkloadParams
+from runner.load.base import MEASURE_BEGIN, MEASURE_END
 from runner.load.ftp.session import FTPError, FTPSession, classify
 from runner.load.result import LATE_SESSION_S, ClientFigures, OpFigures, PhaseResult, SessionFigures
 from runner.load.target import Target
@@ -156,7 +157,10 @@ class Phase:
         return kind
 
     def begin(self) -> None:
-        """Start the measured phase: CPU, run-queue wait and wall clocks."""
+        """Start the measured phase: CPU, run-queue wait and wall clocks, after the
+        ``MEASURE_BEGIN`` checkpoint (runner.load.base: the cell reads the server's CPU
+        counters and switches its profiler on there, outside the span)."""
+        self.checkpoint(MEASURE_BEGIN)
         self.rq0 = runqueue.thread_waits()
         self.cpu0 = os.times()
         self.t0 = time.perf_counter()
@@ -175,6 +179,7 @@ class Phase:
         self.cpu_sys = c.system - c0.system
         if self.t1 is None:
             self.t1 = time.perf_counter()
+        self.checkpoint(MEASURE_END)
 
     def on_phase_timeout(self) -> None:
         now = time.perf_counter()

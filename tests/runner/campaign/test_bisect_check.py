@@ -59,6 +59,15 @@ def test_bisect_names_the_slow_commit(repo, xferlab_env, engine, capsys, tmp_pat
     doc = json.loads((tmp_path / "bisect.json").read_text())
     assert doc["first_bad"] == shas["slow"] and doc["confirmed"] is True and doc["version"] == 1
     assert [st["role"] for st in doc["steps"]][:2] == ["good", "bad"] and doc["steps"][-1]["verdict"] == "bad"
+    order = [shas[k] for k in ("base", "readme", "comment", "slow", "history", "tip")]  # as make_repo made them
+    assert doc["commits"] == order
+    # the summary: every step, in the repository's order (its place, good end 1), a confirmation after its step
+    summary = out.split("steps, in the repository's order (6 commits, good end first):\n", 1)[1]
+    rows = [line.split() for line in summary.split("first bad commit:", 1)[0].splitlines() if line.strip()]
+    assert len(rows) == len(doc["steps"]), rows
+    places = [int(r[1]) for r in rows]
+    assert places == sorted(places) and [r[2] for r in rows] == [order[p - 1][:12] for p in places], rows
+    assert [r[3] for r in rows if r[2] == shas["slow"][:12]][-1] == "confirm"
     runs = _campaigns(engine, "bisect pyftpdlib")
     # good, bad, at least 2 midpoints of the 5 commits, then the found commit and its parent again
     assert 6 <= len(runs) <= 10, runs

@@ -56,7 +56,7 @@ def _rows(out):
 @pytest.mark.parametrize("server", ["tpd", "pyftpdlib"])
 def test_xferlab_ftp_retr_over_100mbit(backend, server):
     srv, out = run_link_cell(backend, server, "xferlab-ftp", "retr", "100mbit", transfer_size=8 * MIB, duration=2.0)
-    assert srv.display() == f"{server} [link=100mbit]"
+    assert srv.display() == f"{server} [link=100mbit/queue=250ms]"  # the default queue, named
     assert out.status == "done", out.error
     rows = _rows(out)
     mib_s = rows[("throughput", "value")].value
@@ -67,12 +67,12 @@ def test_xferlab_ftp_retr_over_100mbit(backend, server):
     sent = rows[("link_qdisc", "server_sent_bytes")]
     assert sent.value >= rows[("bytes", "value")].value  # the RETR's bytes went through the server's tbf
     assert rows[("link_qdisc", "client_sent_bytes")].value < sent.value / 10  # ACKs and commands
-    assert sent.raw["link"] == "100mbit"
+    assert sent.raw["link"] == "100mbit/queue=250ms"
     assert sent.raw["after"]["server"][0]["kind"] == "tbf"
     assert sent.raw["after"]["server"][0]["options"]["rate"] == 12_500_000
     assert ("link_qdisc", "server_drops") in rows
     assert out.build_info["link"]["tc"] == [f"tc qdisc add dev {dev} root handle 1: tbf rate 100000000bit "
-                                            "burst 65536 latency 50ms" for dev in ("xl-rc", "xl-rs")]
+                                            "burst 65536 latency 250000us" for dev in ("xl-rc", "xl-rs")]
     assert out.build_info["link"]["queues"] == "router"
 
 
@@ -110,7 +110,7 @@ def test_delay_is_skipped_with_the_reason_without_netem(backend):
         machine_lacks("a kernel without netem (this one has it: a delay can be applied)")
     _srv, out = run_link_cell(backend, "tpd", "xferlab-ftp", "retr", "100mbit/1ms", transfer_size=MIB, duration=0.3)
     assert out.status == "skipped"
-    assert "netem" in out.error and "tpd [link=100mbit/1ms]" in out.error
+    assert "netem" in out.error and "tpd [link=100mbit/1ms/queue=250ms]" in out.error
 
 
 def test_http_download_over_the_link(backend):

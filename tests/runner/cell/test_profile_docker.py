@@ -18,19 +18,26 @@ pytestmark = [pytest.mark.integration, pytest.mark.docker, pytest.mark.timeout(6
 MIB = 1 << 20
 
 
-def test_vsftpd_container_profile_follows_forked_sessions(dbackend):
+def _profiled_retr(dbackend, server: str, version: str | None = None):
+    """The profiled RETR cell (32 MiB fixture, 3 s) of ``server`` in its container: the
+    cell's outcome, done."""
     _needs_perf()
-    check_or_skip(dbackend, ServerRequest("vsftpd"))
-    spec = parse_spec({"name": "profile", "repeats": 1, "backend": "docker", "profile": True,
-                       "servers": [{"name": "vsftpd"}],
+    check_or_skip(dbackend, ServerRequest(server, version))
+    entry = {"name": server} | ({"version": version} if version else {})
+    spec = parse_spec({"name": "profile", "repeats": 1, "backend": "docker", "profile": True, "servers": [entry],
                        "workloads": [{"name": "retr", "params": {"clients": 4, "transfer_size": 32 * MIB,
                                                                  "duration": 3.0}}]})
     srv = spec.servers[0]
-    cell = Cell(id=1, seq=0, server="vsftpd", server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
+    cell = Cell(id=1, seq=0, server=server, server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
                 workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="",
                 repeat=1, profiled=True)
     out = run_local_cell(cell, spec, dbackend)
     assert out.status == "done", out.error
+    return out
+
+
+def test_vsftpd_container_profile_follows_forked_sessions(dbackend):
+    out = _profiled_retr(dbackend, "vsftpd")
     prof = out.profile
     assert prof is not None and prof.profiler == "perf"
     usage = {(s.metric, s.stat): s.value for s in out.samples}[("server_cpu", "usage")]
@@ -46,18 +53,7 @@ def test_vsftpd_container_profile_follows_forked_sessions(dbackend):
 def test_pyftpdlib_container_profile_has_python_frames(dbackend):
     """py-spy on a containerised Python server (without --native, whose unwinder fails on
     the container's interpreter): the handler's Python frames, bounded by the phase."""
-    _needs_perf()
-    check_or_skip(dbackend, ServerRequest("pyftpdlib", "2.2.0"))
-    spec = parse_spec({"name": "profile", "repeats": 1, "backend": "docker", "profile": True,
-                       "servers": [{"name": "pyftpdlib", "version": "2.2.0"}],
-                       "workloads": [{"name": "retr", "params": {"clients": 4, "transfer_size": 32 * MIB,
-                                                                 "duration": 3.0}}]})
-    srv = spec.servers[0]
-    cell = Cell(id=1, seq=0, server="pyftpdlib", server_label=srv.display(), server_spec=srv.model_dump(mode="json"),
-                workload="retr", params=spec.workloads[0].params.model_dump(mode="json"), params_key="",
-                repeat=1, profiled=True)
-    out = run_local_cell(cell, spec, dbackend)
-    assert out.status == "done", out.error
+    out = _profiled_retr(dbackend, "pyftpdlib", "2.2.0")
     prof = out.profile
     assert prof is not None and prof.profiler == "py-spy", prof and prof.notes
     assert any("without --native" in n for n in prof.notes), prof.notes

@@ -58,39 +58,44 @@ def _check_cpu(out, prof) -> None:
     assert abs(prof.on_cpu_s - usage) <= 0.35 * usage + 3 / prof.rate_hz, (prof.on_cpu_s, usage)
 
 
-def test_node_http_profile_names_v8_jit_frames(dbackend):
+def _profile_of(dbackend, server: str, maps_note: str):
+    """The profiled cell of ``server`` run on ``dbackend``: its outcome and profile (perf),
+    checked against the cgroup's CPU and for the note ``maps_note`` starts; also its
+    frames with their inclusive sample counts and its total of samples."""
     _needs_perf()
-    check_or_skip(dbackend, ServerRequest("node-http"))
-    cell, spec = _profiled_cell("node-http")
+    check_or_skip(dbackend, ServerRequest(server))
+    cell, spec = _profiled_cell(server)
     out = run_local_cell(cell, spec, dbackend)
     assert out.status == "done", out.error
     prof = out.profile
     assert prof is not None and prof.profiler == "perf"
     _check_cpu(out, prof)
-    assert any(n.startswith("JIT frames named from the perf maps of 1 process") for n in prof.notes), prof.notes
-    frames = _frames(prof.on_cpu)
+    assert any(n.startswith(maps_note) for n in prof.notes), prof.notes
+    total = sum(int(line.rpartition(" ")[2]) for line in prof.on_cpu.splitlines())
+    return prof, _frames(prof.on_cpu), total
+
+
+def test_node_http_profile_names_v8_jit_frames(dbackend):
+    _prof, frames, total = _profile_of(dbackend, "node-http", "JIT frames named from the perf maps of 1 process")
     jit = {f: n for f, n in frames.items() if V8_FRAME.match(f)}
     assert jit, sorted(frames)[:40]
-    total = sum(int(line.rpartition(" ")[2]) for line in prof.on_cpu.splitlines())
     assert 0 < max(jit.values()) <= total
 
 
 def test_netty_profile_names_the_servers_java_methods(dbackend):
-    _needs_perf()
-    check_or_skip(dbackend, ServerRequest("netty"))
-    cell, spec = _profiled_cell("netty")
-    out = run_local_cell(cell, spec, dbackend)
-    assert out.status == "done", out.error
-    prof = out.profile
-    assert prof is not None and prof.profiler == "perf"
-    _check_cpu(out, prof)
-    assert any(n.startswith("JIT frames named from the perf maps of") for n in prof.notes), prof.notes
-    frames = _frames(prof.on_cpu)
-    # the reference: the classes servers/netty/NettyServer.java declares
+    prof, frames, total = _profile_of(dbackend, "netty", "JIT frames named from the perf maps of")
+    # Java methods the JIT compiled, named from the map: netty's own (the server's handler is
+    # small and usually inlined into netty's frames or still interpreted in a 3 s phase, so
+    # its frames are not asked for; when they show, they name classes the source declares)
+    java = {f for f in frames if re.search(r"\bio\.netty\.\S+\.\w+\(", f)}
+    assert java, sorted(frames)[:40]
     declared = set(re.findall(r"\bclass (\w+)", (ROOT / "servers/netty/NettyServer.java").read_text()))
     named = {m.group(1) for f in frames for m in [re.search(r"\bNettyServer\$(\w+)\.\w+\(", f)] if m}
-    assert named and named <= declared, (named, declared)
-    assert any(re.search(r"\bio\.netty\.\S+\.\w+\(", f) for f in frames), sorted(frames)[:40]
+    assert named <= declared, (named, declared)
+    # what stays unnamed is a small share of the samples (the profile's note counts them)
+    unnamed = next((int(m.group(1)) for n in prof.notes
+                    for m in [re.match(r"(\d+) of \d+ samples have frames without a symbol", n)] if m), 0)
+    assert unnamed <= 0.25 * total, (unnamed, total, prof.notes)
 
 
 def test_perf_maps_says_unresolved_without_a_map():

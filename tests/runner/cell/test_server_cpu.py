@@ -30,7 +30,7 @@ def test_cgroup_figure_wins_and_keeps_the_tree_as_cross_check():
     out = measured(_retr(), build_info={}, server_cpu=cpu)
     assert out.server_cpu_source == "cgroup"
     rows = _rows(out.samples)
-    assert rows[("server_cpu", "user")].raw == {"source": "cgroup", "where": "/cg/x"}
+    assert rows[("server_cpu", "user")].raw == {"source": "cgroup", "where": "/cg/x", "window": "phase"}
     assert rows[("server_cpu", "usage")].value == 0.4
     assert rows[("server_cpu", "nr_throttled")].value == 3
     assert rows[("server_cpu", "throttled")].value == 0.0015

@@ -79,8 +79,9 @@ def test_axis_options_replace_the_axes_of_a_preset_or_file(tmp_path):
     def labels(*argv):
         return [s.display() for s in _build_spec(parse_args(["run", *argv])).servers]
 
-    assert labels("--preset", "seed004")[:2] == ["tpd [link=loopback]", "tpd [link=100mbit]"]
-    assert labels("--preset", "seed004", "--link", "100mbit")[:2] == ["tpd [link=100mbit]", "vsftpd [link=100mbit]"]
+    assert labels("--preset", "seed004")[:2] == ["tpd [link=loopback]", "tpd [link=100mbit/queue=250ms]"]
+    assert labels("--preset", "seed004", "--link", "100mbit")[:2] == ["tpd [link=100mbit/queue=250ms]",
+                                                                      "vsftpd [link=100mbit/queue=250ms]"]
     assert labels("--preset", "seed004", "--link", "loopback") == ["tpd", "vsftpd", "proftpd", "pureftpd", "pyftpdlib"]
     assert labels("--preset", "seed002", "--storage", "tmpfs")[:2] == ["tpd [storage=tmpfs]", "go-http [storage=tmpfs]"]
     spec = tmp_path / "s.yaml"

@@ -33,7 +33,9 @@ PRIMARY = ""
 MEMORY_METRICS = ("server_mem_uss", "server_mem_rss_minus_shared")
 COST_UNITS = {"server_cpu_per_gib": "s/GiB", "server_cpu_per_op": "us/op",
               # process-tree figures of campaigns stored before the cgroup figure
-              "server_cpu_per_gib_tree": "s/GiB", "server_cpu_per_op_tree": "us/op"}
+              "server_cpu_per_gib_tree": "s/GiB", "server_cpu_per_op_tree": "us/op",
+              # cgroup figures over the whole phase (cells stored before the span figure)
+              "server_cpu_per_gib_phase": "s/GiB", "server_cpu_per_op_phase": "us/op"}
 MIB = 1024.0 * 1024.0
 #: Runs of fewer points than this get no step detection (the newest pair only).
 MIN_DETECT_POINTS = 3

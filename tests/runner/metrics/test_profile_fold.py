@@ -91,3 +91,28 @@ def test_syscall_names_from_the_kernel_header():
     if not names:
         pytest.skip("/usr/include/x86_64-linux-gnu/asm/unistd_64.h missing: apt-get install linux-libc-dev")
     assert names[40] == "sendfile" and names[0] == "read" and names[232] == "epoll_wait"
+
+
+def test_profile_travels_as_json_and_bad_fields_are_named():
+    """``xferlab serve`` sends a cell's profile as JSON: the round trip keeps every field,
+    and a field missing, of the wrong type or unknown is refused by name."""
+    import json
+
+    import pytest
+
+    from runner.metrics.profile_data import ServerProfile, SyscallRow, profile_from_dict, profile_to_dict
+
+    p = ServerProfile("perf", "perf version 6.1", 99, 3.2, "tpd;main;[k] do_sendfile 7\n", "tpd;[k] schedule 900",
+                      0.0707, 1.5, (SyscallRow("sendfile", 300, 0.05, 0), SyscallRow("epoll_wait", 310, None, None)),
+                      ("a note",))
+    assert profile_from_dict(json.loads(json.dumps(profile_to_dict(p)))) == p
+    d = profile_to_dict(p)
+    for change, name in ((lambda x: x.pop("on_cpu"), "'on_cpu' missing"),
+                         (lambda x: x.update(rate_hz="99"), "'rate_hz' is str"),
+                         (lambda x: x.update(rate_hz=True), "'rate_hz' is bool"),
+                         (lambda x: x.update(extra=1), "unknown field"),
+                         (lambda x: x["syscalls"].append({"name": "read"}), r"syscalls\[2\]")):
+        bad = json.loads(json.dumps(d))
+        change(bad)
+        with pytest.raises(ValueError, match=name):
+            profile_from_dict(bad)

@@ -37,8 +37,9 @@ def test_parse(given, want):
 
 
 @pytest.mark.parametrize("given, text", [
-    ("loopback", "loopback"), ("100mbit", "100mbit"), ("100000kbit", "100mbit"), ("2.5mbit", "2500kbit"),
-    ({"rate": "100mbit", "delay": "1ms", "loss": 0}, "100mbit/1ms"), ("1ms/0.1%/100mbit", "100mbit/1ms/0.1%"),
+    ("loopback", "loopback"), ("100mbit", "100mbit/queue=250ms"), ("100000kbit", "100mbit/queue=250ms"),
+    ("2.5mbit", "2500kbit/queue=250ms"), ({"rate": "100mbit", "delay": "1ms", "loss": 0}, "100mbit/1ms/queue=250ms"),
+    ("1ms/0.1%/100mbit", "100mbit/1ms/0.1%/queue=250ms"), ("100mbit/queue=50ms", "100mbit/queue=50ms"),
     ("1500us", "1500us"), ("1s", "1s"),
 ])
 def test_canonical_text_round_trips(given, text):
@@ -77,7 +78,7 @@ def test_burst_is_a_gso_packet_or_a_millisecond():
 def test_rate_only_is_one_tbf():
     assert qdisc_argvs(parse_link("100mbit"), "xl-server", "ns1") == [
         ["tc", "-n", "ns1", "qdisc", "add", "dev", "xl-server", "root", "handle", "1:",
-         "tbf", "rate", "100000000bit", "burst", "65536", "latency", "50ms"]]
+         "tbf", "rate", "100000000bit", "burst", "65536", "latency", "250000us"]]
 
 
 def test_delay_and_loss_is_netem_with_tbf_below():
@@ -85,7 +86,7 @@ def test_delay_and_loss_is_netem_with_tbf_below():
         ["tc", "-n", "ns2", "qdisc", "add", "dev", "xl-client", "root", "handle", "1:",
          "netem", "delay", "1000us", "loss", "0.1%"],
         ["tc", "-n", "ns2", "qdisc", "add", "dev", "xl-client", "parent", "1:1", "handle", "10:",
-         "tbf", "rate", "100000000bit", "burst", "65536", "latency", "50ms"]]
+         "tbf", "rate", "100000000bit", "burst", "65536", "latency", "250000us"]]
 
 
 def test_delay_without_rate_is_netem_alone():
@@ -119,8 +120,13 @@ def test_queue_text_and_tc_arguments():
     link = parse_link("100mbit/queue=256kb/pfifo")
     assert (link.queue_bytes, link.queue_s, link.qdisc) == (262144, None, "pfifo")
     assert link.text() == "100mbit/queue=256kb/pfifo" and parse_link(link.text()) == link
-    # the default written out is the default: same link, same text (labels and history keys unchanged)
-    assert parse_link({"rate": "100mbit", "queue": "50ms", "qdisc": "tbf"}).text() == "100mbit"
+    # the default written out is the default: same link, same text; the text names it
+    assert parse_link({"rate": "100mbit", "queue": "250ms", "qdisc": "tbf"}) == parse_link("100mbit") \
+        == LinkSpec(100_000_000)
+    assert parse_link("100mbit/pfifo").text() == "100mbit/queue=250ms/pfifo"
+    # the old default, 50 ms, is a queue like any other: named in the text, not the default
+    old = parse_link("100mbit/queue=50ms")
+    assert old != parse_link("100mbit") and old.text() == "100mbit/queue=50ms" and old.queue_limit_bytes() == 625_000
     tbf, child = qdisc_argvs(link, "d", "ns")  # pfifo of ceil(262144 / 1514) = 174 frames
     assert tbf[-2:] == ["limit", "262144"] and child[-5:] == ["handle", "20:", "pfifo", "limit", "174"]
     assert child[child.index("parent") + 1] == "1:1"
@@ -133,3 +139,17 @@ def test_queue_text_and_tc_arguments():
                       ("100mbit/queue=500us", "1ms to 10s"), ("100mbit/queue=20s", "at most 10s")):
         with pytest.raises(LinkError, match=word):
             parse_link(bad)
+
+
+def test_default_queue_is_250ms_at_the_rate():
+    """The default queue is one bandwidth-delay product of a 250 ms round trip (the router
+    rule of thumb, runner.net.conditions): 250 ms x rate / 8 bytes, never under one GSO packet."""
+    from runner.net.conditions import DEFAULT_QUEUE_S, MIN_QUEUE_BYTES
+
+    assert DEFAULT_QUEUE_S == 0.25
+    assert parse_link("100mbit").queue_limit_bytes() == 3_125_000  # 100e6 / 8 x 0.25
+    assert parse_link("1gbit").queue_limit_bytes() == 31_250_000
+    assert parse_link("1mbit").queue_limit_bytes() == MIN_QUEUE_BYTES  # 31,250 B < 64 KiB
+    assert parse_link("100mbit/pfifo").queue_limit_bytes() == 3_125_000
+    assert qdisc_argvs(parse_link("100mbit/pfifo"), "d", "n")[1][-2:] == ["limit", "2065"]  # ceil(3125000 / 1514)
+    assert LOOPBACK.queue_s is None and parse_link("1ms").queue_s is None  # no rate, no queue

@@ -166,7 +166,7 @@ def test_each_end_records_its_own_namespace_sysctls():
 
     with linknet.link_net(parse_link("10mbit")) as net:
         rec = net.record()
-        assert rec["server_namespace"] == "lab" and rec["link"] == "10mbit"
+        assert rec["server_namespace"] == "lab" and rec["link"] == "10mbit/queue=250ms"
         assert set(rec["sysctls"]) == {"client", "server"}
         assert rec["sysctls"]["server"]["net.core.somaxconn"].isdigit()
         assert rec["sysctls"]["client"]["net.ipv4.tcp_congestion_control"]

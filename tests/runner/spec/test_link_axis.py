@@ -23,11 +23,11 @@ def test_default_is_loopback_and_changes_nothing():
 
 def test_axis_expands_each_server_once_per_link_with_a_label():
     spec = parse_spec(_spec(link=["loopback", "100mbit", {"rate": "1gbit", "delay": 0, "loss": 0}]))
-    assert spec.link == ["loopback", "100mbit", "1gbit"]
+    assert spec.link == ["loopback", "100mbit/queue=250ms", "1gbit/queue=250ms"]  # a rated link names its queue
     assert [s.display() for s in spec.servers] == [
-        "tpd [link=loopback]", "tpd [link=100mbit]", "tpd [link=1gbit]", "vs [loopback]", "vs [100mbit]",
-        "vs [1gbit]"]
-    assert spec.servers[1].variant == {"link": "100mbit"}
+        "tpd [link=loopback]", "tpd [link=100mbit/queue=250ms]", "tpd [link=1gbit/queue=250ms]", "vs [loopback]",
+        "vs [100mbit/queue=250ms]", "vs [1gbit/queue=250ms]"]
+    assert spec.servers[1].variant == {"link": "100mbit/queue=250ms"}
     assert len(expand(spec)) == 6
 
 
@@ -40,24 +40,26 @@ def test_expansion_is_idempotent_as_the_campaign_loop_reads_it_back():
 
 def test_mapping_and_text_are_canonical_and_deduplicated():
     spec = parse_spec(_spec(link=[{"rate": "100mbit", "delay": "1ms", "loss": "0.1%"}, "1ms/0.1%/100mbit"]))
-    assert spec.link == ["100mbit/1ms/0.1%"]
-    assert [s.display() for s in spec.servers] == ["tpd [link=100mbit/1ms/0.1%]", "vs [100mbit/1ms/0.1%]"]
+    assert spec.link == ["100mbit/1ms/0.1%/queue=250ms"]
+    assert [s.display() for s in spec.servers] == ["tpd [link=100mbit/1ms/0.1%/queue=250ms]",
+                                                   "vs [100mbit/1ms/0.1%/queue=250ms]"]
 
 
 def test_a_single_link_may_be_given_without_a_list():
-    assert parse_spec(_spec(link="100mbit")).link == ["100mbit"]
+    assert parse_spec(_spec(link="100mbit")).link == ["100mbit/queue=250ms"]
 
 
 def test_with_storage_both_axes_multiply():
     spec = parse_spec(_spec(servers=[{"name": "tpd"}], storage=["disk", "tmpfs"], link=["loopback", "100mbit"]))
     assert [s.display() for s in spec.servers] == [
-        "tpd [link=loopback,storage=disk]", "tpd [link=100mbit,storage=disk]", "tpd [link=loopback,storage=tmpfs]",
-        "tpd [link=100mbit,storage=tmpfs]"]
+        "tpd [link=loopback,storage=disk]", "tpd [link=100mbit/queue=250ms,storage=disk]",
+        "tpd [link=loopback,storage=tmpfs]", "tpd [link=100mbit/queue=250ms,storage=tmpfs]"]
 
 
 def test_a_server_with_its_own_link_is_left_alone():
-    spec = parse_spec(_spec(servers=[{"name": "tpd", "variant": {"link": "10mbit"}}], link=["loopback", "100mbit"]))
-    assert [s.display() for s in spec.servers] == ["tpd [link=10mbit]"]
+    spec = parse_spec(_spec(servers=[{"name": "tpd", "variant": {"link": "10mbit/queue=1mb"}}],
+                            link=["loopback", "100mbit"]))
+    assert [s.display() for s in spec.servers] == ["tpd [link=10mbit/queue=1mb]"]
 
 
 @pytest.mark.parametrize("link, words", [
@@ -72,8 +74,13 @@ def test_bad_links_are_refused_with_the_path(link, words):
 
 
 def test_variant_link_must_be_canonical():
-    with pytest.raises(SpecError, match="write the link as '100mbit'"):
+    with pytest.raises(SpecError, match="write the link as '100mbit/queue=250ms'"):
         parse_spec(_spec(servers=[{"name": "tpd", "variant": {"link": "100000kbit"}}]))
+    # the bare rate, which named a 50 ms queue in the cells stored before the default was
+    # 250 ms, is refused in a variant (the variant is the server's history key): the queue
+    # is written out
+    with pytest.raises(SpecError, match="write the link as '100mbit/queue=250ms'"):
+        parse_spec(_spec(servers=[{"name": "tpd", "variant": {"link": "100mbit"}}]))
 
 
 def test_link_is_refused_across_hosts():
@@ -88,6 +95,6 @@ def test_cli_link_flag_repeatable_and_comma_list():
     args = build_parser().parse_args(["run", "--preset", "classic", "--servers", "tpd", "--workloads", "retr",
                                       "--link", "loopback,100mbit", "--link", "100mbit/1ms"])
     spec = _build_spec(args)
-    assert spec.link == ["loopback", "100mbit", "100mbit/1ms"]
-    assert [s.display() for s in spec.servers] == ["tpd [link=loopback]", "tpd [link=100mbit]",
-                                                   "tpd [link=100mbit/1ms]"]
+    assert spec.link == ["loopback", "100mbit/queue=250ms", "100mbit/1ms/queue=250ms"]
+    assert [s.display() for s in spec.servers] == ["tpd [link=loopback]", "tpd [link=100mbit/queue=250ms]",
+                                                   "tpd [link=100mbit/1ms/queue=250ms]"]

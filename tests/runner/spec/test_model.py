@@ -251,3 +251,8 @@ def test_seed_presets_003_and_004():
     assert [s4.driver_of(w.params, w.name) for w in s4.workloads] == ["wget", "xferlab-ftp"]
     assert all((w.params.clients, w.params.file_size) == (512, 1 << 20) for w in s4.workloads)
     assert {"tpd", "vsftpd"} <= {s.name for s in s4.servers}
+    queues = parse_spec(preset_data("seed004_queues"), "preset seed004_queues")
+    assert [s.display() for s in queues.servers] == [f"tpd [link=100mbit/queue={q}]" for q in
+                                                     ("64kb", "50ms", "1mb", "250ms", "4mb", "16mb")]
+    assert [(w.params.clients, w.params.file_size, queues.driver_of(w.params, w.name)) for w in queues.workloads] \
+        == [(512, 1 << 20, "wget")]

@@ -71,8 +71,9 @@ def test_migrations_create_schema(empty_db_url):
     with engine.connect() as c:
         version = c.execute(text("select version_num from alembic_version")).scalar()
     # 0002 dashboard indexes, 0003 campaign.owner, 0004 series_point, 0005 cell.server_cpu_source,
-    # 0006 cell_profile, 0007 cell.profiled, 0008 noise_calibration, 0009 bisect_job
-    assert version == _script_head() == "0009"
+    # 0006 cell_profile, 0007 cell.profiled, 0008 noise_calibration, 0009 bisect_job,
+    # 0010 cell.server_cpu_window, 0011 link_queue_explicit (data only), 0012 bisect_job's order and cancel
+    assert version == _script_head() == "0012"
 
 
 def test_migrate_is_idempotent(empty_db_url):

@@ -43,7 +43,7 @@ def test_login_retr_stor_over_ftps(server, mode, certs):
         assert login.ops == 5 and not login.errors, login.notes
         assert len(login.tls_handshake_ms) == 5
         reference += reference_handshakes_ms(t)
-        assert_handshakes_within(login.tls_handshake_ms, reference, concurrent=1)
+        assert_handshakes_within(login.tls_handshake_ms, reference, concurrent=1, server=server)
         assert login.tls["protocol"] in ("TLSv1.2", "TLSv1.3") and login.tls["cipher"], login.tls
         assert login.tls["mode"] == mode and login.tls["key_type"] == "ecdsa-p256"
         for wl in ("retr", "stor"):

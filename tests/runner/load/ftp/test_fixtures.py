@@ -82,3 +82,27 @@ def test_write_fixture_exact_size_and_reuse(tmp_path):
     assert p.stat().st_ino == ino  # reused, not rewritten
     write_fixture(p, 7)
     assert p.stat().st_size == 7 and os.listdir(tmp_path) == ["f.bin"]
+
+
+def test_place_phase_fixture_uploads_what_the_phase_downloads(remote_target, pyftpd):
+    """Each workload's download file (retr: transfer_size, retr_concurrent: file_size) is
+    uploaded by STOR to a real pyftpdlib server with no local home: byte for byte the
+    client-side source; an upload workload places nothing."""
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.fixtures import client_source, place_phase_fixture, server_name
+
+    home = pyftpd[2]
+    params = WorkloadParams(transfer_size=3 * MIB + 5, file_size=2 * MIB + 7)
+    for f in (server_name(3 * MIB + 5), server_name(2 * MIB + 7)):
+        (home / f).unlink(missing_ok=True)
+    before = sorted(p.name for p in home.iterdir())
+    place_phase_fixture("stor", remote_target, params)
+    assert sorted(p.name for p in home.iterdir()) == before
+    place_phase_fixture("retr", remote_target, params)
+    placed = home / server_name(3 * MIB + 5)
+    assert placed.read_bytes() == Path(client_source(3 * MIB + 5)).read_bytes()
+    place_phase_fixture("retr_concurrent", remote_target, params)
+    assert (home / server_name(2 * MIB + 7)).stat().st_size == 2 * MIB + 7
+    mtime = placed.stat().st_mtime_ns
+    place_phase_fixture("retr", remote_target, params)  # in place already: SIZE only, no upload
+    assert placed.stat().st_mtime_ns == mtime

@@ -161,7 +161,7 @@ def test_latency_from_the_intended_start_shows_a_client_stall(target):
     async def main():
         loop = asyncio.get_running_loop()
         return await run_workload("mixed", target, p,
-                                  checkpoint=lambda name: loop.call_later(0.5, block))
+                                  checkpoint=lambda name: name == "loaded" and loop.call_later(0.5, block))
 
     r = asyncio.run(main())
     assert len(stalled) == 1 and not r.errors

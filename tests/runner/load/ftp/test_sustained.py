@@ -56,7 +56,7 @@ def _retr_with_a_stall(server: TpdServer, target: Target, p: WorkloadParams, *, 
 
     t = threading.Thread(target=stall)
     try:
-        r = run_workload_sync("retr_sustained", target, p, checkpoint=lambda name: t.start())
+        r = run_workload_sync("retr_sustained", target, p, checkpoint=lambda name: name == "loaded" and t.start())
     finally:
         if t.ident is not None:
             t.join()

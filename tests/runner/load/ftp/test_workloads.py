@@ -11,6 +11,7 @@ import pytest
 
 from runner.catalogue.workloads import WORKLOADS, WorkloadParams
 from runner.cell.samples import headline, phase_samples
+from runner.load.base import MEASURE_BEGIN, MEASURE_END
 from runner.load.ftp.fixtures import server_name
 from runner.load.ftp.workloads import LoadError, run_workload, run_workload_sync
 from runner.load.target import Target
@@ -68,7 +69,8 @@ def test_single_stream(target, workload, passive):
     # repeated until duration: the measured spans add up to at least ~duration
     assert r.elapsed_s >= p.duration * 0.9 or r.ops == 1
     assert r.throughput_mib_s > 10
-    assert cps == ["loaded"] and msgs
+    # the measured span's marks come first, "loaded" (the untimed peak) after it
+    assert cps == [MEASURE_BEGIN, MEASURE_END, "loaded"] and msgs
     assert_client_cpu_within(r, call_cpu, wall)
 
 
@@ -117,7 +119,7 @@ def test_login(target, mode):
     r, cps, _ = run("login", target, small(login_mode=mode))
     assert r.errors == {} and r.ops == 20 and len(r.latencies_ms) == 20
     assert f"login mode: {mode}" in r.notes
-    assert cps == ["loaded"]
+    assert cps == [MEASURE_BEGIN, MEASURE_END, "loaded"]
     assert r.elapsed_s > 0
     if mode == "sequential":  # one after another: the phase is at least the sum of latencies
         assert r.elapsed_s * 1000 >= sum(r.latencies_ms) * 0.99
@@ -129,6 +131,8 @@ def test_login_sessions_stay_open_until_loaded(target):
     seen: list[int] = []
 
     def cp(name):
+        if name != "loaded":
+            return
         me = psutil.Process()
         seen.append(sum(1 for c in me.net_connections("tcp")
                         if c.raddr and c.raddr.port == target.port and c.status == "ESTABLISHED"))
@@ -144,6 +148,8 @@ def test_idle(target, workload):
     seen: list[int] = []
 
     def cp(name):
+        if name != "loaded":
+            return
         seen.append(sum(1 for c in psutil.Process().net_connections("tcp")
                         if c.raddr and c.raddr.port == target.port and c.status == "ESTABLISHED"))
 
@@ -162,7 +168,7 @@ def test_concurrent_transfers(target, workload, passive):
     assert r.ops == 20 and r.bytes == 20 * p.file_size
     assert len(r.clients) == 20 and all(c.ok and c.bytes == p.file_size for c in r.clients)
     assert max(c.seconds for c in r.clients) <= r.elapsed_s + 1e-6
-    assert cps == ["loaded"]
+    assert cps == ["loaded", MEASURE_BEGIN, MEASURE_END]  # the sessions are up before the span
     # the fairness rows of a real phase: every figure, ordered, from the stored per-client list
     fair = {s.stat: s for s in phase_samples(r) if s.metric == "fairness"}
     assert len(fair["jain"].raw) == 20 and 1 / 20 <= fair["jain"].value <= 1
@@ -200,7 +206,7 @@ def test_stor_concurrent_same_file(target, ftp_home):
 def test_quit(target):
     r, cps, _ = run("quit", target, small())
     assert r.errors == {} and r.ops == 20 and len(r.latencies_ms) == 20
-    assert cps == ["loaded"] and r.elapsed_s > 0
+    assert cps == ["loaded", MEASURE_BEGIN, MEASURE_END] and r.elapsed_s > 0
 
 
 def test_catalogue_covered():
