@@ -14,6 +14,7 @@ STAGES: dict[str, str] = {
     "warmup": "unrecorded warm-up pass (fixtures are usually made here)",
     "fixture": "the measured phase's download file placed on the server (runner.load.ftp.fixtures.place_phase_fixture)",
     "sync": "flushing dirty page cache before the phase (sync(2))",
+    "sessions": "logging in the sessions a pooled row keeps across a server's life (runner.load.ftp.session_pool)",
     "counters": "kernel TCP counters and listen backlog (ss); a shaped link's qdisc counters (tc)",
     "files": "stored-file check of an HTTP upload cell: listing, deleting (runner.cell.upload_check)",
     "profile": "server profilers (perf, py-spy) start, stop and their output read (runner.metrics.profile)",

@@ -33,7 +33,7 @@ from runner.cell.outcome import (
     warmup_params,
 )
 from runner.cell.server_cpu import SpanWatch, phase_cpu
-from runner.cell.server_reuse import ServerPool, needs_perf_map
+from runner.cell.server_reuse import ServerPool, end_sessions, needs_perf_map
 from runner.cell.upload_check import UploadCheck, judge
 from runner.cell.watchdog import CellWatchdog
 from runner.load.ftp.fixtures import place_phase_fixture
@@ -291,6 +291,27 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                 log.info("cell %s: fixture not placed before the phase: %s", cell.id, exc)
         with clock("sync"):  # earlier phases' writeback must not land in this one (docs/methodology.md)
             os.sync()
+        processes = spec.client_process_count()
+        kept = None  # the server life's kept sessions (runner.load.ftp.session_pool), when this row uses them
+        run_params = params
+        make_pool, fill = getattr(driver, "session_pool", None), getattr(driver, "fill_sessions", None)
+        poolable = cell.workload in getattr(driver, "pooled_workloads", ()) \
+            and handle.target.tls is None  # FTPS: each row's handshakes are a figure
+        if pool is not None and pool.policy != "none" and poolable and make_pool is not None and fill is not None \
+                and not splits(cell.workload, params.clients, processes):
+            kept = facts.get("sessions")
+            if kept is None:
+                kept = facts["sessions"] = make_pool(handle.target)
+            t_fill = time.perf_counter()
+            with clock("sessions"):  # before the server's CPU and TCP counters are read: not part of the phase
+                fill(cell.workload, handle.target, params, kept, progress=progress)
+            # the logins and the phase share one phase_timeout, as when the phase logged them in
+            # (the cell watchdog's bound counts one phase_timeout for both)
+            left = params.phase_timeout - (time.perf_counter() - t_fill)
+            run_params = params.model_copy(update={"phase_timeout": max(left, 1.0)})
+        elif "sessions" in facts:  # a row that keeps none runs without the earlier rows' sessions held open
+            with clock("sessions"):
+                end_sessions(facts)
         with clock("counters"):
             tcp = _TcpWatch(handle.pid, facts)
             link = _LinkWatch(handle)
@@ -325,7 +346,9 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
                     cell.workload, handle.target, params, processes, cpus=spec.pinning.client,
                     driver=spec.driver_of(params, cell.workload))
             else:
-                result = driver.run(cell.workload, handle.target, params, checkpoint=checkpoint, progress=progress)
+                more = {"sessions": kept} if kept is not None else {}
+                result = driver.run(cell.workload, handle.target, run_params, checkpoint=checkpoint,
+                                    progress=progress, **more)
                 process_rows = []
         clock.record("measured", result.elapsed_s)
         cg1 = handle.cgroup_cpu() if cg0 is not None else None
@@ -343,8 +366,8 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             t_mem = time.perf_counter()
             cpu1 = sampler.cpu_times()
             tree_cpu = (max(0.0, cpu1[0] - cpu0[0]), max(0.0, cpu1[1] - cpu0[1]))
-            if fresh:  # memory rows need a fresh server (runner.cell.server_reuse)
-                snaps["end"] = sampler.checkpoint("end")
+            if fresh and kept is None:  # memory rows need a fresh server (runner.cell.server_reuse); "end" is
+                snaps["end"] = sampler.checkpoint("end")  # after the sessions ended: not while they are kept
             sampler.stop()
             if fresh:
                 memory = memory_figures({k: (v.uss, v.rss_minus_shared) if v is not None else None
@@ -358,12 +381,17 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
         else:
             server_cpu = phase_cpu(tree_cpu, cg1.since(cg0) if cg0 is not None and cg1 is not None else None)
         alive = handle.alive() if result.error_count else True  # asked only when it matters (a probe)
+        cg_mem = handle.cgroup_memory() if fresh else None
+        if cg_mem and kept is not None:  # "current", "anon": after the sessions ended, which kept ones have not
+            cg_mem = {k: v for k, v in cg_mem.items() if k == "peak"}
         outcome = measured(result, build_info=build, memory=memory, server_cpu=server_cpu, memory_timeline=timeline,
                            # docker backend: the container's memory cgroup (current/peak/anon)
-                           cgroup_memory=handle.cgroup_memory() if fresh else None, server_alive=alive,
+                           cgroup_memory=cg_mem, server_alive=alive,
                            exit_reason=None if alive else (handle.exit_reason() or "exited"),
-                           extra_samples=tcp_rows + link_rows + process_rows, kernel_note=kernel_note,
-                           summary_suffix="" if fresh else f" (server reused: cell {served} of its life)")
+                           extra_samples=tcp_rows + link_rows + process_rows + _kept_samples(kept),
+                           kernel_note=kernel_note,
+                           summary_suffix=("" if fresh else f" (server reused: cell {served} of its life)")
+                           + _kept_summary(kept))
         outcome.profile = profile
         if upload is not None:  # every 2xx upload a file of body_size bytes (seed 002's ls | wc -l)
             with clock("files"):
@@ -388,8 +416,29 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             except Exception:  # noqa: BLE001 - cleanup must not mask the outcome
                 pass
         expired = watch is not None and watch.expired.is_set()
-        kept = handle is not None and keep and not expired and pool is not None \
+        kept_server = handle is not None and keep and not expired and pool is not None \
             and pool.keep(cell, handle, served, facts)
-        if handle is not None and not kept and (watch is None or watch.claim_stop()):
+        if handle is not None and not kept_server:
             with clock("stop"):
-                handle.stop()
+                end_sessions(facts)  # a failed cell's sessions are never reused; none outlive their server
+                if watch is None or watch.claim_stop():
+                    handle.stop()
+
+
+def _kept_samples(kept: Any) -> list[Sample]:
+    """The ``kept_sessions`` rows of a cell whose row kept its sessions (runner.load.ftp.session_pool):
+    stat ``reused`` (sessions kept from earlier cells of the server's life, found alive by
+    NOOP), ``logged_in`` (logged in before this phase), ``dropped`` (kept ones that did
+    not answer and were closed); counts. [] without a pool."""
+    if kept is None:
+        return []
+    return [Sample(metric="kept_sessions", stat=k, value=float(getattr(kept, k)), unit="count")
+            for k in ("reused", "logged_in", "dropped")]
+
+
+def _kept_summary(kept: Any) -> str:
+    """``"; sessions: 300 reused, 0 logged in"`` for a cell with kept sessions, else ""."""
+    if kept is None:
+        return ""
+    return f"; sessions: {kept.reused} reused, {kept.logged_in} logged in" + (
+        f", {kept.dropped} dead dropped" if kept.dropped else "")

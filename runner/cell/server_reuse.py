@@ -32,6 +32,10 @@ When a restart is required, the lab restarts:
 * **What does not change during a server's life is read once:** its listen sockets'
   backlog (``ss`` in its namespace) is kept with the server (:attr:`LiveServer.facts`)
   and stored again for each cell it serves.
+* **Sessions that are not what a row measures are kept** (the idle rows' and the
+  concurrent transfers' logged-in sessions: runner.load.ftp.session_pool): the pool is
+  kept in :attr:`LiveServer.facts` (``"sessions"``) and ended by :func:`end_sessions`
+  before its server stops.
 * **A cell that did not end ``done``** (failed operations, a server that died, a
   crash) stops its server: the next cell starts a fresh one, so one failure never
   leaks into the next figure.
@@ -170,8 +174,21 @@ class ServerPool:
         if live is None:
             return 0.0
         t = time.perf_counter()
+        end_sessions(live.facts)
         try:
             live.handle.stop()
         except Exception as exc:  # noqa: BLE001 - cleanup must not end the campaign
             log.warning("stopping the kept server failed: %s", exc)
         return time.perf_counter() - t
+
+
+def end_sessions(facts: dict[str, Any]) -> None:
+    """End the logged-in sessions a server life kept (``facts["sessions"]``, a
+    runner.load.ftp.session_pool.SessionPool), before its server stops. Never raises."""
+    pool = facts.pop("sessions", None)
+    if pool is None:
+        return
+    try:
+        pool.close()
+    except Exception as exc:  # noqa: BLE001 - cleanup must not end the campaign
+        log.warning("ending the kept sessions failed: %s", exc)

@@ -14,13 +14,17 @@ USER, PASSWORD = "bench", "s3cret"
 
 
 def start_pyftpd(home: Path, host: str = "127.0.0.1", *, drop_third: bool = False,
-                 cap: int | None = None) -> tuple[subprocess.Popen, int]:
+                 cap: int | None = None, login_log: Path | None = None,
+                 idle: float | None = None) -> tuple[subprocess.Popen, int]:
     """Start pyftpd_server.py; return (process, port). Bounded wait of 15 s. ``drop_third``:
     the server deletes every third file it receives by STOR (after its 226). ``cap``: all
-    its data sends share one token bucket of ``cap`` bytes/s (pyftpd_server.py)."""
+    its data sends share one token bucket of ``cap`` bytes/s (pyftpd_server.py). ``login_log``: the
+    server appends a line per successful login to that file; ``idle``: it ends control
+    connections idle that many seconds."""
     proc = subprocess.Popen(
         [sys.executable, str(SUPPORT_DIR / "pyftpd_server.py"), str(home), USER, PASSWORD, host,
-         *(["dropthird"] if drop_third else []), *([f"cap={int(cap)}"] if cap else [])],
+         *(["dropthird"] if drop_third else []), *([f"cap={int(cap)}"] if cap else []),
+         *([f"loginlog={login_log}"] if login_log else []), *([f"idle={idle:g}"] if idle else [])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 15
     line = ""

@@ -1,6 +1,6 @@
 """A pyftpdlib server for the load-generator tests (run as a subprocess).
 
-Usage: python pyftpd_server.py HOME USER PASSWORD [HOST [dropthird | cap=BYTES_PER_S]]
+Usage: python pyftpd_server.py HOME USER PASSWORD [HOST [dropthird | cap=BYTES_PER_S | loginlog=PATH idle=S]]
 Binds HOST (default 127.0.0.1) on a free port, prints ``PORT <n>`` on stdout, serves
 until killed. max_cons=0 (unlimited), sendfile on, full permissions for USER.
 ``dropthird``: every third file received by STOR is deleted once received (the
@@ -8,6 +8,10 @@ client got its ``226`` all the same): a server that loses some uploads.
 ``cap=R``: every data connection's sends share one token bucket of R bytes/s (a burst of
 at most 50 ms of R), so the server's total RETR bandwidth is R however many clients
 there are: a server that serves exactly floor(R / X) users at X bytes/s each.
+``loginlog=PATH``: the server appends one line ``login <client ip>:<port>`` to PATH for
+every successful login (pyftpdlib's ``on_login``): the server's own count of logins.
+``idle=S``: the server ends a control connection idle for S seconds (pyftpdlib's
+``timeout``, 120 by default; it answers ``421`` and closes).
 """
 import itertools
 import logging
@@ -97,9 +101,19 @@ def main() -> None:
         handler = DropThird
     if sys.argv[5:6] and sys.argv[5].startswith("cap="):
         handler = type("CappedFTP", (FTPHandler,), {"dtp_handler": capped_dtp(int(sys.argv[5][4:]))})
+    opts = dict(a.split("=", 1) for a in sys.argv[5:] if a.split("=", 1)[0] in ("loginlog", "idle"))
+    if "loginlog" in opts:
+        log_path = opts["loginlog"]
+
+        class LoginLog(FTPHandler):
+            def on_login(self, username: str) -> None:
+                with open(log_path, "a") as f:
+                    f.write(f"login {self.remote_ip}:{self.remote_port}\n")
+
+        handler = LoginLog
     handler.authorizer = auth
     handler.use_sendfile = True
-    handler.timeout = 120
+    handler.timeout = float(opts.get("idle", 120))
     handler.auth_failed_timeout = 0.1
     handler.permit_foreign_addresses = False
     server = FTPServer((host, 0), handler, backlog=1024)

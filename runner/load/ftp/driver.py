@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 from runner.catalogue.workloads import workloads_of
 from runner.load.base import Checkpoint, OwnClientDriver, Progress
+from runner.load.ftp.session_pool import POOLED_WORKLOADS
 
 if TYPE_CHECKING:
     from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.session_pool import SessionPool
     from runner.load.result import PhaseResult
     from runner.load.target import Target
 
@@ -25,17 +27,36 @@ class XferlabFtpDriver(OwnClientDriver):
     #: FTPS modes it speaks (runner.load.ftp.tls; runner.catalogue.pairing.tls_pair_skip_reason).
     tls_modes: tuple[str, ...] = ("explicit", "implicit")
     workloads: tuple[str, ...] = workloads_of("ftp")
+    #: Workloads whose sessions a server life keeps across cells (runner.load.ftp.session_pool).
+    pooled_workloads: frozenset[str] = POOLED_WORKLOADS
     #: ``run`` marks its measured span with MEASURE_BEGIN / MEASURE_END (runner.load.base).
     measure_events = True
 
     def run(self, workload: str, target: Target, params: WorkloadParams, *,
-            checkpoint: Checkpoint | None = None, progress: Progress | None = None) -> PhaseResult:
+            checkpoint: Checkpoint | None = None, progress: Progress | None = None,
+            sessions: SessionPool | None = None) -> PhaseResult:
         """One phase through :func:`runner.load.ftp.workloads.run_workload_sync` (same result,
         same exceptions: ValueError for an unknown workload, LoadError when nothing
-        could be measured)."""
+        could be measured); ``sessions``: the server life's kept sessions
+        (runner.load.ftp.session_pool), used by the workloads it pools."""
         from runner.load.ftp.workloads import run_workload_sync
 
-        return run_workload_sync(workload, target, params, checkpoint=checkpoint, progress=progress)
+        return run_workload_sync(workload, target, params, checkpoint=checkpoint, progress=progress, pool=sessions)
+
+    def session_pool(self, target: Target) -> SessionPool:
+        """A new, empty pool of sessions to ``target`` for one server life (runner.cell.local
+        keeps it with the server and closes it when the server stops)."""
+        from runner.load.ftp.session_pool import SessionPool
+
+        return SessionPool(target)
+
+    def fill_sessions(self, workload: str, target: Target, params: WorkloadParams, sessions: SessionPool,
+                      progress: Progress | None = None) -> int:
+        """Before the phase (untimed): :func:`runner.load.ftp.workloads.fill_sync`; returns the
+        sessions ``sessions`` holds (0 for a workload it does not pool)."""
+        from runner.load.ftp.workloads import fill_sync
+
+        return fill_sync(workload, target, params, sessions, progress)
 
 
 DRIVER = XferlabFtpDriver()

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from runner.catalogue.workloads import LOGIN_WINDOW, WorkloadParams
 from runner.load.base import MEASURE_BEGIN, MEASURE_END
@@ -19,6 +20,9 @@ from runner.load.ftp.session import FTPError, FTPSession, classify
 from runner.load.result import LATE_SESSION_S, ClientFigures, OpFigures, PhaseResult, SessionFigures
 from runner.load.target import Target
 from runner.metrics import runqueue
+
+if TYPE_CHECKING:
+    from runner.load.ftp.session_pool import SessionPool
 
 #: Largest number of single-stream transfers in one phase (a bound on the repeat loop).
 MAX_REPEATS = 1_000_000
@@ -90,8 +94,9 @@ class Phase:
 
     def __init__(self, workload: str, target: Target, params: WorkloadParams,
                  checkpoint: Callable[[str], None] | None,
-                 progress: Callable[[str], None] | None) -> None:
+                 progress: Callable[[str], None] | None, pool: SessionPool | None = None) -> None:
         self.workload = workload
+        self.pool = pool  # sessions kept across the cells of a server life (runner.load.ftp.session_pool)
         self.target = target
         self.p = params
         self._checkpoint = checkpoint
@@ -106,6 +111,7 @@ class Phase:
         self.clients: list[ClientFigures] = []
         self.histograms: dict[str, str] = {}  # encoded HDR histograms (runner.load.hdr)
         self.logged_in = 0
+        self.reused = 0  # sessions taken from the pool, logged in by an earlier cell
         self.greeted = 0  # sessions that got their greeting
         self.late = 0     # ... after more than LATE_SESSION_S
         self.pending = 0  # operations started or planned and not finished
@@ -263,15 +269,21 @@ class Phase:
         except FTPError as e:
             self.error(e)
             return None, 0.0
-        if binary:
-            try:
-                await s.type_binary()
-            except FTPError as e:
-                self.error(e)
-                self.sessions.discard(s)
-                s.close()
-                return None, 0.0
+        if binary and not await self.to_binary(s):
+            return None, 0.0
         return s, seconds * 1000.0
+
+    async def to_binary(self, s: FTPSession) -> bool:
+        """``TYPE I`` on ``s`` (untimed); on failure its error is counted and ``s`` closed
+        and forgotten. Returns whether it succeeded."""
+        try:
+            await s.type_binary()
+        except FTPError as e:
+            self.error(e)
+            self.sessions.discard(s)
+            s.close()
+            return False
+        return True
 
     async def login_many(self, n: int, binary: bool, *, measured: bool) -> list[FTPSession]:
         """Log in ``n`` sessions in ``params.login_mode`` (``window``: at most
@@ -305,8 +317,35 @@ class Phase:
             await asyncio.gather(*(one() for _ in range(n)))
         return out
 
-    async def teardown(self, sessions: list[FTPSession], dele: Sequence[str] = ()) -> None:
-        """Untimed, errors ignored: DELE uploaded files, QUIT all sessions, close.
+    async def setup_sessions(self, n: int, binary: bool) -> list[FTPSession]:
+        """The ``n`` logged-in sessions a phase holds before what it measures (untimed):
+        without a pool, :meth:`login_many`; with one, the pool's kept sessions first
+        (``TYPE I`` sent to those not yet binary when ``binary``), the missing ones logged
+        in here, counted as before. Returns those that are ready; a note says how many
+        were kept."""
+        if self.pool is None:
+            self.progress(f"logging in {n} sessions ({self.p.login_mode})")
+            return await self.login_many(n, binary, measured=False)
+        got = self.pool.take(n)
+        self.sessions.update(got)
+        self.greeted += self.pool.greeted  # logged in for this phase just before it (late ones are a figure)
+        self.late += self.pool.late
+        self.pool.greeted = self.pool.late = 0
+        ok = await asyncio.gather(*(self.to_binary(s) if binary and not s.binary else _true() for s in got))
+        ready = [s for s, good in zip(got, ok) if good]
+        self.reused = len(ready)
+        self.progress(f"{len(ready)} of {n} sessions kept from earlier cells"
+                      + (f", logging in {n - len(ready)} ({self.p.login_mode})" if len(ready) < n else ""))
+        new = await self.login_many(n - len(ready), binary, measured=False) if len(ready) < n else []
+        self.notes.append(f"sessions: {len(ready)} of {n} kept from earlier cells of this server, "
+                          f"{len(new)} logged in")
+        return ready + new
+
+    async def teardown(self, sessions: list[FTPSession], dele: Sequence[str] = (),
+                       keep: Sequence[FTPSession] = ()) -> None:
+        """Untimed, errors ignored: DELE uploaded files, QUIT all sessions, close; with a
+        pool, those of ``keep`` that are still open go back to it after the DELEs
+        instead (healthy sessions the next cell of this server reuses).
 
         The files are deleted over all live sessions at once (file ``i`` by session
         ``i mod n``, each session's share one after another): 300 uploaded files cost
@@ -324,14 +363,28 @@ class Phase:
                 except FTPError:
                     pass
 
+        kept: list[FTPSession] = []
         try:
             async with asyncio.timeout(min(self.p.op_timeout, TEARDOWN_TIMEOUT)):
                 if dele and live:
                     await asyncio.gather(*(delete(s, dele[i::len(live)]) for i, s in enumerate(live)))
+                if self.pool is not None:
+                    wanted = set(keep)
+                    kept = [s for s in live if s in wanted]
+                    live = [s for s in live if s not in wanted]
                 await asyncio.gather(*(s.quit() for s in live), return_exceptions=True)
         except TimeoutError:
             self.notes.append("teardown (QUIT) did not finish within "
                               f"{min(self.p.op_timeout, TEARDOWN_TIMEOUT):g} s")
+            live, kept = live + kept, []  # a session in the middle of a DELE is not kept
+        if kept:
+            self.sessions.difference_update(kept)
+            assert self.pool is not None  # kept is filled only with a pool
+            self.pool.put(kept)
         for s in live:
             s.close()
             self.sessions.discard(s)
+
+
+async def _true() -> bool:
+    return True

@@ -160,6 +160,8 @@ class FTPSession(RetrReceivers, TlsTransfers, ListingCommands):
         self.server_name = tls.server_name if tls is not None else None
         self.handshake_s: float | None = None
         self.tls_info: dict[str, str] = {}
+        #: True once ``TYPE I`` was accepted (a kept session is not asked again).
+        self.binary = False
 
     # -- control connection -------------------------------------------------------
     async def connect(self) -> Reply:
@@ -259,6 +261,7 @@ class FTPSession(RetrReceivers, TlsTransfers, ListingCommands):
     async def type_binary(self) -> None:
         """``TYPE I`` (image/binary), needed for RETR/STOR byte counts and SIZE."""
         await self.command("TYPE I", (200,))
+        self.binary = True
 
     async def size(self, path: str) -> int:
         """``SIZE path`` (RFC 3659 section 4): file size in bytes (reply 213)."""

@@ -42,6 +42,7 @@ bounded in time, so what accumulates is small.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -54,10 +55,13 @@ from runner.load.ftp.fixtures import client_source, ensure_server_file, server_n
 from runner.load.ftp.mixed import run_mixed
 from runner.load.ftp.phase import MAX_REPEATS, Phase, gc_paused, raise_nofile_limit
 from runner.load.ftp.session import FTPError, FTPSession, _with_timeout
+from runner.load.ftp.session_pool import PoolUnavailable, SessionPool, pooled
 from runner.load.ftp.sustained import run_sustained
 from runner.load.result import ClientFigures, PhaseResult
 from runner.load.target import Target
 from runner.net.netns import NetnsError
+
+log = logging.getLogger(__name__)
 
 
 # -- workloads -----------------------------------------------------------------------
@@ -79,8 +83,7 @@ async def _single_stream(ph: Phase, direction: str, idle: int) -> None:
     idle_sessions: list[FTPSession] = []
     if idle:
         ph.notes.append(f"login mode: {p.login_mode}")
-        ph.progress(f"logging in {idle} idle sessions ({p.login_mode})")
-        idle_sessions = await ph.login_many(idle, binary=False, measured=False)
+        idle_sessions = await ph.setup_sessions(idle, binary=False)
         if len(idle_sessions) < idle:
             ph.notes.append(f"setup: {idle - len(idle_sessions)} of {idle} idle sessions "
                             "failed to log in")
@@ -147,7 +150,7 @@ async def _single_stream(ph: Phase, direction: str, idle: int) -> None:
         ph.progress(f"{ph.ops} transfers, {ph.bytes / (1 << 20) / ph.span_acc if ph.span_acc else 0:.1f}"
                     " MiB/s")
         ph.checkpoint("loaded")
-    await ph.teardown([s, *idle_sessions], dele)
+    await ph.teardown([s, *idle_sessions], dele, keep=idle_sessions)
 
 
 async def _concurrent_transfer(ph: Phase, direction: str) -> None:
@@ -155,8 +158,7 @@ async def _concurrent_transfer(ph: Phase, direction: str) -> None:
     n = p.clients
     size = p.file_size
     ph.notes.append(f"login mode: {p.login_mode}")
-    ph.progress(f"logging in {n} sessions ({p.login_mode})")
-    sessions = await ph.login_many(n, binary=True, measured=False)
+    sessions = await ph.setup_sessions(n, binary=True)
     if not sessions:
         return
     dele: list[str] = []
@@ -228,7 +230,8 @@ async def _concurrent_transfer(ph: Phase, direction: str) -> None:
         if f is not None:
             await _verify_stor(ph, sessions, names, sent, ph.clients, size, p.same_file)
         ph.progress(f"{ph.ops}/{len(sessions)} transfers in {ph.elapsed_s():.3f} s")
-    await ph.teardown(sessions, dele)
+    # sessions whose transfer failed are ended, never kept (runner.load.ftp.session_pool)
+    await ph.teardown(sessions, dele, keep=[s for s, c in zip(sessions, ph.clients) if c.ok])
 
 
 async def _verify_stor(ph: Phase, sessions, names, sent, figs, size: int, same_file: bool) -> None:
@@ -309,7 +312,8 @@ _IMPLS = {
 
 async def run_workload(workload: str, target: Target, params: WorkloadParams, *,
                        checkpoint: Callable[[str], None] | None = None,
-                       progress: Callable[[str], None] | None = None) -> PhaseResult:
+                       progress: Callable[[str], None] | None = None,
+                       pool: SessionPool | None = None) -> PhaseResult:
     """Run one workload phase against ``target`` and return what it measured.
 
     Args:
@@ -323,6 +327,10 @@ async def run_workload(workload: str, target: Target, params: WorkloadParams, *,
             its maximum (all sessions logged in; or just after the measured transfer
             while idle sessions are still connected). It may block (memory sampling).
         progress: called with human progress messages.
+        pool: logged-in sessions kept across the cells of one server life
+            (runner.load.ftp.session_pool); used by its pooled workloads only, which take
+            their sessions from it and hand the healthy ones back. The coroutine must run on
+            the pool's event loop (:func:`run_workload_sync` sees to it).
 
     Returns:
         PhaseResult (see module docstring for the timing method). Errors by kind;
@@ -331,14 +339,14 @@ async def run_workload(workload: str, target: Target, params: WorkloadParams, *,
 
     Raises:
         ValueError: unknown workload.
-        LoadError: nothing could be measured (no session ever logged in, no timeout):
+        LoadError: nothing could be measured (no session ever logged in or was kept, no timeout):
             e.g. connection refused; the message names host:port and the cause.
     """
     impl = _IMPLS.get(workload)
     if impl is None or workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)}")
     raise_nofile_limit()
-    ph = Phase(workload, target, params, checkpoint, progress)
+    ph = Phase(workload, target, params, checkpoint, progress, pool if pooled(workload) else None)
     loop = asyncio.get_running_loop()
     with gc_paused():
         try:
@@ -349,7 +357,7 @@ async def run_workload(workload: str, target: Target, params: WorkloadParams, *,
         finally:
             ph.end()
             ph.close_all()
-    if ph.logged_in == 0 and ph.ops == 0 and not ph.errors.get("timeout"):
+    if ph.logged_in == 0 and ph.reused == 0 and ph.ops == 0 and not ph.errors.get("timeout"):
         cause = "; ".join(f"{k}: {v}" for k, v in sorted(ph.first_error.items())) or "no session"
         raise LoadError(f"{workload}: cannot log in to FTP server {target.host}:{target.port}: "
                         f"{cause}")
@@ -358,15 +366,64 @@ async def run_workload(workload: str, target: Target, params: WorkloadParams, *,
 
 def run_workload_sync(workload: str, target: Target, params: WorkloadParams, *,
                       checkpoint: Callable[[str], None] | None = None,
-                      progress: Callable[[str], None] | None = None) -> PhaseResult:
+                      progress: Callable[[str], None] | None = None,
+                      pool: SessionPool | None = None) -> PhaseResult:
     """Blocking wrapper of :func:`run_workload` (runs its own event loop,
     :func:`runner.load.loop.run`: uvloop unless ``XFERLAB_EVENT_LOOP=asyncio``; must
     not be called from a running loop). Same arguments,
     result and exceptions. When ``target.netns`` is set, the loop runs in a thread
     that joined that network namespace (:func:`runner.net.netns.call_in_netns`;
-    a LoadError naming the namespace when it cannot be joined)."""
+    a LoadError naming the namespace when it cannot be joined). With a ``pool`` the phase
+    runs on the pool's event loop (its thread, in ``target.netns`` when set), where its
+    sessions live."""
+    if pool is not None:
+        try:
+            return pool.run(lambda: run_workload(workload, target, params, checkpoint=checkpoint, progress=progress,
+                                                 pool=pool))
+        except PoolUnavailable as e:
+            raise LoadError(f"{workload}: {e}") from e
     try:
         return event_loop.run_at(target.netns, lambda: run_workload(workload, target, params, checkpoint=checkpoint,
                                                                      progress=progress))
     except NetnsError as e:
         raise LoadError(f"{workload}: {e}") from e
+
+
+def fill_sync(workload: str, target: Target, params: WorkloadParams, pool: SessionPool,
+              progress: Callable[[str], None] | None = None) -> int:
+    """Before a phase of a pooled ``workload`` (untimed, before the server's CPU is read):
+    make ``pool`` hold ``params.clients`` live sessions to ``target``, kept ones probed,
+    missing ones logged in in ``params.login_mode`` (binary for the concurrent transfers).
+    Login errors here are not counted: the phase logs in again whatever is still missing
+    and counts its errors as it always did. Bounded by ``params.phase_timeout``. Returns the
+    sessions held; 0 for a workload that is not pooled.
+
+    Raises:
+        PoolUnavailable: the pool's loop could not start.
+    """
+    if not pooled(workload):
+        return 0
+    binary = workload in ("retr_concurrent", "stor_concurrent")
+
+    async def fill() -> int:
+        raise_nofile_limit()
+        ph = Phase(workload, target, params, None, progress)
+
+        async def login(k: int) -> list[FTPSession]:
+            ph.progress(f"logging in {k} sessions to keep ({params.login_mode})")
+            got = await ph.login_many(k, binary, measured=False)
+            ph.sessions.difference_update(got)  # the pool's now
+            return got
+
+        with gc_paused():
+            try:
+                async with asyncio.timeout(params.phase_timeout):
+                    return await pool.fill(params.clients, login)
+            except TimeoutError:
+                log.info("session pool: filling %d sessions took over %g s", params.clients, params.phase_timeout)
+                return len(pool)
+            finally:
+                pool.greeted, pool.late = ph.greeted, ph.late
+                ph.close_all()  # sessions in the middle of a login when the bound expired
+
+    return pool.run(fill)

@@ -109,21 +109,28 @@ SMALL = {"clients": 5, "file_size": "256K", "transfer_size": "4M", "duration": 0
          "phase_timeout": 60}
 
 
-def _campaign(engine, policy: str):
+def _run(engine, name: str, policy: str, workloads: list[str]) -> int:
+    """Run a local campaign of tpd, 3 repeats of ``workloads`` (SMALL) under ``policy``;
+    returns its id, after checking that its cells ran and it ended ``done``."""
     from runner.campaign.loop import run_campaign
 
-    spec = parse_spec({"name": f"reuse-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
-                       "servers": [{"name": "tpd"}],
-                       "workloads": [{"name": "retr", "params": SMALL}, {"name": "login", "params": SMALL}]})
+    spec = parse_spec({"name": f"{name}-{policy}", "repeats": 3, "backend": "local", "server_reuse": policy,
+                       "servers": [{"name": "tpd"}], "workloads": [{"name": w, "params": SMALL} for w in workloads]})
     with Session(engine) as s:
         camp = crud.create_campaign(s, spec=spec, backend="local")
         s.commit()
         cid = camp.id
-    assert run_campaign(engine, cid) == 6
+    assert run_campaign(engine, cid) == 3 * len(workloads)
     with Session(engine) as s:
-        camp = s.get(Campaign, cid)
+        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid)))
+        assert s.get(Campaign, cid).status == "done", [(c.workload, c.error) for c in cells]
+    return cid
+
+
+def _campaign(engine, policy: str):
+    cid = _run(engine, "reuse", policy, ["retr", "login"])
+    with Session(engine) as s:
         cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.started_at)))
-        assert camp.status == "done", [(c.workload, c.error) for c in cells]
         started = {c.id for c in cells if s.scalars(select(Sample).where(
             Sample.cell_id == c.id, Sample.metric == "cell_time", Sample.stat == "start")).first()}
         with_memory = {c.id for c in cells if s.scalars(select(Sample).where(
@@ -181,3 +188,42 @@ def test_build_and_environment_records_once_per_server_start(engine):
         cid = s.scalar(select(Campaign.id).order_by(Campaign.id.desc()).limit(1))
         refs = set(s.execute(select(Cell.build_id, Cell.environment_id).where(Cell.campaign_id == cid)).all())
     assert len(refs) == 1 and None not in next(iter(refs)), refs
+
+
+@lacks_if(not sys.platform.startswith("linux"), "Linux: the local backend's tpd needs it")
+@pytest.mark.parametrize("policy", ["repeats", "workloads"])
+def test_kept_sessions_across_a_server_life(engine, policy):
+    """The idle and concurrent rows keep their sessions across the cells of one tpd life
+    (runner.load.ftp.session_pool): the first cell of a life logs them in, the others reuse
+    them (under ``workloads`` the concurrent RETR reuses the idle row's sessions, and they
+    are ended before the QUIT row, which logs in its own); the
+    memory rows of the cell that starts the server have no ``end`` checkpoint (taken after
+    the sessions end, which they no longer do there), and every cell says what it reused."""
+    local_server_or_skip("tpd")
+    cid = _run(engine, "kept", policy, ["stor_idle", "retr_concurrent"] + (["quit"] if policy == "workloads" else []))
+    with Session(engine) as s:
+        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.started_at)))
+
+        def stats(c: Cell, metric: str) -> dict[str, float]:
+            return {r.stat: r.value for r in s.scalars(select(Sample).where(Sample.cell_id == c.id,
+                                                                             Sample.metric == metric))}
+        kept = [(c.workload, c.repeat, stats(c, "kept_sessions")) for c in cells]
+        fresh = [bool(stats(c, "cell_time").get("start")) for c in cells]
+        mem = [stats(c, "server_mem_uss") for c in cells]
+        sessions_stage = [stats(c, "cell_time").get("sessions") for c in cells]
+    n = SMALL["clients"]
+    first, again = {"reused": 0, "logged_in": n, "dropped": 0}, {"reused": n, "logged_in": 0, "dropped": 0}
+    if policy == "repeats":
+        assert kept == [("stor_idle", 0, first), ("stor_idle", 1, again), ("stor_idle", 2, again),
+                        ("retr_concurrent", 0, first), ("retr_concurrent", 1, again),
+                        ("retr_concurrent", 2, again)]
+        assert all(x is not None for x in sessions_stage)
+    else:
+        assert kept == [(w, r, {} if w == "quit" else first if w == "stor_idle" else again)
+                        for r in range(3) for w in ("stor_idle", "retr_concurrent", "quit")]
+        assert all(x is not None for x in sessions_stage)  # the QUIT row's: ending the kept ones
+    for is_fresh, m in zip(fresh, mem):
+        if is_fresh:
+            assert {"start", "loaded", "peak"} <= set(m) and "end" not in m, m
+        else:
+            assert m == {}
