@@ -42,7 +42,8 @@ class DebSrcError(RuntimeError):
 def debsrc_dir(package: str) -> Path:
     """``<cache>/debsrc/<package>``. Raises ValueError for a package not in :data:`SOURCE_PACKAGES`."""
     if package not in SOURCE_PACKAGES:
-        raise ValueError(f"not a source package xferlab fetches: {package[:60]!r} (known: {', '.join(SOURCE_PACKAGES)})")
+        raise ValueError(f"not a source package xferlab fetches: {package[:60]!r} "
+                         f"(known: {', '.join(SOURCE_PACKAGES)})")
     return cache_dir() / "debsrc" / package
 
 

@@ -25,7 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner.backends.base import ServerFailed
-from runner.backends.local.csrcbuild import CFLAGS, C_RECIPES, build_c_server, builder_tail, steps_of, tree_problem
+from runner.backends.local.csrcbuild import C_RECIPES, CFLAGS, build_c_server, builder_tail, steps_of, tree_problem
 from runner.spec.request import ServerRequest
 
 DATE = "2026-02-03T04:05:06Z"
@@ -98,7 +98,8 @@ def test_builder_tail_keeps_the_first_compiler_error():
 
 #: A stand-in for vsftpd's own Makefile: its LINK strips (as vsftpd 3.0's does), CFLAGS
 #: comes from the command line.
-VSFTPD_MAKEFILE = "CC = gcc\nCFLAGS = -O2 -Werror\nLINK = -Wl,-s\nvsftpd: main.c\n\t$(CC) $(CFLAGS) -o vsftpd main.c $(LINK)\n"
+VSFTPD_MAKEFILE = ("CC = gcc\nCFLAGS = -O2 -Werror\nLINK = -Wl,-s\n"
+                   "vsftpd: main.c\n\t$(CC) $(CFLAGS) -o vsftpd main.c $(LINK)\n")
 #: A stand-in for pure-ftpd's autogen.sh: writes a configure that records its arguments
 #: and the CFLAGS it was given, and a Makefile building src/pure-ftpd and src/pure-pw.
 PURE_AUTOGEN = r"""#!/bin/sh
@@ -106,7 +107,8 @@ cat > configure <<'EOF'
 #!/bin/sh
 echo "$@" > configure.args
 echo "$CFLAGS" > configure.cflags
-printf 'all:\n\t$(CC) $(CFLAGS) -o src/pure-ftpd src/ftpd.c\n\t$(CC) $(CFLAGS) -o src/pure-pw src/pure-pw.c\n' > Makefile
+printf 'all:\n\t$(CC) $(CFLAGS) -o src/pure-ftpd src/ftpd.c\n' > Makefile
+printf '\t$(CC) $(CFLAGS) -o src/pure-pw src/pure-pw.c\n' >> Makefile
 EOF
 chmod +x configure
 """
@@ -131,7 +133,8 @@ def test_vsftpd_recipe_builds_with_symbols_and_a_broken_commit_fails_with_the_co
     good = _commit_all(repo, "a vsftpd stand-in")
     said: list[str] = []
     b = build_c_server("vsftpd", ServerRequest("vsftpd", source=str(repo), ref=good), said.append)
-    assert b.built and b.source.commit == good and b.binaries["server"] == data_dir / "builds" / good[:16] / "c-vsftpd" / "vsftpd"
+    assert b.built and b.source.commit == good
+    assert b.binaries["server"] == data_dir / "builds" / good[:16] / "c-vsftpd" / "vsftpd"
     assert {".symtab", ".debug_info"} <= _sections(b.binaries["server"])  # -g reached gcc, LINK= kept the symbols
     again = build_c_server("vsftpd", ServerRequest("vsftpd", source=str(repo), ref="main"), said.append)
     assert not again.built and again.binaries == b.binaries and sum(m.startswith("building vsftpd") for m in said) == 1

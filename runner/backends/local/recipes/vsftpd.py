@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 
 from runner.backends.local import debs
-from runner.backends.local.csrcbuild import CBuild
 from runner.backends.local.accounts import VSFTPD_PASSWORD, VSFTPD_USER, ensure_vsftpd_user
+from runner.backends.local.csrcbuild import CBuild
 from runner.backends.local.recipes.base import Launch, pasv_range, render, server_file, target_tls, tls_mode
 from runner.backends.local.recipes.debian import DebianRecipe
 from runner.backends.local.rundir import RunDir
@@ -39,7 +39,8 @@ def vsftpd_ssl_lines(mode: str | None, cert: str, key: str) -> str:
 
 
 class VsftpdRecipe(DebianRecipe):
-    """vsftpd (Debian, or built from a ``source`` tree with its own Makefile) in the foreground, from ``servers/vsftpd/vsftpd.conf.tmpl``.
+    """vsftpd (Debian, or built from a ``source`` tree with its own Makefile) in the
+    foreground, from ``servers/vsftpd/vsftpd.conf.tmpl``.
     Logs in as system user ``xferlab-ftp`` (created when root). PAM service
     ``xferlab-vsftpd`` has no file in /etc/pam.d, so PAM applies Debian's ``other``
     policy (common-auth: pam_unix). Variant keys: ``use_sendfile`` (default True),
