@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from runner.backends.base import ServerFailed
-from runner.backends.local.srcbuild import resolved_tree
+from runner.backends.local.srcbuild import resolved_tree, run_builder
 from runner.backends.source import ResolvedSource
 from runner.spec.request import ServerRequest
 
@@ -135,16 +134,8 @@ def builder_tail(output: str, n: int = TAIL_LINES) -> str:
 
 def _step(what: str, argv: list[str], cwd: Path) -> None:
     """Run one build step (stdout and stderr merged, in order). Raises ServerFailed."""
-    env = {**os.environ, "CFLAGS": CFLAGS, "LC_ALL": "C"}
-    try:
-        r = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           errors="replace", timeout=STEP_TIMEOUT, env=env)
-    except subprocess.TimeoutExpired as e:
-        raise ServerFailed(f"{what}: {' '.join(argv)} timed out after {STEP_TIMEOUT} s") from e
-    except OSError as e:
-        raise ServerFailed(f"{what}: cannot run {argv[0]}: {e}") from e
-    if r.returncode != 0:
-        raise ServerFailed(f"{what}: {' '.join(argv)} failed (exit {r.returncode}):\n{builder_tail(r.stdout)}")
+    run_builder(f"{what}: {' '.join(argv)}", argv, timeout=STEP_TIMEOUT, env={"CFLAGS": CFLAGS, "LC_ALL": "C"},
+                merged=True, tail=builder_tail, cwd=cwd)
 
 
 def _recipe(server: str) -> CRecipe:
