@@ -206,6 +206,19 @@ def proftpd_repo(tmp_path_factory) -> tuple[Path, str, str]:
     return repo, good, bad
 
 
+@pytest.fixture(scope="module")
+def proftpd_data(tmp_path_factory) -> Path:
+    """One data dir (the build cache) for the proftpd tests of this module: built once."""
+    from runner.config import get_settings
+
+    d = tmp_path_factory.mktemp("proftpd-data")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XFERLAB_DATA_DIR", str(d))
+        get_settings.cache_clear()
+        yield d
+    get_settings.cache_clear()
+
+
 def _campaign(engine, repo: Path, ref: str, workload: dict) -> tuple[int, str, str | None, dict | None]:
     """Run a one-cell campaign of proftpd at ``ref``: (campaign id, status, error, build info)."""
     from runner.campaign.loop import run_campaign
@@ -229,7 +242,7 @@ def _campaign(engine, repo: Path, ref: str, workload: dict) -> tuple[int, str, s
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-def test_proftpd_from_source_serves_logins_is_cached_and_a_broken_commit_fails(proftpd_repo, engine, data_dir):
+def test_proftpd_from_source_serves_logins_is_cached_and_a_broken_commit_fails(proftpd_repo, engine, proftpd_data):
     from runner.store.models import Cell, Sample
 
     repo, good, bad = proftpd_repo
@@ -240,7 +253,7 @@ def test_proftpd_from_source_serves_logins_is_cached_and_a_broken_commit_fails(p
     assert status == "done", error
     assert build is not None and build["version"] == f"git-{good[:12]}" and build["source"]["commit"] == good
     assert build["source"]["ref"] == good and build["source"]["dirty_hash"] is None
-    assert build["binary"] == str(data_dir / "builds" / good[:16] / "c-proftpd" / "proftpd")
+    assert build["binary"] == str(proftpd_data / "builds" / good[:16] / "c-proftpd" / "proftpd")
     assert build["cflags"] == CFLAGS and build["obtained"].startswith(f"built from {repo} at {good}")
     # every one of the 300 sessions logged in: no error samples, the phase's own figure
     with Session(engine) as s:
@@ -272,26 +285,20 @@ def test_proftpd_from_source_serves_logins_is_cached_and_a_broken_commit_fails(p
     _cid3, status3, error3, build3 = _campaign(engine, repo, "broken", login)
     assert status3 == "failed" and build3 is None, (status3, build3)
     assert error3 is not None and f"proftpd at {bad[:12]}: make -j" in error3
-    assert "src/main.c:1:2: error: #error xferlab test: this commit does not compile" in error3, error3
+    # make runs the compiler in src/: the file is named from there
+    assert "main.c:1:2: error: #error xferlab test: this commit does not compile" in error3, error3
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-def test_a_profiled_proftpd_cell_names_proftpds_own_functions(proftpd_repo, backend, data_dir):
+def test_a_profiled_proftpd_cell_names_proftpds_own_functions(proftpd_repo, backend, proftpd_data):
     from runner.cell.local import run_local_cell
-    from runner.metrics.profile import PERF, ensure_tracefs
     from runner.spec.model import parse_spec
     from runner.store.models import Cell
-    from tests.support.skips import machine_lacks
+    from tests.runner.cell.test_profile_cell import _needs_perf
 
-    if os.geteuid() != 0:
-        machine_lacks("root (perf -a on a cgroup)")
-    if not os.access(PERF, os.X_OK):
-        pytest.skip(f"{PERF} missing: apt-get install linux-perf (scripts/apt-packages.txt)")
-    why = ensure_tracefs()
-    if why:
-        machine_lacks(f"tracepoints: {why}")
+    _needs_perf()
     repo, good, _bad = proftpd_repo
     spec = parse_spec({"name": "profile", "repeats": 1, "warmup": True, "backend": "local", "profile": True,
                        "servers": [{"name": "proftpd", "source": str(repo), "ref": good}],
