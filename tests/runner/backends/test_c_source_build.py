@@ -287,6 +287,7 @@ def test_proftpd_from_source_serves_logins_is_cached_and_a_broken_commit_fails(p
     assert error3 is not None and f"proftpd at {bad[:12]}: make -j" in error3
     # make runs the compiler in src/: the file is named from there
     assert "main.c:1:2: error: #error xferlab test: this commit does not compile" in error3, error3
+    print("broken commit's cell error:", *error3.splitlines()[:3], sep="\n  ")
 
 
 @pytest.mark.integration
@@ -317,3 +318,4 @@ def test_a_profiled_proftpd_cell_names_proftpds_own_functions(proftpd_repo, back
     # proftpd's own functions by name (its symbols: the build's -g), the data transfer's among them
     assert len(own) >= 3 and any(f.startswith(("pr_data_", "pr_netio_", "pr_fsio_")) for f in own), own
     assert "main" in frames, sorted(frames)[:50]
+    print(f"proftpd's own frames in the profile: {len(own)}, e.g. {', '.join(own[:8])}")
