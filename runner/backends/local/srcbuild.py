@@ -60,9 +60,9 @@ def run_builder(what: str, argv: list[str], *, timeout: float = BUILD_TIMEOUT, e
             or ``"<what> failed (exit N):"`` and ``tail`` of its output (default: the last 15 lines).
     """
     full_env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", **(env or {})}
-    out = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT if merged else subprocess.PIPE}
     try:
-        r = subprocess.run(argv, text=True, errors="replace", timeout=timeout, env=full_env, **out, **kw)
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                           text=True, errors="replace", timeout=timeout, env=full_env, **kw)
     except subprocess.TimeoutExpired as e:
         raise ServerFailed(f"{what} timed out after {timeout:.0f} s") from e
     except OSError as e:
