@@ -319,3 +319,28 @@ def test_a_profiled_proftpd_cell_names_proftpds_own_functions(proftpd_repo, back
     assert len(own) >= 3 and any(f.startswith(("pr_data_", "pr_netio_", "pr_fsio_")) for f in own), own
     assert "main" in frames, sorted(frames)[:50]
     print(f"proftpd's own frames in the profile: {len(own)}, e.g. {', '.join(own[:8])}")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("mode", ["explicit", "implicit"])
+def test_proftpd_from_source_serves_ftps_with_its_compiled_in_mod_tls(proftpd_repo, proftpd_data, tmp_path, mode):
+    from runner.backends.local import LocalBackend
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.driver import DRIVER
+    from runner.tls.certs import campaign_certificates
+
+    repo, good, _bad = proftpd_repo
+    certs = campaign_certificates("test", folder=tmp_path / "tls")
+    h = LocalBackend().start(ServerRequest("proftpd", source=str(repo), ref=good, variant={"tls": mode}, tls=certs))
+    try:
+        assert h.build_info["source"]["commit"] == good and h.build_info["version"] == f"git-{good[:12]}"
+        small = dict(duration=0.2, transfer_size=1 << 20, op_timeout=20, connect_timeout=20, phase_timeout=60)
+        login = DRIVER.run("login", h.target, WorkloadParams(clients=3, login_mode="sequential", **small))
+        assert login.ops == 3 and not login.errors, login.notes
+        assert login.tls["protocol"] in ("TLSv1.2", "TLSv1.3") and login.tls["mode"] == mode, login.tls
+        r = DRIVER.run("retr", h.target, WorkloadParams(**small))
+        assert r.ops >= 1 and not r.errors and r.bytes == r.ops * (1 << 20), (r.errors, r.notes)
+    finally:
+        h.stop()
