@@ -6,7 +6,8 @@ proftpd is built for real from Debian's upstream tarball (``proftpd-dfsg``'s
 runner.backends.local.debsrc) committed into a git repository the test makes: a cell of
 300 logins against it, the build row naming the commit, the cache hit of a second
 campaign, a commit that breaks the C compile as a failed cell with the compiler's words,
-and a profiled cell naming proftpd's own ``pr_*`` functions.
+a profiled cell naming proftpd's own ``pr_*`` functions, and FTPS through its compiled-in
+mod_tls with the lab's config.
 
 vsftpd's and pure-ftpd's sources are not served by Debian's archive here (404), so their
 recipes are checked on small trees that stand in for them: the arguments each recipe
