@@ -133,8 +133,8 @@ class DockerBackend:
         """The :class:`runner.backends.docker.images.source.SourceImage` of ``req`` built from
         its ``source`` at its ``ref`` (once per backend instance). Raises ServerFailed when
         the ref does not resolve or the image does not build (the build log's last lines),
-        ServerSkipped for a server whose image is not built from source here (the C FTP
-        servers: the local backend builds them)."""
+        ServerSkipped for a server whose image is not built from source here (vsftpd,
+        pure-ftpd: the local backend builds them)."""
         from runner.backends.docker.images import ImageError
         from runner.backends.docker.images.source import SOURCE_IMAGES, ensure_source_image
 

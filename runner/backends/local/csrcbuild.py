@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import time
 from collections.abc import Callable
@@ -71,6 +72,8 @@ class CRecipe:
             counted as present when ``bootstrap`` is).
         bootstrap: a script run first when the tree has no ``configure`` (a git checkout's
             ``autogen.sh``), else None.
+        installed: role -> where an image installs that file (the server's container
+            entrypoint runs it from there; servers/Dockerfile.c-source).
     """
 
     server: str
@@ -78,17 +81,21 @@ class CRecipe:
     binaries: dict[str, str]
     needs: tuple[str, ...]
     bootstrap: str | None = None
+    installed: tuple[tuple[str, str], ...] = ()
 
 
 #: The recipes, by server name (module docstring).
 C_RECIPES: dict[str, CRecipe] = {
     "proftpd": CRecipe("proftpd", (("./configure", "--enable-openssl", "--with-modules=mod_tls"), ("make", "{jobs}")),
-                       {"server": "proftpd"}, ("configure", "src/main.c", "modules/mod_auth_file.c")),
+                       {"server": "proftpd"}, ("configure", "src/main.c", "modules/mod_auth_file.c"),
+                       installed=(("server", "/usr/sbin/proftpd"),)),
     "vsftpd": CRecipe("vsftpd", (("make", "{jobs}", f"CFLAGS={VSFTPD_CFLAGS}", "LINK="),),
-                      {"server": "vsftpd"}, ("Makefile", "main.c", "builddefs.h")),
+                      {"server": "vsftpd"}, ("Makefile", "main.c", "builddefs.h"),
+                      installed=(("server", "/usr/sbin/vsftpd"),)),
     "pureftpd": CRecipe("pureftpd", (("./configure", "--with-puredb", "--with-tls"), ("make", "{jobs}")),
                         {"server": "src/pure-ftpd", "pure-pw": "src/pure-pw"}, ("configure", "src/ftpd.c"),
-                        bootstrap="autogen.sh"),
+                        bootstrap="autogen.sh", installed=(("server", "/usr/sbin/pure-ftpd"),
+                                                           ("pure-pw", "/usr/bin/pure-pw"))),
 }
 
 #: Builds that failed in this process, by (server, cache key): the same ServerFailed for
@@ -165,6 +172,20 @@ def steps_of(server: str, tree: Path) -> list[list[str]]:
     if r.bootstrap and not (tree / "configure").is_file():
         steps.insert(0, ["sh", f"./{r.bootstrap}"])
     return steps
+
+
+def build_script(server: str, tree: Path) -> str:
+    """A POSIX shell script that runs ``server``'s recipe in the current directory (a copy
+    of ``tree``) with :data:`CFLAGS` and installs what it made where the recipe's
+    ``installed`` says: the build step of servers/Dockerfile.c-source (no
+    ``/opt/server-version``: the docker backend names the build ``git-<commit[:12]>``, as
+    the local one). Every word is quoted (shlex.quote). Raises ValueError for a server
+    without a recipe."""
+    r = _recipe(server)
+    lines = ["set -eu", f"export CFLAGS={shlex.quote(CFLAGS)} LC_ALL=C"]
+    lines += [" ".join(shlex.quote(a) for a in argv) for argv in steps_of(server, tree)]
+    lines += [f"install -m 0755 {shlex.quote(r.binaries[role])} {shlex.quote(dest)}" for role, dest in r.installed]
+    return "\n".join(lines) + "\n"
 
 
 def build_c_server(server: str, req: ServerRequest, progress: Callable[[str], None]) -> CBuild:

@@ -220,6 +220,14 @@ def proftpd_data(tmp_path_factory) -> Path:
     get_settings.cache_clear()
 
 
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A campaign's CA and server certificate (runner.tls.certs)."""
+    from runner.tls.certs import campaign_certificates
+
+    return campaign_certificates("test", folder=tmp_path_factory.mktemp("tls") / "c")
+
+
 def _campaign(engine, repo: Path, ref: str, workload: dict) -> tuple[int, str, str | None, dict | None]:
     """Run a one-cell campaign of proftpd at ``ref``: (campaign id, status, error, build info)."""
     from runner.campaign.loop import run_campaign
@@ -326,14 +334,12 @@ def test_a_profiled_proftpd_cell_names_proftpds_own_functions(proftpd_repo, back
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize("mode", ["explicit", "implicit"])
-def test_proftpd_from_source_serves_ftps_with_its_compiled_in_mod_tls(proftpd_repo, proftpd_data, tmp_path, mode):
+def test_proftpd_from_source_serves_ftps_with_its_compiled_in_mod_tls(proftpd_repo, proftpd_data, certs, mode):
     from runner.backends.local import LocalBackend
     from runner.catalogue.workloads import WorkloadParams
     from runner.load.ftp.driver import DRIVER
-    from runner.tls.certs import campaign_certificates
 
     repo, good, _bad = proftpd_repo
-    certs = campaign_certificates("test", folder=tmp_path / "tls")
     h = LocalBackend().start(ServerRequest("proftpd", source=str(repo), ref=good, variant={"tls": mode}, tls=certs))
     try:
         assert h.build_info["source"]["commit"] == good and h.build_info["version"] == f"git-{good[:12]}"
@@ -345,3 +351,34 @@ def test_proftpd_from_source_serves_ftps_with_its_compiled_in_mod_tls(proftpd_re
         assert r.ops >= 1 and not r.errors and r.bytes == r.ops * (1 << 20), (r.errors, r.notes)
     finally:
         h.stop()
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(2400)
+def test_proftpd_from_source_in_an_image_tagged_by_the_commit(proftpd_repo, proftpd_data, dbackend, client, certs):
+    from runner.catalogue.workloads import WorkloadParams
+    from runner.load.ftp.driver import DRIVER
+
+    repo, good, _bad = proftpd_repo
+    small = dict(duration=0.2, transfer_size=1 << 20, op_timeout=20, connect_timeout=20, phase_timeout=60)
+    for variant in ({}, {"tls": "explicit"}):
+        req = ServerRequest("proftpd", source=str(repo), ref=good, variant=variant, tls=certs if variant else None)
+        dbackend.check(req)
+        h = dbackend.start(req)
+        try:
+            info = h.build_info
+            assert info["image_tag"] == f"xferlab/proftpd:git-{good[:16]}"
+            assert info["version"] == f"git-{good[:12]}" and info["source"]["commit"] == good
+            assert client.images.get(info["image_tag"]).labels["xferlab.source_commit"] == good
+            login = DRIVER.run("login", h.target, WorkloadParams(clients=3, login_mode="sequential", **small))
+            assert login.ops == 3 and not login.errors, login.notes
+            r = DRIVER.run("retr", h.target, WorkloadParams(**small))
+            assert r.ops >= 1 and not r.errors and r.bytes == r.ops * (1 << 20), (r.errors, r.notes)
+            if variant:
+                assert login.tls["mode"] == "explicit", login.tls
+        finally:
+            h.stop()
+    # the image's proftpd is the recipe's: mod_tls compiled in, symbols kept
+    out = client.containers.run(f"xferlab/proftpd:git-{good[:16]}", remove=True, entrypoint=[
+        "sh", "-c", "/usr/sbin/proftpd -l && readelf -S -W /usr/sbin/proftpd"]).decode()
+    assert "mod_tls.c" in out.split() and " .debug_info " in out and " .symtab " in out
