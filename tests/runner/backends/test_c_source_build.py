@@ -26,7 +26,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner.backends.base import ServerFailed
-from runner.backends.local.csrcbuild import C_RECIPES, CFLAGS, build_c_server, builder_tail, steps_of, tree_problem
+from runner.backends.local.csrcbuild import (
+    C_RECIPES,
+    CFLAGS,
+    VSFTPD_CFLAGS,
+    build_c_server,
+    builder_tail,
+    steps_of,
+    tree_problem,
+)
 from runner.spec.request import ServerRequest
 
 DATE = "2026-02-03T04:05:06Z"
@@ -76,6 +84,35 @@ def test_each_recipe_keeps_symbols_and_gives_its_builder_fixed_arguments(tmp_pat
     assert steps_of("pureftpd", tmp_path)[0] == ["./configure", "--with-puredb", "--with-tls"]
     with pytest.raises(ValueError, match="no C build recipe for 'nginx'"):
         steps_of("nginx", tmp_path)
+
+
+def test_the_image_build_script_is_the_recipe_quoted(tmp_path):
+    from runner.backends.local.csrcbuild import build_script
+
+    text = build_script("proftpd", tmp_path)
+    assert text.splitlines() == ["set -eu", f"export CFLAGS='{CFLAGS}' LC_ALL=C",
+                                 "./configure --enable-openssl --with-modules=mod_tls",
+                                 steps_of("proftpd", tmp_path)[1][0] + " " + steps_of("proftpd", tmp_path)[1][1],
+                                 "install -m 0755 proftpd /usr/sbin/proftpd"]
+    vs = build_script("vsftpd", tmp_path).splitlines()[2]
+    assert vs.startswith("make -j") and f"'CFLAGS={VSFTPD_CFLAGS}'" in vs and vs.endswith(" LINK=")
+    assert build_script("pureftpd", tmp_path).splitlines()[-1] == "install -m 0755 src/pure-pw /usr/bin/pure-pw"
+
+
+def test_the_deb_src_stanza_is_the_machines_own_mirror():
+    from runner.backends.local.debsrc import DebSrcError, deb_src_stanza
+
+    sources = ("Types: deb\n# a comment\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\n"
+               "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n"
+               "Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\n")
+    assert deb_src_stanza(sources) == ("Types: deb-src\nURIs: http://mirror.invalid/debian\nSuites: bookworm\n"
+                                       "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+    with pytest.raises(DebSrcError, match="no 'Types: deb' stanza"):
+        deb_src_stanza("Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\n")
+    with pytest.raises(ValueError, match="not a source package xferlab fetches: 'vsftpd'"):
+        from runner.backends.local.debsrc import debsrc_dir
+
+        debsrc_dir("vsftpd")
 
 
 def test_a_tree_of_another_server_is_named_as_such(tmp_path):
