@@ -99,6 +99,26 @@ def test_the_image_build_script_is_the_recipe_quoted(tmp_path):
     assert build_script("pureftpd", tmp_path).splitlines()[-1] == "install -m 0755 src/pure-pw /usr/bin/pure-pw"
 
 
+def test_the_image_context_of_a_c_server_holds_the_tree_the_entrypoint_and_the_recipe(tmp_path, data_dir):
+    from runner.backends.docker.images.base import ImageError
+    from runner.backends.docker.images.source import _c_context
+    from runner.backends.source import export, resolve
+
+    repo = _standin(tmp_path, {"configure": "#!/bin/sh\n", "src/main.c": MAIN_C, "modules/mod_auth_file.c": ""})
+    good = _commit_all(repo, "a proftpd stand-in")
+    src = resolve(str(repo), good)
+    ctx = _c_context("proftpd", src, export(src))
+    assert ctx == data_dir / "builds" / good[:16] / "docker-proftpd"
+    assert (ctx / "Dockerfile").read_text().startswith("# A C FTP server under test (proftpd)")
+    assert (ctx / "server" / "container" / "entrypoint.sh").is_file() and (ctx / "src" / "src" / "main.c").is_file()
+    assert (ctx / "build.sh").read_text().endswith("install -m 0755 proftpd /usr/sbin/proftpd\n")
+    (repo / "src" / "main.c").unlink()
+    gone = _commit_all(repo, "no main.c")
+    src2 = resolve(str(repo), gone)
+    with pytest.raises(ImageError, match="has no src/main.c at that commit"):
+        _c_context("proftpd", src2, export(src2))
+
+
 def test_the_deb_src_stanza_is_the_machines_own_mirror():
     from runner.backends.local.debsrc import DebSrcError, deb_src_stanza
 

@@ -45,39 +45,34 @@ class SourceImage:
     source: ResolvedSource
 
 
-def _python_context(name: str, src: ResolvedSource, tree: Path) -> Path:
-    """The build context of a Python server at ``src`` (made once per commit)."""
+def _context(name: str, src: ResolvedSource, tree: Path, dockerfile: str, files: dict[str, str]) -> Path:
+    """The build context ``<build_root>/docker-<name>/`` of server ``name`` at ``src``, made
+    once per commit: ``servers/<dockerfile>`` as ``Dockerfile``, ``servers/<name>/`` as
+    ``server/``, the exported ``tree`` as ``src/`` and ``files`` (name -> text)."""
     ctx = src.build_root / f"docker-{name}"
     if (ctx / ".ready").is_file():
         return ctx
     shutil.rmtree(ctx, ignore_errors=True)
     ctx.mkdir(parents=True)
-    shutil.copy2(SERVERS_DIR / "Dockerfile.python-source", ctx / "Dockerfile")
+    shutil.copy2(SERVERS_DIR / dockerfile, ctx / "Dockerfile")
     shutil.copytree(SERVERS_DIR / name, ctx / "server", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(tree, ctx / "src", symlinks=True)
+    for fname, text in files.items():
+        (ctx / fname).write_text(text)
     (ctx / ".ready").write_text(src.commit + "\n")
     return ctx
 
 
 def _c_context(name: str, src: ResolvedSource, tree: Path) -> Path:
-    """The build context of a C server at ``src`` (made once per commit). Raises
-    ImageError when the tree is not that server's."""
+    """The build context of a C server at ``src`` (:func:`_context` with
+    ``Dockerfile.c-source`` and the recipe's ``build.sh``). Raises ImageError when the
+    tree is not that server's."""
     from runner.backends.local.csrcbuild import build_script, tree_problem
 
     problem = tree_problem(name, tree)
     if problem:
         raise ImageError(f"{name} at {src.short}: {src.location} {problem}")
-    ctx = src.build_root / f"docker-{name}"
-    if (ctx / ".ready").is_file():
-        return ctx
-    shutil.rmtree(ctx, ignore_errors=True)
-    ctx.mkdir(parents=True)
-    shutil.copy2(SERVERS_DIR / "Dockerfile.c-source", ctx / "Dockerfile")
-    shutil.copytree(SERVERS_DIR / name, ctx / "server")
-    shutil.copytree(tree, ctx / "src", symlinks=True)
-    (ctx / "build.sh").write_text(build_script(name, tree))
-    (ctx / ".ready").write_text(src.commit + "\n")
-    return ctx
+    return _context(name, src, tree, "Dockerfile.c-source", {"build.sh": build_script(name, tree)})
 
 
 def ensure_source_image(name: str, location: str, ref: str | None, *, client: Any,
@@ -103,7 +98,7 @@ def ensure_source_image(name: str, location: str, ref: str | None, *, client: An
     if name in C_SOURCE_IMAGES:
         context, dockerfile, args = _c_context(name, src, tree), "Dockerfile", {"SERVER": name}
     elif package is not None:
-        context, dockerfile = _python_context(name, src, tree), "Dockerfile"
+        context, dockerfile = _context(name, src, tree, "Dockerfile.python-source", {}), "Dockerfile"
         args = {"SERVER": name, "PACKAGE": package}
     else:
         context, dockerfile, args = tree / "servers" / name, "Dockerfile", {}
