@@ -72,4 +72,12 @@ if ! { [ -x .venv/bin/inferno-flamegraph ] && [ -x .venv/bin/inferno-diff-folded
         echo "  cargo install inferno --locked --version $INFERNO_VERSION --root .venv" >&2
     fi
 fi
+# proftpd's upstream source (Debian's proftpd-dfsg .orig.tar.gz, about 19 MB) in the cache: the
+# tree the C server build recipe's test builds (tests/runner/backends/test_c_source_build.py).
+# apt-get source --download-only under a private apt config made from this machine's own
+# /etc/apt/sources.list.d/debian.sources (runner/backends/local/debsrc.py); fetched once.
+if command -v apt-get >/dev/null && [ -r /etc/apt/sources.list.d/debian.sources ]; then
+    .venv/bin/python -m runner.backends.local.debsrc proftpd-dfsg >/dev/null \
+        || echo "install.sh: could not fetch proftpd's source (the C source build test will skip)" >&2
+fi
 echo "install.sh: ready: .venv/bin/xferlab"

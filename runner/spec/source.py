@@ -6,6 +6,7 @@ checked before anything runs::
       - {name: pyftpdlib, source: /home/me/pyftpdlib, ref: 7f3c2a1}
       - {name: pyftpdlib, source: /home/me/pyftpdlib}            # the checkout as it is, edits included
       - {name: tpd, source: https://github.com/me/xferlab.git, ref: v0.3}   # servers/tpd of that tree
+      - {name: proftpd, source: /home/me/proftpd, ref: my-patch}    # a proftpd tree, built by its recipe
 
 Both values later reach ``git``'s argument vector (runner.backends.source), never a
 shell: they are allow-listed here (:func:`check_source`, :func:`check_ref`) and passed
@@ -17,8 +18,10 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-#: Servers that can be built from a source tree (runner.backends.local.srcbuild).
-SOURCE_SERVERS: tuple[str, ...] = ("pyftpdlib", "twisted", "tpd", "go-http", "netty")
+#: Servers that can be built from a source tree (runner.backends.local.srcbuild; the C
+#: FTP servers vsftpd, proftpd, pureftpd by runner.backends.local.csrcbuild's recipes, on
+#: the local backend only).
+SOURCE_SERVERS: tuple[str, ...] = ("pyftpdlib", "twisted", "tpd", "go-http", "netty", "vsftpd", "proftpd", "pureftpd")
 
 #: URL schemes a git source may use.
 URL_SCHEMES: tuple[str, ...] = ("https", "ssh", "file")

@@ -79,7 +79,7 @@ def test_the_form_needs_the_token(client, engine, checkout):
     ("good", "main;rm -rf /", "good", "not a git ref xferlab accepts"),
     ("bad", "a..b", "bad", "not a git ref xferlab accepts"),
     ("bad", "$(id)", "bad", "not a git ref xferlab accepts"),
-    ("server", "vsftpd", "server", "vsftpd cannot be built from source here"),
+    ("server", "nginx", "server", "nginx cannot be built from source here"),
     ("workload", "retr; id", "workload", ""),
     ("params.clients", "4; id", "params.clients", "integer"),
     ("params.file_size", "64K$(id)", "params.file_size", "size"),

@@ -132,11 +132,16 @@ class DockerBackend:
     def source_image(self, req: ServerRequest):
         """The :class:`runner.backends.docker.images.source.SourceImage` of ``req`` built from
         its ``source`` at its ``ref`` (once per backend instance). Raises ServerFailed when
-        the ref does not resolve or the image does not build (the build log's last lines)."""
+        the ref does not resolve or the image does not build (the build log's last lines),
+        ServerSkipped for a server whose image is not built from source here (vsftpd,
+        pure-ftpd: the local backend builds them)."""
         from runner.backends.docker.images import ImageError
-        from runner.backends.docker.images.source import ensure_source_image
+        from runner.backends.docker.images.source import SOURCE_IMAGES, ensure_source_image
 
         assert req.source is not None
+        if req.name not in SOURCE_IMAGES:
+            raise ServerSkipped(f"{req.label}: docker builds no {req.name} image from source "
+                                f"(images from source: {', '.join(SOURCE_IMAGES)}); backend: local builds it")
         key = (req.name, req.source, req.ref)
         if key not in self._sources:
             try:

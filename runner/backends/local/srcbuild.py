@@ -48,16 +48,27 @@ def _tail(text: str, n: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-n:])
 
 
-def _run(what: str, argv: list[str], **kw) -> str:
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+def run_builder(what: str, argv: list[str], *, timeout: float = BUILD_TIMEOUT, env: dict[str, str] | None = None,
+                merged: bool = False, tail: Callable[[str], str] = _tail, **kw) -> str:
+    """Run one build step ``argv`` (no shell; ``kw``: more subprocess.run arguments such as
+    ``cwd``) with this process's environment plus pip's quiet settings and ``env``, for at
+    most ``timeout`` s, and return its standard output (with ``merged``: standard output
+    and error interleaved as they came, which is then also what ``tail`` is given).
+
+    Raises:
+        ServerFailed: ``"<what> timed out after N s"``, ``"<what>: cannot run <argv0>: ..."``,
+            or ``"<what> failed (exit N):"`` and ``tail`` of its output (default: the last 15 lines).
+    """
+    full_env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", **(env or {})}
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT, env=env, **kw)
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                           text=True, errors="replace", timeout=timeout, env=full_env, **kw)
     except subprocess.TimeoutExpired as e:
-        raise ServerFailed(f"{what} timed out after {BUILD_TIMEOUT} s") from e
+        raise ServerFailed(f"{what} timed out after {timeout:.0f} s") from e
     except OSError as e:
         raise ServerFailed(f"{what}: cannot run {argv[0]}: {e}") from e
     if r.returncode != 0:
-        raise ServerFailed(f"{what} failed (exit {r.returncode}):\n{_tail(r.stdout + r.stderr)}")
+        raise ServerFailed(f"{what} failed (exit {r.returncode}):\n{tail(r.stdout + (r.stderr or ''))}")
     return r.stdout
 
 
@@ -105,10 +116,10 @@ def _build_venv(package: str, src: ResolvedSource, tree: Path, path: Path,
         progress(f"building {package} from {src.location} at {src.short} into {path}")
         base = getattr(sys, "_base_executable", None) or sys.executable
         what = f"{package} at {src.short}"
-        _run(f"{what}: python -m venv", [base, "-m", "venv", str(path)])
+        run_builder(f"{what}: python -m venv", [base, "-m", "venv", str(path)])
         py = str(path / "bin" / "python")
-        _run(f"{what}: pip install {tree}", [py, "-m", "pip", "install", "-q", str(tree)])
-        ver = _run(f"{what}: reading the installed version",
+        run_builder(f"{what}: pip install {tree}", [py, "-m", "pip", "install", "-q", str(tree)])
+        ver = run_builder(f"{what}: reading the installed version",
                    [py, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"]).strip()
         (path / MARKER).write_text(json.dumps({"package": package, "requested": src.commit, "version": ver,
                                                "python": base, "created": time.time()}, indent=1))
@@ -141,7 +152,8 @@ def source_tpd(req: ServerRequest, progress: Callable[[str], None]) -> tuple[Pat
         if not (binary.is_file() and (out / ".built").is_file()):
             progress(f"building tpd from {src.location} at {src.short} into {out}")
             try:
-                _run(f"tpd at {src.short}: make -C {tpd_src} OUT={out}", ["make", "-C", str(tpd_src), f"OUT={out}"])
+                run_builder(f"tpd at {src.short}: make -C {tpd_src} OUT={out}",
+                            ["make", "-C", str(tpd_src), f"OUT={out}"])
                 if not binary.is_file():
                     raise ServerFailed(f"tpd at {src.short}: make succeeded but made no {binary}")
             except ServerFailed as e:

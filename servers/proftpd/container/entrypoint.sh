@@ -14,18 +14,21 @@ printf 'nogroup:x:65534:%s\n' "$FTP_USER" > /etc/xferlab/ftpd.group
 umask 022
 if [ "${USE_SENDFILE:-1}" = 0 ]; then SENDFILE=off; else SENDFILE=on; fi
 # FTPS (TLS_MODE explicit|implicit): mod_tls from proftpd-mod-crypto, the same settings as
-# the local recipe (runner/backends/local/recipes/proftpd.py, PROFTPD_TLS)
+# the local recipe (runner/backends/local/recipes/proftpd.py, PROFTPD_TLS); a proftpd built
+# from source (servers/Dockerfile.c-source) has mod_tls compiled in: no LoadModule line
 TLS_BLOCK=
+LOAD_TLS="LoadModule mod_tls.c
+"
+if /usr/sbin/proftpd -l | grep -qx '  mod_tls.c'; then LOAD_TLS=; fi
 if [ -n "${TLS_MODE:-}" ]; then
-  if [ ! -f /usr/lib/proftpd/mod_tls.so ]; then
+  if [ -n "$LOAD_TLS" ] && [ ! -f /usr/lib/proftpd/mod_tls.so ]; then
     echo "xferlab: /usr/lib/proftpd/mod_tls.so missing: the image lacks proftpd-mod-crypto (rebuild it)" >&2
     exit 2
   fi
   case "${TLS_KEY_TYPE:-ecdsa-p256}" in ecdsa*) KIND=EC ;; *) KIND=RSA ;; esac
   OPTS=NoSessionReuseRequired
   [ "$TLS_MODE" = implicit ] && OPTS="$OPTS UseImplicitSSL"
-  TLS_BLOCK="LoadModule mod_tls.c
-<IfModule mod_tls.c>
+  TLS_BLOCK="${LOAD_TLS}<IfModule mod_tls.c>
   TLSEngine on
   TLSProtocol TLSv1.2 TLSv1.3
   TLS${KIND}CertificateFile $TLS_CERT
@@ -64,7 +67,9 @@ RequireValidShell     off
 AuthOrder             mod_auth_file.c
 AuthUserFile          /etc/xferlab/ftpd.passwd
 AuthGroupFile         /etc/xferlab/ftpd.group
-AuthPAM               off
+<IfModule mod_auth_pam.c>
+  AuthPAM off
+</IfModule>
 ServerIdent           on "xferlab proftpd ready"
 DeferWelcome          off
 TimeoutIdle           600

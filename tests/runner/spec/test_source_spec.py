@@ -56,9 +56,11 @@ def test_refusals_name_the_field(tmp_path, server, field, words):
 
 def test_only_the_servers_with_a_source_build_can_have_one(tmp_path):
     with pytest.raises(SpecError) as ei:
-        parse_spec(_spec({"name": "vsftpd", "source": str(tmp_path)}))
-    assert ("vsftpd cannot be built from source here (servers that can: pyftpdlib, twisted, tpd, go-http, netty)"
-            in str(ei.value))
+        parse_spec(_spec({"name": "nginx", "source": str(tmp_path)}))
+    assert ("nginx cannot be built from source here (servers that can: pyftpdlib, twisted, tpd, go-http, netty, "
+            "vsftpd, proftpd, pureftpd)" in str(ei.value))
+    for c_server in ("vsftpd", "proftpd", "pureftpd"):  # their recipes: runner.backends.local.csrcbuild
+        assert parse_spec(_spec({"name": c_server, "source": str(tmp_path)})).servers[0].source == str(tmp_path)
 
 
 @pytest.mark.parametrize("ref", ["main", "v1.5.10", "release/2.x", "1a2b3c4", "HEAD~2", "HEAD^1", "feature+x"])

@@ -5,7 +5,11 @@
   build cache (``<build_root>/docker-<server>/``: that Dockerfile, ``servers/<server>/`` as
   ``server/`` and the exported tree as ``src/``);
 - tpd, go-http, netty: the exported tree's own ``servers/<server>`` folder and Dockerfile, as that
-  commit has them (tpd's container entrypoint is this checkout's, as for every tpd image).
+  commit has them (tpd's container entrypoint is this checkout's, as for every tpd image);
+- proftpd: ``servers/Dockerfile.c-source`` over a context made in the build cache
+  (``<build_root>/docker-proftpd/``: that Dockerfile, ``servers/proftpd/`` as ``server/``,
+  the exported tree as ``src/`` and ``build.sh``, the local backend's recipe as a script:
+  runner.backends.local.csrcbuild.build_script).
 
 An image already tagged for the same commit and dirty hash is reused.
 """
@@ -23,7 +27,9 @@ from runner.backends.source import ResolvedSource, export, resolve
 
 #: Servers whose image can be built from a source tree, and the package each installs.
 SOURCE_IMAGES: dict[str, str | None] = {"pyftpdlib": "pyftpdlib", "twisted": "twisted", "tpd": None, "go-http": None,
-                                          "netty": None}
+                                          "netty": None, "proftpd": None}
+#: Of those, the C servers built by their recipe in servers/Dockerfile.c-source.
+C_SOURCE_IMAGES: tuple[str, ...] = ("proftpd",)
 #: The label holding the commit (and dirty hash) an image was built from.
 SOURCE_LABEL = "xferlab.source"
 
@@ -39,18 +45,34 @@ class SourceImage:
     source: ResolvedSource
 
 
-def _python_context(name: str, src: ResolvedSource, tree: Path) -> Path:
-    """The build context of a Python server at ``src`` (made once per commit)."""
+def _context(name: str, src: ResolvedSource, tree: Path, dockerfile: str, files: dict[str, str]) -> Path:
+    """The build context ``<build_root>/docker-<name>/`` of server ``name`` at ``src``, made
+    once per commit: ``servers/<dockerfile>`` as ``Dockerfile``, ``servers/<name>/`` as
+    ``server/``, the exported ``tree`` as ``src/`` and ``files`` (name -> text)."""
     ctx = src.build_root / f"docker-{name}"
     if (ctx / ".ready").is_file():
         return ctx
     shutil.rmtree(ctx, ignore_errors=True)
     ctx.mkdir(parents=True)
-    shutil.copy2(SERVERS_DIR / "Dockerfile.python-source", ctx / "Dockerfile")
+    shutil.copy2(SERVERS_DIR / dockerfile, ctx / "Dockerfile")
     shutil.copytree(SERVERS_DIR / name, ctx / "server", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(tree, ctx / "src", symlinks=True)
+    for fname, text in files.items():
+        (ctx / fname).write_text(text)
     (ctx / ".ready").write_text(src.commit + "\n")
     return ctx
+
+
+def _c_context(name: str, src: ResolvedSource, tree: Path) -> Path:
+    """The build context of a C server at ``src`` (:func:`_context` with
+    ``Dockerfile.c-source`` and the recipe's ``build.sh``). Raises ImageError when the
+    tree is not that server's."""
+    from runner.backends.local.csrcbuild import build_script, tree_problem
+
+    problem = tree_problem(name, tree)
+    if problem:
+        raise ImageError(f"{name} at {src.short}: {src.location} {problem}")
+    return _context(name, src, tree, "Dockerfile.c-source", {"build.sh": build_script(name, tree)})
 
 
 def ensure_source_image(name: str, location: str, ref: str | None, *, client: Any,
@@ -73,8 +95,10 @@ def ensure_source_image(name: str, location: str, ref: str | None, *, client: An
         if (img.labels or {}).get(SOURCE_LABEL) == src.key:
             return SourceImage(tag, img.id, False, src)
     package = SOURCE_IMAGES[name]
-    if package is not None:
-        context, dockerfile = _python_context(name, src, tree), "Dockerfile"
+    if name in C_SOURCE_IMAGES:
+        context, dockerfile, args = _c_context(name, src, tree), "Dockerfile", {"SERVER": name}
+    elif package is not None:
+        context, dockerfile = _context(name, src, tree, "Dockerfile.python-source", {}), "Dockerfile"
         args = {"SERVER": name, "PACKAGE": package}
     else:
         context, dockerfile, args = tree / "servers" / name, "Dockerfile", {}

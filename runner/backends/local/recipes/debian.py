@@ -1,17 +1,21 @@
 """Servers from Debian packages: the installed binary, or the package fetched into
-xferlab's cache with ``apt-get download`` + ``dpkg -x`` (:mod:`runner.backends.local.debs`)."""
+xferlab's cache with ``apt-get download`` + ``dpkg -x`` (:mod:`runner.backends.local.debs`);
+or, for a request with a ``source``, the server built from that tree at its commit
+(:mod:`runner.backends.local.csrcbuild`)."""
 from __future__ import annotations
 
 from typing import Any
 
 from runner.backends.base import ServerSkipped
 from runner.backends.local import debs
+from runner.backends.local.csrcbuild import CBuild, build_c_server
 from runner.backends.local.recipes.base import Recipe
 from runner.spec.request import ServerRequest
 
 
 class DebianRecipe(Recipe):
-    """A Debian-packaged server; one version: the package's."""
+    """A Debian-packaged server; one version: the package's. A request with a ``source``
+    runs the server built from that tree instead (:meth:`source_build`)."""
 
     def found(self) -> debs.FoundBinary | None:
         """The server's binary (installed or cached), None when absent."""
@@ -35,6 +39,9 @@ class DebianRecipe(Recipe):
         return None
 
     def check(self, req: ServerRequest) -> None:
+        if req.source is not None:
+            self.extra_source_check(self.source_build(req))
+            return
         if req.version is not None:
             fb = self.found()
             have = fb.package_version if fb else None
@@ -57,6 +64,26 @@ class DebianRecipe(Recipe):
 
     def extra_check(self, fb: debs.FoundBinary) -> None:
         """Server-specific requirements (users, helper tools)."""
+
+    def extra_source_check(self, build: CBuild) -> None:
+        """Server-specific requirements of a build from source (users); nothing by default."""
+
+    def source_build(self, req: ServerRequest) -> CBuild:
+        """The server built from ``req.source`` at ``req.ref`` (cached per commit). Raises
+        ServerFailed when the ref does not resolve or the build fails (the builder's last lines)."""
+        return build_c_server(self.name, req, self.backend.progress)
+
+    def binary_for(self, req: ServerRequest) -> tuple[debs.FoundBinary, dict[str, Any]]:
+        """The binary ``req`` runs and its build_info entries: the Debian one (:meth:`info`),
+        or for a request with a ``source`` the build's (``obtained`` = ``"source"``, version
+        ``git-<commit[:12]>``, the build's ``source`` record, ``build_seconds``, ``cflags``).
+        Raises ServerSkipped (no Debian binary) or ServerFailed (a build that fails)."""
+        if req.source is None:
+            fb = self.binary()
+            return fb, self.info(fb)
+        b = self.source_build(req)
+        fb = debs.FoundBinary(b.binaries["server"], "source", None, f"git-{b.source.short}")
+        return fb, {**b.info(self.name), "binary": str(fb.path), "interpreter": None}
 
     def info(self, fb: debs.FoundBinary) -> dict[str, Any]:
         """build_info entries of the binary: version, binary, interpreter, obtained."""

@@ -20,9 +20,9 @@ from runner.spec.request import ServerRequest
 #: TLS 1.2/1.3, TLS required on control and data, no client certificates, and
 #: ``NoSessionReuseRequired``: xferlab's client does not resume the control connection's
 #: TLS session on data connections (mod_tls requires it by default since 1.3.4).
-PROFTPD_TLS = """ModulePath {modules}
-LoadModule mod_tls.c
-<IfModule mod_tls.c>
+#: ``{load}``: the ModulePath/LoadModule lines of :data:`PROFTPD_TLS_LOAD`, empty for a
+#: proftpd built from source (mod_tls compiled in, runner.backends.local.csrcbuild).
+PROFTPD_TLS = """{load}<IfModule mod_tls.c>
   TLSEngine on
   TLSLog {log}
   TLSProtocol TLSv1.2 TLSv1.3
@@ -33,21 +33,26 @@ LoadModule mod_tls.c
   TLSRenegotiate none
   TLSOptions NoSessionReuseRequired{implicit}
 </IfModule>"""
+#: Loading mod_tls.so from Debian's module folder.
+PROFTPD_TLS_LOAD = "ModulePath {modules}\nLoadModule mod_tls.c\n"
 
 
-def proftpd_tls_block(mode: str | None, modules: str, log: str, cert: str, key: str, key_type: str) -> str:
+def proftpd_tls_block(mode: str | None, modules: str | None, log: str, cert: str, key: str, key_type: str) -> str:
     """The mod_tls block of proftpd.conf for FTPS ``mode`` (None: empty). ECDSA keys go to
-    ``TLSECCertificate*``, RSA keys to ``TLSRSACertificate*`` (mod_tls's directives per key type)."""
+    ``TLSECCertificate*``, RSA keys to ``TLSRSACertificate*`` (mod_tls's directives per key type).
+    ``modules``: the folder mod_tls.so is loaded from; None: mod_tls is compiled in."""
     if mode is None:
         return ""
     kind = "EC" if key_type.startswith("ecdsa") else "RSA"
-    return PROFTPD_TLS.format(modules=modules, log=log, cert_directive=f"TLS{kind}CertificateFile", cert=cert,
+    load = PROFTPD_TLS_LOAD.format(modules=modules) if modules is not None else ""
+    return PROFTPD_TLS.format(load=load, log=log, cert_directive=f"TLS{kind}CertificateFile", cert=cert,
                               key_directive=f"TLS{kind}CertificateKeyFile", key=key,
                               implicit=" UseImplicitSSL" if mode == "implicit" else "")
 
 
 class ProftpdRecipe(DebianRecipe):
-    """proftpd (Debian proftpd-core) with ``-n`` (foreground), from
+    """proftpd (Debian proftpd-core, or built from a ``source`` tree with mod_tls compiled
+    in) with ``-n`` (foreground), from
     ``servers/proftpd/proftpd.conf.tmpl``. The FTP user lives in a generated
     AuthUserFile (mod_auth_file, uid/gid of nobody/nogroup when root, else ours), so no
     system account is needed. Variant keys: ``use_sendfile``, ``pasv_ports``,
@@ -57,7 +62,7 @@ class ProftpdRecipe(DebianRecipe):
     name = "proftpd"
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
-        fb = self.binary()
+        fb, info = self.binary_for(req)
         uid, gid = service_ids()
         run_user = pwd.getpwuid(uid).pw_name
         run_group = grp.getgrgid(gid).gr_name
@@ -77,20 +82,20 @@ class ProftpdRecipe(DebianRecipe):
                 "masquerade_line": f"MasqueradeAddress {masq}" if masq else ""}
         mode = tls_mode(req)
         if mode is not None:
-            modules = self.tls_modules(fb)
-            vals["tls_block"] = proftpd_tls_block(mode, str(modules), str(run.logs / "tls.log"), str(req.tls.cert),
+            modules = str(self.tls_modules(fb)) if req.source is None else None
+            vals["tls_block"] = proftpd_tls_block(mode, modules, str(run.logs / "tls.log"), str(req.tls.cert),
                                                   str(req.tls.key), req.tls.key_type)
         else:
             vals["tls_block"] = ""
         tmpl = server_file("proftpd", "proftpd.conf.tmpl")
         conf = run.path / "proftpd.conf"
         conf.write_text(render(tmpl, vals))
-        norm = render(tmpl, {**vals, "port": "PORT", "run_dir": "RUN", "log_dir": "RUN/logs",
-                              "tls_block": proftpd_tls_block(mode, "MODULES", "RUN/logs/tls.log", "CERT", "KEY",
-                                                             req.tls.key_type if mode else "")})
+        norm_tls = proftpd_tls_block(mode, "MODULES" if req.source is None else None, "RUN/logs/tls.log", "CERT",
+                                     "KEY", req.tls.key_type if mode else "")
+        norm = render(tmpl, {**vals, "port": "PORT", "run_dir": "RUN", "log_dir": "RUN/logs", "tls_block": norm_tls})
         argv = [str(fb.path), "-n", "-c", str(conf)]
         return Launch(argv, Target(self.host, port, FTP_USER, password, run.home, tls=target_tls(req)), norm,
-                      {**self.info(fb), "password_hash": "sha512-crypt"})
+                      {**info, "password_hash": "sha512-crypt"})
 
     def tls_modules(self, fb: debs.FoundBinary) -> Path:
         """proftpd's module folder holding ``mod_tls.so``. For the cached extraction, a

@@ -16,7 +16,8 @@ from runner.spec.request import ServerRequest
 
 
 class PureftpdRecipe(DebianRecipe):
-    """pure-ftpd (Debian) in the foreground with a PureDB virtual user (made with
+    """pure-ftpd (Debian, or built from a ``source`` tree: ``src/pure-ftpd`` and its
+    ``src/pure-pw``) in the foreground with a PureDB virtual user (made with
     ``pure-pw``), options from ``servers/pureftpd/args.tmpl``: ``-c``/``-C`` connection
     limits (max_clients), ``-l puredb:FILE``, ``-E`` (no anonymous), ``-H`` (no DNS).
     Variant keys: ``pasv_ports``, ``masquerade_address``, ``tls`` (explicit: ``-Y 3 -2
@@ -29,8 +30,9 @@ class PureftpdRecipe(DebianRecipe):
             raise ServerSkipped("pureftpd: pure-pw not found next to pure-ftpd (needed for the PureDB user)")
 
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
-        fb = self.binary()
-        pure_pw = debs.find_tool(self.name, "pure-pw")
+        fb, build_info = self.binary_for(req)
+        pure_pw = debs.find_tool(self.name, "pure-pw") if req.source is None else \
+            self.source_build(req).binaries["pure-pw"]
         if pure_pw is None:
             raise ServerSkipped("pureftpd: pure-pw not found")
         uid, gid = service_ids()
@@ -60,5 +62,5 @@ class PureftpdRecipe(DebianRecipe):
         (run.path / "pureftpd.args").write_text(" ".join(argv) + "\n")
         norm = render(tmpl, {**vals, "port": "PORT", "puredb": "RUN/pureftpd.pdb",
                               "tls_opt": "-Y 3 -2 CERT,KEY" if vals["tls_opt"] else ""})
-        info = {**self.info(fb), "password_hash": "sha512-crypt"}
+        info = {**build_info, "password_hash": "sha512-crypt"}
         return Launch(argv, Target(self.host, port, FTP_USER, password, run.home, tls=target_tls(req)), norm, info)

@@ -5,6 +5,7 @@ import os
 
 from runner.backends.local import debs
 from runner.backends.local.accounts import VSFTPD_PASSWORD, VSFTPD_USER, ensure_vsftpd_user
+from runner.backends.local.csrcbuild import CBuild
 from runner.backends.local.recipes.base import Launch, pasv_range, render, server_file, target_tls, tls_mode
 from runner.backends.local.recipes.debian import DebianRecipe
 from runner.backends.local.rundir import RunDir
@@ -38,7 +39,8 @@ def vsftpd_ssl_lines(mode: str | None, cert: str, key: str) -> str:
 
 
 class VsftpdRecipe(DebianRecipe):
-    """vsftpd (Debian) in the foreground, from ``servers/vsftpd/vsftpd.conf.tmpl``.
+    """vsftpd (Debian, or built from a ``source`` tree with its own Makefile) in the
+    foreground, from ``servers/vsftpd/vsftpd.conf.tmpl``.
     Logs in as system user ``xferlab-ftp`` (created when root). PAM service
     ``xferlab-vsftpd`` has no file in /etc/pam.d, so PAM applies Debian's ``other``
     policy (common-auth: pam_unix). Variant keys: ``use_sendfile`` (default True),
@@ -50,8 +52,11 @@ class VsftpdRecipe(DebianRecipe):
     def extra_check(self, fb: debs.FoundBinary) -> None:
         ensure_vsftpd_user()
 
+    def extra_source_check(self, build: CBuild) -> None:
+        ensure_vsftpd_user()
+
     def launch(self, req: ServerRequest, run: RunDir, port: int) -> Launch:
-        fb = self.binary()
+        fb, info = self.binary_for(req)
         pw = ensure_vsftpd_user()
         os.chown(run.home, pw.pw_uid, pw.pw_gid)
         empty = run.path / "empty"
@@ -73,4 +78,4 @@ class VsftpdRecipe(DebianRecipe):
                              "log_dir": "RUN/logs", "ssl_lines": vsftpd_ssl_lines(mode, "CERT", "KEY")})
         return Launch([str(fb.path), str(conf)],
                       Target(self.host, port, VSFTPD_USER, VSFTPD_PASSWORD, run.home, tls=target_tls(req)), norm,
-                      {**self.info(fb), "system_user": VSFTPD_USER, "password_hash": "sha512-crypt"})
+                      {**info, "system_user": VSFTPD_USER, "password_hash": "sha512-crypt"})
