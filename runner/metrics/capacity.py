@@ -22,8 +22,9 @@ fairness:
   The answer is ``lo`` (0 when no N passed), exact to ``resolution`` users: the true
   capacity lies in ``[lo, hi - 1]``.
 * **why it broke** (:func:`break_reason`): the figures of the first failing step above the
-  answer, tested in this order: the client (its CPU at or above ``CLIENT_BOUND`` of one
-  core: the lab measured its own limit), listen drops (ListenOverflows or ListenDrops),
+  answer, tested in this order: the client (runnable, running or waiting on a run queue,
+  for at least ``CLIENT_BOUND`` of the phase: the lab measured its own limit, or the CPU
+  time other processes took from it; runner.load.result.client_saturation), listen drops (ListenOverflows or ListenDrops),
   the link (the moved rate, or the users' demand N x ``user_rate``, at or above ``LINK_SHARE``
   of a shaped link's rate), the server
   CPU (at or above ``CPU_SHARE`` of the cores it may use); otherwise ``server`` (none of
@@ -37,7 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: Client CPU (share of one core) at or above which a step is client-bound (runner.cell.samples).
+#: Client CPU share + run-queue share of the phase at or above which a step is client-bound
+#: (runner.load.result.CLIENT_BOUND_SATURATION, the figure of every other client-bound flag).
 CLIENT_BOUND = 0.9
 #: Share of a shaped link's rate at or above which the link is the bound.
 LINK_SHARE = 0.9
@@ -91,6 +93,8 @@ class StepFigures:
         elapsed_s: the phase's seconds, None when not stored.
         server_cores: cores the server may use (its pinning, else the machine's).
         client_util: client CPU, share of one core; None when not stored.
+        client_wait: the client's run-queue wait, share of the phase (runnable but kept off
+            a CPU: runner.metrics.runqueue); None when not measured.
         listen_drops: ListenOverflows + ListenDrops of the phase.
         link_rate: a shaped link's rate in bytes/s, None on loopback.
         demand: the users' demand, N x user_rate in bytes/s, None when not known.
@@ -108,6 +112,7 @@ class StepFigures:
     elapsed_s: float | None = None
     server_cores: int = 1
     client_util: float | None = None
+    client_wait: float | None = None
     listen_drops: float = 0.0
     link_rate: int | None = None
     demand: int | None = None
@@ -210,8 +215,12 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
     """Why the step ``f`` (the first failing one above the answer) broke: ``(kind, text)``,
     kind one of ``client``, ``listen_drops``, ``link``, ``server_cpu``, ``server``
     (module docstring for the order and thresholds), text the evidence in numbers."""
-    if f.client_util is not None and f.client_util >= CLIENT_BOUND:
-        return "client", f"the load generator used {f.client_util * 100:.0f}% of a core (client-bound)"
+    if f.client_util is not None and f.client_util + (f.client_wait or 0.0) >= CLIENT_BOUND:
+        if not f.client_wait:
+            return "client", f"the load generator used {f.client_util * 100:.0f}% of a core (client-bound)"
+        return "client", (f"the load generator was runnable {(f.client_util + f.client_wait) * 100:.0f}% of the "
+                          f"phase: it ran {f.client_util * 100:.0f}% and waited {f.client_wait * 100:.0f}% for a "
+                          "CPU (client-bound)")
     if f.listen_drops > 0:
         return "listen_drops", f"{f.listen_drops:g} listen overflows/drops in the server's namespace"
     if f.link_rate and f.throughput is not None and f.throughput * (1 << 20) >= LINK_SHARE * f.link_rate:
