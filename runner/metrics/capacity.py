@@ -24,13 +24,14 @@ fairness:
 * **why it broke** (:func:`break_reason`): the figures of the first failing step above the
   answer, tested in this order: the client (runnable, running or waiting on a run queue,
   for at least ``CLIENT_BOUND`` of the phase: the lab measured its own limit, or the CPU
-  time other processes took from it; runner.load.result.client_saturation), listen drops (ListenOverflows or ListenDrops),
-  the link (the moved rate, or the users' demand N x ``user_rate``, at or above ``LINK_SHARE``
-  of a shaped link's rate), the server
+  time other processes took from it; runner.load.result.client_saturation), listen drops
+  (ListenOverflows or ListenDrops), the link (the moved rate, or the users' demand
+  N x ``user_rate``, at or above ``LINK_SHARE`` of a shaped link's rate), the server
   CPU (at or above ``CPU_SHARE`` of the cores it may use); otherwise ``server`` (none of
   those: a limit of the server's own, e.g. a bandwidth cap, a lock or a per-session cost, or
   CPU time it waited for while other processes held the cores, which its own CPU figure
-  does not show).
+  does not show; its text gives the machine's CPU pressure, the share of the phase in
+  which some runnable task waited for a CPU, when it was measured).
 """
 from __future__ import annotations
 
@@ -95,6 +96,9 @@ class StepFigures:
         client_util: client CPU, share of one core; None when not stored.
         client_wait: the client's run-queue wait, share of the phase (runnable but kept off
             a CPU: runner.metrics.runqueue); None when not measured.
+        cpu_pressure: the share of the phase in which the load generator's machine had a
+            runnable task waiting for a CPU (Linux PSI, runner.metrics.runqueue); None when
+            not measured.
         listen_drops: ListenOverflows + ListenDrops of the phase.
         link_rate: a shaped link's rate in bytes/s, None on loopback.
         demand: the users' demand, N x user_rate in bytes/s, None when not known.
@@ -113,6 +117,7 @@ class StepFigures:
     server_cores: int = 1
     client_util: float | None = None
     client_wait: float | None = None
+    cpu_pressure: float | None = None
     listen_drops: float = 0.0
     link_rate: int | None = None
     demand: int | None = None
@@ -236,8 +241,14 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
         cpu = f"server CPU {busy:.2f} of {f.server_cores} cores"
     else:
         cpu = "server CPU not measured"
+    if f.status != "done":
+        return "server", f"the cell {f.status}"
+    if f.cpu_pressure is not None:
+        return "server", (f"not client, drops, link or CPU ({cpu}; the machine had a task waiting for a CPU "
+                          f"{f.cpu_pressure * 100:.0f}% of the phase): a limit of the server's own, or CPU time "
+                          "it waited for")
     return "server", (f"not client, drops, link or CPU ({cpu}): a limit of the server's own "
-                      "(or CPU time it waited for on a busy machine)" if f.status == "done" else f"the cell {f.status}")
+                      "(or CPU time it waited for on a busy machine)")
 
 
 def summary(slo: Slo, verdicts: Sequence[Verdict], state: SearchState,

@@ -85,6 +85,8 @@ def test_break_reason_order():
         == "server_cpu"
     kind, text = break_reason(StepFigures(**{**base, "server_cpu_s": 0.5}))
     assert kind == "server" and "0.25 of 2 cores" in text
+    kind, text = break_reason(StepFigures(**{**base, "server_cpu_s": 0.5}, cpu_pressure=0.97))
+    assert kind == "server" and "0.25 of 2 cores" in text and "waiting for a CPU 97% of the phase" in text
 
 
 def test_spec_capacity_validation():
