@@ -78,7 +78,8 @@ def figures(session: Session, cell: Cell, spec: CampaignSpec) -> StepFigures:
         # one client has no fairness figures: its rate is the phase's
         min_rate=v.get(("fairness", "min_rate"), v.get(("throughput", "value")) if p.clients == 1 else None),
         server_cpu_s=sum(cpu) if cpu else None, elapsed_s=v.get(("elapsed", "value")), server_cores=cores,
-        client_util=v.get(("client_cpu", "utilization")),
+        client_util=v.get(("client_cpu", "utilization")), client_wait=v.get(("client_cpu", "runqueue_wait")),
+        cpu_pressure=v.get(("machine_cpu", "pressure")),
         listen_drops=max(v.get(("tcp", "ListenOverflows"), 0.0), v.get(("tcp", "ListenDrops"), 0.0)),
         link_rate=link_rate, demand=p.clients * p.user_rate if p.rate is not None else None)
 

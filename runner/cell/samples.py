@@ -15,6 +15,7 @@ from runner.load.result import (
     client_bound,
     client_runqueue_share,
     client_utilization,
+    cpu_pressure_share,
     latency_stats,
 )
 from runner.metrics.fairness import STATS as FAIRNESS_STATS
@@ -193,6 +194,9 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="client_cpu", stat="runqueue_wait", value=rq, unit="ratio",
                           raw=({"wait_s": round(result.client_runqueue_wait_s, 6)}
                                if result.client_runqueue_wait_s is not None else None)))
+    if (psi := cpu_pressure_share(result)) is not None:
+        out.append(Sample(metric="machine_cpu", stat="pressure", value=psi, unit="ratio",
+                          raw={"some_s": round(result.cpu_pressure_s or 0.0, 6)}))
     if server_cpu is not None:
         cpu = server_cpu if isinstance(server_cpu, ServerCpu) else ServerCpu("tree", *server_cpu)
         out += server_cpu_samples(cpu)

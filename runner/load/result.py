@@ -108,6 +108,11 @@ class PhaseResult:
             waiting for a CPU during the measured phase (schedstat run delay,
             runner.metrics.runqueue); None when not measured (the real-client and HTTP-tool
             drivers, a kernel without schedstat, a result stored before it was measured).
+        cpu_pressure_s: seconds of the measured phase in which at least one runnable task
+            of the load generator's machine waited for a CPU (Linux PSI ``some``,
+            runner.metrics.runqueue.cpu_pressure_us): the machine was short of CPUs, for
+            whatever work; None when not measured (drivers other than xferlab-ftp, a kernel
+            without PSI). For a combined result, the highest of the hosts' figures.
         notes: free-form remarks (e.g. "login mode: sequential").
         started_at / ended_at: wall clock (``time.time()``, epoch seconds) of the measured
             phase's first start and last end, None when nothing was measured; used to
@@ -201,6 +206,7 @@ class PhaseResult:
     late_sessions: int = 0
     busiest_client_utilization: float | None = None
     client_runqueue_wait_s: float | None = None
+    cpu_pressure_s: float | None = None
     busiest_client_runqueue_share: float | None = None
     busiest_client_saturation: float | None = None
     requests: int = 0
@@ -278,6 +284,14 @@ def client_runqueue_share(result: PhaseResult) -> float | None:
     if result.client_runqueue_wait_s is None or result.elapsed_s <= 0:
         return None
     return result.client_runqueue_wait_s / result.elapsed_s
+
+
+def cpu_pressure_share(result: PhaseResult) -> float | None:
+    """``cpu_pressure_s`` / phase wall seconds, capped at 1 (0.9: the machine had a task
+    waiting for a CPU during 90% of the phase); None when not measured."""
+    if result.cpu_pressure_s is None or result.elapsed_s <= 0:
+        return None
+    return min(result.cpu_pressure_s / result.elapsed_s, 1.0)
 
 
 def client_saturation(result: PhaseResult) -> float:

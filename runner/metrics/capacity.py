@@ -22,14 +22,16 @@ fairness:
   The answer is ``lo`` (0 when no N passed), exact to ``resolution`` users: the true
   capacity lies in ``[lo, hi - 1]``.
 * **why it broke** (:func:`break_reason`): the figures of the first failing step above the
-  answer, tested in this order: the client (its CPU at or above ``CLIENT_BOUND`` of one
-  core: the lab measured its own limit), listen drops (ListenOverflows or ListenDrops),
-  the link (the moved rate, or the users' demand N x ``user_rate``, at or above ``LINK_SHARE``
-  of a shaped link's rate), the server
+  answer, tested in this order: the client (runnable, running or waiting on a run queue,
+  for at least ``CLIENT_BOUND`` of the phase: the lab measured its own limit, or the CPU
+  time other processes took from it; runner.load.result.client_saturation), listen drops
+  (ListenOverflows or ListenDrops), the link (the moved rate, or the users' demand
+  N x ``user_rate``, at or above ``LINK_SHARE`` of a shaped link's rate), the server
   CPU (at or above ``CPU_SHARE`` of the cores it may use); otherwise ``server`` (none of
   those: a limit of the server's own, e.g. a bandwidth cap, a lock or a per-session cost, or
   CPU time it waited for while other processes held the cores, which its own CPU figure
-  does not show).
+  does not show; its text gives the machine's CPU pressure, the share of the phase in
+  which some runnable task waited for a CPU, when it was measured).
 """
 from __future__ import annotations
 
@@ -37,7 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: Client CPU (share of one core) at or above which a step is client-bound (runner.cell.samples).
+#: Client CPU share + run-queue share of the phase at or above which a step is client-bound
+#: (runner.load.result.CLIENT_BOUND_SATURATION, the figure of every other client-bound flag).
 CLIENT_BOUND = 0.9
 #: Share of a shaped link's rate at or above which the link is the bound.
 LINK_SHARE = 0.9
@@ -91,6 +94,11 @@ class StepFigures:
         elapsed_s: the phase's seconds, None when not stored.
         server_cores: cores the server may use (its pinning, else the machine's).
         client_util: client CPU, share of one core; None when not stored.
+        client_wait: the client's run-queue wait, share of the phase (runnable but kept off
+            a CPU: runner.metrics.runqueue); None when not measured.
+        cpu_pressure: the share of the phase in which the load generator's machine had a
+            runnable task waiting for a CPU (Linux PSI, runner.metrics.runqueue); None when
+            not measured.
         listen_drops: ListenOverflows + ListenDrops of the phase.
         link_rate: a shaped link's rate in bytes/s, None on loopback.
         demand: the users' demand, N x user_rate in bytes/s, None when not known.
@@ -108,6 +116,8 @@ class StepFigures:
     elapsed_s: float | None = None
     server_cores: int = 1
     client_util: float | None = None
+    client_wait: float | None = None
+    cpu_pressure: float | None = None
     listen_drops: float = 0.0
     link_rate: int | None = None
     demand: int | None = None
@@ -210,8 +220,12 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
     """Why the step ``f`` (the first failing one above the answer) broke: ``(kind, text)``,
     kind one of ``client``, ``listen_drops``, ``link``, ``server_cpu``, ``server``
     (module docstring for the order and thresholds), text the evidence in numbers."""
-    if f.client_util is not None and f.client_util >= CLIENT_BOUND:
-        return "client", f"the load generator used {f.client_util * 100:.0f}% of a core (client-bound)"
+    if f.client_util is not None and f.client_util + (f.client_wait or 0.0) >= CLIENT_BOUND:
+        if not f.client_wait:
+            return "client", f"the load generator used {f.client_util * 100:.0f}% of a core (client-bound)"
+        return "client", (f"the load generator was runnable {(f.client_util + f.client_wait) * 100:.0f}% of the "
+                          f"phase: it ran {f.client_util * 100:.0f}% and waited {f.client_wait * 100:.0f}% for a "
+                          "CPU (client-bound)")
     if f.listen_drops > 0:
         return "listen_drops", f"{f.listen_drops:g} listen overflows/drops in the server's namespace"
     if f.link_rate and f.throughput is not None and f.throughput * (1 << 20) >= LINK_SHARE * f.link_rate:
@@ -227,8 +241,14 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
         cpu = f"server CPU {busy:.2f} of {f.server_cores} cores"
     else:
         cpu = "server CPU not measured"
+    if f.status != "done":
+        return "server", f"the cell {f.status}"
+    if f.cpu_pressure is not None:
+        return "server", (f"not client, drops, link or CPU ({cpu}; the machine had a task waiting for a CPU "
+                          f"{f.cpu_pressure * 100:.0f}% of the phase): a limit of the server's own, or CPU time "
+                          "it waited for")
     return "server", (f"not client, drops, link or CPU ({cpu}): a limit of the server's own "
-                      "(or CPU time it waited for on a busy machine)" if f.status == "done" else f"the cell {f.status}")
+                      "(or CPU time it waited for on a busy machine)")
 
 
 def summary(slo: Slo, verdicts: Sequence[Verdict], state: SearchState,

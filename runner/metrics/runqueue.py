@@ -8,6 +8,13 @@ thread in ``/proc/PID/task/TID/schedstat`` (Documentation/scheduler/sched-stats.
 a run queue in ns, timeslices run), kept whenever the kernel has ``CONFIG_SCHED_INFO``
 (no ``kernel.sched_schedstats`` switch needed).
 
+The machine's CPU pressure (:func:`cpu_pressure_us`) is the same wait seen from the whole
+machine: Linux PSI (pressure stall information, Documentation/accounting/psi.rst),
+``/proc/pressure/cpu`` line ``some ... total=T``: T microseconds in which at least one
+runnable task waited for a CPU (``CONFIG_PSI``). Over a phase it says how much of the
+phase the machine had more runnable work than CPUs, whoever's work it was: on a machine
+shared with other jobs, CPU time a server or client did not get.
+
 Used by xferlab's own clients (runner.load.ftp.phase, runner.load.http.client) over their
 measured phase: ``wait_s / wall_s`` is the ``client_cpu`` stat ``runqueue_wait``
 (docs/methodology.md, "Client cost"), and CPU share + run-queue share near 1 means the
@@ -46,6 +53,28 @@ def thread_waits(pid: int | None = None) -> dict[int, int] | None:
             return None
         out[int(tid)] = int(fields[1])
     return out or None
+
+
+#: The machine-wide CPU pressure file (Linux PSI).
+PSI_CPU = "/proc/pressure/cpu"
+
+
+def cpu_pressure_us(path: str = PSI_CPU) -> int | None:
+    """Microseconds since boot in which at least one runnable task of the machine waited
+    for a CPU: the ``total`` of the ``some`` line of ``path`` (module docstring). None when
+    the kernel has no PSI (no file, ``psi=0``) or the line is not there: not measured,
+    never 0."""
+    try:
+        with open(path, encoding="ascii") as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0] == "some":
+                    for kv in fields[1:]:
+                        if kv.startswith("total="):
+                            return int(kv[len("total="):])
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def waited_s(before: dict[int, int] | None, after: dict[int, int] | None) -> float | None:

@@ -127,6 +127,8 @@ class Phase:
         self.cpu_sys = 0.0
         self.rq0: dict[int, int] | None = None  # run-queue wait per thread at begin (runner.metrics.runqueue)
         self.rq_wait: float | None = None
+        self.psi0: int | None = None  # the machine's CPU pressure at begin, us (runner.metrics.runqueue)
+        self.psi_s: float | None = None
         self.measuring = False
         self.handshakes_ms: list[float] = []  # FTPS: each session's control-connection handshake
         self.tls: dict[str, str] = {}  # FTPS: mode, key type, negotiated protocol and cipher
@@ -157,11 +159,12 @@ class Phase:
         return kind
 
     def begin(self) -> None:
-        """Start the measured phase: CPU, run-queue wait and wall clocks, after the
-        ``MEASURE_BEGIN`` checkpoint (runner.load.base: the cell reads the server's CPU
-        counters and switches its profiler on there, outside the span)."""
+        """Start the measured phase: CPU, run-queue wait, the machine's CPU pressure and wall
+        clocks, after the ``MEASURE_BEGIN`` checkpoint (runner.load.base: the cell reads the
+        server's CPU counters and switches its profiler on there, outside the span)."""
         self.checkpoint(MEASURE_BEGIN)
         self.rq0 = runqueue.thread_waits()
+        self.psi0 = runqueue.cpu_pressure_us()
         self.cpu0 = os.times()
         self.t0 = time.perf_counter()
         self.wall_ref = (time.time(), self.t0)
@@ -174,6 +177,8 @@ class Phase:
         self.measuring = False
         c, c0 = os.times(), self.cpu0
         self.rq_wait = runqueue.waited_s(self.rq0, runqueue.thread_waits())
+        psi1 = runqueue.cpu_pressure_us()
+        self.psi_s = (psi1 - self.psi0) / 1e6 if psi1 is not None and self.psi0 is not None else None
         assert c0 is not None, "end() without begin()"  # measuring is set by begin() only
         self.cpu_user = c.user - c0.user
         self.cpu_sys = c.system - c0.system
@@ -225,7 +230,8 @@ class Phase:
             workload=self.workload, elapsed_s=max(elapsed, 0.0), bytes=self.bytes, ops=self.ops,
             latencies_ms=self.latencies_ms, errors=dict(self.errors), clients=self.clients,
             client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys,
-            client_runqueue_wait_s=self.rq_wait, notes=notes, started_at=started_at, ended_at=ended_at,
+            client_runqueue_wait_s=self.rq_wait, cpu_pressure_s=self.psi_s, notes=notes, started_at=started_at,
+            ended_at=ended_at,
             greeted_sessions=self.greeted,
             late_sessions=self.late, histograms=dict(self.histograms),
             user_rate=self.p.user_rate if self.histograms else 0, tls_handshake_ms=self.handshakes_ms, tls=self.tls,

@@ -70,6 +70,11 @@ def test_judge_each_criterion():
 def test_break_reason_order():
     base = dict(clients=8, throughput=11.5, server_cpu_s=3.8, elapsed_s=2.0, server_cores=2)
     assert break_reason(StepFigures(**base, client_util=0.95))[0] == "client"
+    # a client that ran 35% of the phase and waited 64% on a run queue was runnable 99% of it:
+    # starved on its CPU, still the bound (tpd at 384 users on a shared machine)
+    kind, text = break_reason(StepFigures(**base, client_util=0.35, client_wait=0.64))
+    assert kind == "client" and "runnable 99%" in text and "waited 64%" in text
+    assert break_reason(StepFigures(**base, client_util=0.5, client_wait=0.3))[0] == "server_cpu"  # 80%: idle at times
     assert break_reason(StepFigures(**base, listen_drops=3))[0] == "listen_drops"
     assert break_reason(StepFigures(**base, link_rate=12_500_000))[0] == "link"  # 11.5 MiB/s of 100 Mbit
     assert break_reason(StepFigures(**base))[0] == "server_cpu"  # 1.9 of 2 cores busy
@@ -80,6 +85,8 @@ def test_break_reason_order():
         == "server_cpu"
     kind, text = break_reason(StepFigures(**{**base, "server_cpu_s": 0.5}))
     assert kind == "server" and "0.25 of 2 cores" in text
+    kind, text = break_reason(StepFigures(**{**base, "server_cpu_s": 0.5}, cpu_pressure=0.97))
+    assert kind == "server" and "0.25 of 2 cores" in text and "waiting for a CPU 97% of the phase" in text
 
 
 def test_spec_capacity_validation():

@@ -7,9 +7,17 @@ import os
 import threading
 import time
 
+import pytest
+
 from runner.cell.samples import headline, phase_samples
-from runner.load.result import PhaseResult, client_bound, client_runqueue_share, client_saturation
-from runner.metrics.runqueue import thread_waits, waited_s
+from runner.load.result import (
+    PhaseResult,
+    client_bound,
+    client_runqueue_share,
+    client_saturation,
+    cpu_pressure_share,
+)
+from runner.metrics.runqueue import cpu_pressure_us, thread_waits, waited_s
 from runner.report.tables import client_cpu_cell
 
 
@@ -91,3 +99,32 @@ def test_campaign_table_flags_a_starved_row_from_its_run_queue_series():
     assert retr_a.cells[7].text == "95% client-bound"  # no wait recorded for A: utilization alone
     assert "client_cpu_runqueue_wait" not in tables.campaign_table(plain).records[0]
     assert "+50% wait" in render([t], width=200)
+
+
+def test_cpu_pressure_reads_the_some_total(tmp_path):
+    psi = tmp_path / "cpu"
+    psi.write_text("some avg10=98.72 avg60=98.61 avg300=89.33 total=704262969\n"
+                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    assert cpu_pressure_us(str(psi)) == 704_262_969
+    psi.write_text("full avg10=0.00 avg60=0.00 avg300=0.00 total=5\n")  # no "some" line
+    assert cpu_pressure_us(str(psi)) is None
+    assert cpu_pressure_us(str(tmp_path / "absent")) is None
+
+
+def test_cpu_pressure_of_this_machine_grows_by_at_most_the_wall_time():
+    if cpu_pressure_us() is None:
+        pytest.skip("no PSI on this kernel (/proc/pressure/cpu)")
+    t0, p0 = time.perf_counter(), cpu_pressure_us()
+    time.sleep(0.3)
+    p1, t1 = cpu_pressure_us(), time.perf_counter()
+    assert p0 is not None and p1 is not None
+    # "some" counts wall time with at least one task waiting: never more than the wall time
+    assert 0 <= p1 - p0 <= (t1 - t0) * 1e6 + 1000
+
+
+def test_cpu_pressure_share_reaches_the_stored_rows():
+    r = PhaseResult(workload="mixed", elapsed_s=2.0, bytes=1 << 20, ops=100, cpu_pressure_s=1.5)
+    assert cpu_pressure_share(r) == 0.75
+    rows = {(s.metric, s.stat): s for s in phase_samples(r)}
+    assert rows[("machine_cpu", "pressure")].value == 0.75 and rows[("machine_cpu", "pressure")].raw == {"some_s": 1.5}
+    assert ("machine_cpu", "pressure") not in {(s.metric, s.stat) for s in phase_samples(_result(None))}

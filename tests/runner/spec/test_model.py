@@ -256,3 +256,25 @@ def test_seed_presets_003_and_004():
                                                      ("64kb", "50ms", "1mb", "250ms", "4mb", "16mb")]
     assert [(w.params.clients, w.params.file_size, queues.driver_of(w.params, w.name)) for w in queues.workloads] \
         == [(512, 1 << 20, "wget")]
+
+
+def test_realistic_preset_search_is_bounded_by_measured_limits():
+    """The realistic preset: its capacity entry passes the step checks; the server and the
+    load generator sit on separate cores (so a one-process server can reach "server CPU");
+    its cap is above the 368 users one load-generator core drove against tpd on loopback,
+    and its whole search (ramp, bisection to the resolution, confirmation) fits MAX_STEPS."""
+    import math
+
+    from runner.metrics.capacity import MAX_STEPS
+    from runner.spec.presets import preset_data
+
+    spec = parse_spec(preset_data("realistic"), "preset realistic")
+    [w] = spec.workloads
+    cap = w.capacity
+    assert cap is not None
+    cap.check(w.param_sets()[0], w.name)  # raises when a step is too short for its mix
+    assert spec.pinning.server and spec.pinning.client and not set(spec.pinning.server) & set(spec.pinning.client)
+    assert cap.max_users > 368
+    ramp = math.ceil(math.log2(cap.max_users / cap.start)) + 1
+    bisection = math.ceil(math.log2(max(cap.max_users // 2 / cap.resolution, 1)))
+    assert ramp + bisection + 1 <= MAX_STEPS
