@@ -185,22 +185,13 @@ def _warm_server_cache(server: dict) -> None:
     check_or_skip(LocalBackend(), ServerSpec.model_validate(server).request(2000))
 
 
-def test_campaign_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict, db_url: str) -> None:
+def _run_across_hosts(lab: NetnsLab, inventory: Path, db_url: str, spec: dict) -> subprocess.CompletedProcess:
+    """``xferlab run`` of ``spec`` (its servers' builds made first on this host) across the
+    lab's hosts of ``inventory``, stored in ``db_url``; the finished run (exit status 0)."""
     import yaml
-    from sqlalchemy import select
-    from sqlalchemy.orm import Session
 
-    from runner.store.db import get_engine
-    from runner.store.models import Campaign, Cell, Environment, Sample
-
-    server = {"name": "pyftpdlib"}
-    _warm_server_cache(server)
-    spec = {"name": "multi-host netns", "repeats": 1, "warmup": False, "backend": "local",
-            "servers": [server],
-            "workloads": [{"name": "login", "params": {"clients": 300, "phase_timeout": 120}},
-                          {"name": "retr_concurrent", "params": {"clients": 4, "file_size": "10M",
-                                                                 "phase_timeout": 120}}],
-            "hosts": {"start_delay": 3.0}}
+    for server in spec["servers"]:
+        _warm_server_cache(server)
     spec_file = lab.tmp / "multihost.yaml"
     spec_file.write_text(yaml.safe_dump(spec))
     env = dict(os.environ, XFERLAB_DATABASE_URL=db_url, PATH=f"{VENV_BIN}:{os.environ['PATH']}",
@@ -208,10 +199,26 @@ def test_campaign_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict, db_u
     r = subprocess.run([str(VENV_BIN / "xferlab"), "run", str(spec_file), "--inventory", str(inventory),
                         "--format", "md"], env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"xferlab run failed ({r.returncode}):\n{r.stdout[-5000:]}\n{r.stderr[-5000:]}"
+    return r
+
+
+def test_campaign_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict, db_url: str) -> None:
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from runner.store.db import get_engine
+    from runner.store.models import Campaign, Cell, Environment, Sample
+
+    server = {"name": "pyftpdlib"}
+    _run_across_hosts(lab, inventory, db_url, {
+        "name": "multi-host netns", "repeats": 1, "warmup": False, "backend": "local", "servers": [server],
+        "workloads": [{"name": "login", "params": {"clients": 300, "phase_timeout": 120}},
+                      {"name": "retr_concurrent", "params": {"clients": 4, "file_size": "10M", "phase_timeout": 120}}],
+        "hosts": {"start_delay": 3.0}})
 
     engine = get_engine(url=db_url)
     with Session(engine) as s:
-        camp = s.scalars(select(Campaign)).one()
+        camp = s.scalars(select(Campaign).where(Campaign.name == "multi-host netns")).one()
         assert camp.spec["hosts"]["inventory"] == str(inventory)
         cells = {c.workload: c for c in s.scalars(select(Cell).where(Cell.campaign_id == camp.id))}
         assert set(cells) == {"login", "retr_concurrent"}
@@ -273,7 +280,6 @@ def test_profiled_cell_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict,
     RETR shows its sendfile path, and the on-CPU seconds the samples stand for are within
     the server CPU the cell measured (the same phase, read by the sampler on that host)
     give or take half and two samples' quantization."""
-    import yaml
     from sqlalchemy import select
     from sqlalchemy.orm import Session
 
@@ -283,20 +289,11 @@ def test_profiled_cell_across_hosts(lab: NetnsLab, inventory: Path, tuned: dict,
     from tests.runner.cell.test_profile_cell import _needs_perf
 
     _needs_perf()
-    server = {"name": "tpd"}
-    _warm_server_cache(server)
-    spec = {"name": "multi-host profile", "repeats": 1, "warmup": False, "backend": "local", "profile": True,
-            "servers": [server],
-            "workloads": [{"name": "retr_concurrent", "params": {"clients": 4, "file_size": "256M",
-                                                                 "phase_timeout": 120}}],
-            "hosts": {"start_delay": 1.0}}
-    spec_file = lab.tmp / "multihost-profile.yaml"
-    spec_file.write_text(yaml.safe_dump(spec))
-    env = dict(os.environ, XFERLAB_DATABASE_URL=db_url, PATH=f"{VENV_BIN}:{os.environ['PATH']}",
-               XFERLAB_INVENTORY_DIRS=str(inventory.parent))
-    r = subprocess.run([str(VENV_BIN / "xferlab"), "run", str(spec_file), "--inventory", str(inventory),
-                        "--format", "md"], env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, f"xferlab run failed ({r.returncode}):\n{r.stdout[-5000:]}\n{r.stderr[-5000:]}"
+    r = _run_across_hosts(lab, inventory, db_url, {
+        "name": "multi-host profile", "repeats": 1, "warmup": False, "backend": "local", "profile": True,
+        "servers": [{"name": "tpd"}],
+        "workloads": [{"name": "retr_concurrent", "params": {"clients": 4, "file_size": "256M", "phase_timeout": 120}}],
+        "hosts": {"start_delay": 1.0}})
     engine = get_engine(url=db_url)
     with Session(engine) as s:
         camp = s.scalars(select(Campaign).where(Campaign.name == "multi-host profile")).one()

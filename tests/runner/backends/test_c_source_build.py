@@ -36,6 +36,7 @@ from runner.backends.local.csrcbuild import (
     tree_problem,
 )
 from runner.spec.request import ServerRequest
+from tests.support.source_image import start_at_commit
 
 DATE = "2026-02-03T04:05:06Z"
 BROKEN = "#error xferlab test: this commit does not compile"
@@ -420,13 +421,8 @@ def test_proftpd_from_source_in_an_image_tagged_by_the_commit(proftpd_repo, prof
     small = dict(duration=0.2, transfer_size=1 << 20, op_timeout=20, connect_timeout=20, phase_timeout=60)
     for variant in ({}, {"tls": "explicit"}):
         req = ServerRequest("proftpd", source=str(repo), ref=good, variant=variant, tls=certs if variant else None)
-        dbackend.check(req)
-        h = dbackend.start(req)
+        h = start_at_commit(dbackend, client, req, good, f"git-{good[:12]}")
         try:
-            info = h.build_info
-            assert info["image_tag"] == f"xferlab/proftpd:git-{good[:16]}"
-            assert info["version"] == f"git-{good[:12]}" and info["source"]["commit"] == good
-            assert client.images.get(info["image_tag"]).labels["xferlab.source_commit"] == good
             login = DRIVER.run("login", h.target, WorkloadParams(clients=3, login_mode="sequential", **small))
             assert login.ops == 3 and not login.errors, login.notes
             r = DRIVER.run("retr", h.target, WorkloadParams(**small))

@@ -17,6 +17,7 @@ from runner.backends.base import ServerFailed
 from runner.backends.paths import REPO_ROOT
 from runner.backends.source import export, resolve
 from runner.spec.request import ServerRequest
+from tests.support.source_image import start_at_commit
 
 DATE = "2026-02-03T04:05:06Z"
 
@@ -158,16 +159,9 @@ def test_an_unresolved_ref_is_a_failed_cell(engine, tmp_path):
 def test_tpd_at_a_ref_in_a_container_image_tagged_by_the_commit(dbackend, client):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
-    req = ServerRequest("tpd", source=str(REPO_ROOT), ref=head)
-    dbackend.check(req)
-    h = dbackend.start(req)
-    try:
-        info = h.build_info
-        assert info["image_tag"] == f"xferlab/tpd:git-{head[:16]}"
-        assert info["version"] == f"git-{head[:12]}" and info["source"]["commit"] == head
-        assert client.images.get(info["image_tag"]).labels["xferlab.source_commit"] == head
-    finally:
-        h.stop()
+    h = start_at_commit(dbackend, client, ServerRequest("tpd", source=str(REPO_ROOT), ref=head), head,
+                        f"git-{head[:12]}")
+    h.stop()
 
 
 @pytest.mark.integration

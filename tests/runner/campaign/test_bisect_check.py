@@ -135,18 +135,14 @@ def test_check_gates_the_slow_ref_and_passes_a_harmless_one(repo, xferlab_env, e
 @pytest.mark.docker
 def test_the_slow_commit_in_a_container_image_tagged_by_it(repo, dbackend, client):
     from runner.spec.request import ServerRequest
+    from tests.support.source_image import start_at_commit
 
     sha = repo["shas"]["slow"]
-    req = ServerRequest("pyftpdlib", source=str(repo["path"]), ref=sha)
-    dbackend.check(req)
-    h = dbackend.start(req)
+    h = start_at_commit(dbackend, client, ServerRequest("pyftpdlib", source=str(repo["path"]), ref=sha),
+                        sha, f"2.2.0+g{sha[:12]}")
     try:
         info = h.build_info
-        assert info["image_tag"] == f"xferlab/pyftpdlib:git-{sha[:16]}"
-        assert info["version"] == f"2.2.0+g{sha[:12]}" and info["source"]["commit"] == sha
         assert info["source"]["subject"] == "RETR: wait 50 ms"
-        img = client.images.get(info["image_tag"])
-        assert img.labels["xferlab.source_commit"] == sha
         # the image holds the commit's code: the sleep is in its RETR handler
         code, out = client.containers.get(info["container"]).exec_run(
             ["/opt/venv/bin/python", "-c", "import inspect, pyftpdlib.handlers.ftp.control as c; "

@@ -6,15 +6,11 @@ resolution 1, confirmation) runs as a real campaign of open-loop ``retr_sustaine
 from __future__ import annotations
 
 import json
-import time
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from runner.spec.model import parse_spec
-from runner.store import campaigns as crud
-from runner.store.models import Campaign, Cell, Sample
-from tests.support.pyftpd import PASSWORD, USER, start_pyftpd, stop
+from tests.support.capacity_run import run_capacity
 
 X = 128 * 1024          # each user's demand and floor, bytes/s
 K = 5                   # the answer
@@ -22,34 +18,12 @@ R = int((K + 0.6) * X)  # the server's total: 5.6 users' worth
 
 
 def test_capacity_search_finds_the_cap(engine, tmp_path):
-    from runner.campaign.loop import run_campaign
-
-    proc, port = start_pyftpd(tmp_path, cap=R)
-    try:
-        spec = parse_spec({
-            "name": "capacity-known", "repeats": 1, "backend": "local", "pinning": {}, "warmup": False,
-            "servers": [{"name": "external", "external": {"host": "127.0.0.1", "port": port, "user": USER,
-                                                          "password": PASSWORD}}],
-            "workloads": [{"name": "retr_sustained",
-                           "params": {"file_size": "32K", "duration": 2.0, "session": "per_op", "op_timeout": 20,
-                                      "phase_timeout": 60},
-                           "capacity": {"user_rate": "128K", "min_jain": 0.9, "max_users": 64}}]})
-        with Session(engine) as s:
-            cid = crud.create_campaign(s, spec=spec, backend="local").id
-            s.commit()
-        t0 = time.monotonic()
-        ran = run_campaign(engine, cid)
-        took = time.monotonic() - t0
-    finally:
-        stop(proc)
-    with Session(engine) as s:
-        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq)))
-        camp = s.get(Campaign, cid)
-        [(users, record)] = s.execute(select(Sample.value, Sample.raw).where(
-            Sample.metric == "capacity", Sample.stat == "users",
-            Sample.cell_id.in_([c.id for c in cells]))).all()
-        oks = dict(s.execute(select(Sample.cell_id, Sample.value).where(
-            Sample.metric == "capacity_step", Sample.cell_id.in_([c.id for c in cells]))).all())
+    run = run_capacity(engine, tmp_path, R, "capacity-known", {
+        "name": "retr_sustained",
+        "params": {"file_size": "32K", "duration": 2.0, "session": "per_op", "op_timeout": 20, "phase_timeout": 60}})
+    camp, cells, users, record, oks, ran, took = (run.campaign, run.cells, run.users, run.record, run.oks,
+                                                  run.ran, run.took)
+    cid = camp.id
     steps = [(c.params["clients"], oks.get(c.id)) for c in cells]
     assert camp.status == "done" and camp.cells_total == len(cells) == ran, steps
     assert K - 1 <= users <= K + 1, (users, steps, record["steps"])

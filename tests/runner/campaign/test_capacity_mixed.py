@@ -6,8 +6,6 @@ bucket); each user is paced by its own schedule (runner.load.ftp.mixed, open loo
 search (runner.campaign.capacity) must answer K within one user."""
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,9 +15,8 @@ from runner.catalogue.workloads import WorkloadParams
 from runner.spec.capacity import CapacitySpec, op_bytes
 from runner.spec.model import parse_spec
 from runner.spec.workloads import capacity_ready
-from runner.store import campaigns as crud
-from runner.store.models import Campaign, Cell, Sample
-from tests.support.pyftpd import PASSWORD, USER, start_pyftpd, stop
+from runner.store.models import Sample
+from tests.support.capacity_run import run_capacity
 
 X = 128 * 1024          # each user's demand and floor, bytes/s
 K = 5                   # the answer
@@ -53,34 +50,13 @@ def test_capacity_ready_and_refusals():
 
 
 def test_mixed_capacity_search_finds_the_cap(engine, tmp_path):
-    from runner.campaign.loop import run_campaign
-
-    proc, port = start_pyftpd(tmp_path, cap=R)
-    try:
-        spec = parse_spec({
-            "name": "capacity-mixed", "repeats": 1, "backend": "local", "pinning": {}, "warmup": False,
-            "servers": [{"name": "external", "external": {"host": "127.0.0.1", "port": port, "user": USER,
-                                                          "password": PASSWORD}}],
-            "workloads": [{"name": "mixed",
-                           "params": {"mix": MIX, "sizes": {"kind": "fixed", "size": "16K"}, "duration": 3.0,
-                                      "session_ops": 10, "dir_entries": 10, "op_timeout": 20, "phase_timeout": 60},
-                           "capacity": {"user_rate": "128K", "min_jain": 0.9, "max_users": 64}}]})
-        with Session(engine) as s:
-            cid = crud.create_campaign(s, spec=spec, backend="local").id
-            s.commit()
-        t0 = time.monotonic()
-        ran = run_campaign(engine, cid)
-        took = time.monotonic() - t0
-    finally:
-        stop(proc)
+    run = run_capacity(engine, tmp_path, R, "capacity-mixed", {
+        "name": "mixed",
+        "params": {"mix": MIX, "sizes": {"kind": "fixed", "size": "16K"}, "duration": 3.0, "session_ops": 10,
+                   "dir_entries": 10, "op_timeout": 20, "phase_timeout": 60}})
+    camp, cells, users, record, oks, ran, took = (run.campaign, run.cells, run.users, run.record, run.oks,
+                                                  run.ran, run.took)
     with Session(engine) as s:
-        cells = list(s.scalars(select(Cell).where(Cell.campaign_id == cid).order_by(Cell.seq)))
-        camp = s.get(Campaign, cid)
-        [(users, record)] = s.execute(select(Sample.value, Sample.raw).where(
-            Sample.metric == "capacity", Sample.stat == "users",
-            Sample.cell_id.in_([c.id for c in cells]))).all()
-        oks = dict(s.execute(select(Sample.cell_id, Sample.value).where(
-            Sample.metric == "capacity_step", Sample.cell_id.in_([c.id for c in cells]))).all())
         ops = {c.id: v for c, v in ((c, s.scalar(select(Sample.value).where(
             Sample.cell_id == c.id, Sample.metric == "ops_rate", Sample.stat == "value"))) for c in cells)}
     steps = [(c.params["clients"], oks.get(c.id)) for c in cells]
