@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -23,7 +21,6 @@ from runner.load import hdr
 from runner.load.ftp.mixed import op_sequence
 from runner.load.ftp.workloads import run_workload, run_workload_sync
 from runner.load.target import Target
-from tests.tpd.conftest import BUILD, TPD_DIR, TpdServer
 
 KIB = 1 << 10
 
@@ -33,17 +30,6 @@ def _params(**kw) -> WorkloadParams:
                 sizes={"kind": "fixed", "size": "4KiB"}, dir_entries=10)
     base.update(kw)
     return WorkloadParams(**base)
-
-
-@pytest.fixture(scope="module")
-def tpd_server(tmp_path_factory):
-    subprocess.run(["make", "-C", str(TPD_DIR), "all"], check=True, capture_output=True, timeout=300)
-    srv = TpdServer(BUILD / "tpd", tmp_path_factory.mktemp("tpd"), http=False)
-    try:
-        yield srv
-    finally:
-        os.kill(srv.proc.pid, signal.SIGCONT)
-        assert srv.stop() == 0
 
 
 @pytest.fixture(params=["pyftpdlib", "tpd"])

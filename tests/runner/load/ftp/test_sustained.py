@@ -17,7 +17,7 @@ from runner.cell.samples import phase_samples
 from runner.load import hdr
 from runner.load.ftp.workloads import run_workload_sync
 from runner.load.target import Target
-from tests.tpd.conftest import BUILD, TPD_DIR, TpdServer
+from tests.tpd.conftest import TpdServer
 
 KIB = 1 << 10
 
@@ -97,19 +97,6 @@ def test_open_loop_keeps_its_rate(target):
     _check_figures(r, 4, 64 * KIB)
     assert r.ops == 40
     assert any("open loop" in n for n in r.notes)
-
-
-@pytest.fixture(scope="module")
-def tpd_server(tmp_path_factory):
-    import subprocess
-
-    subprocess.run(["make", "-C", str(TPD_DIR), "all"], check=True, capture_output=True, timeout=300)
-    srv = TpdServer(BUILD / "tpd", tmp_path_factory.mktemp("tpd"), http=False)
-    try:
-        yield srv
-    finally:
-        os.kill(srv.proc.pid, signal.SIGCONT)  # never leave it stopped
-        assert srv.stop() == 0
 
 
 @pytest.fixture
