@@ -18,13 +18,19 @@ def _form(client, **extra: str) -> dict:
             "params.file_size": "256K", "params.duration": "0.5", **extra}
 
 
+def _launched(client, form: dict) -> dict:
+    """POST ``form`` to /launch (a redirect to the new campaign, 303) and return that
+    campaign as the API gives it."""
+    r = client.post("/launch", data=form, follow_redirects=False)
+    assert r.status_code == 303, r.text[:3000]
+    return client.get(f"/api/campaigns/{r.headers['location'].rsplit('/', 1)[1]}").json()
+
+
 def test_sustained_sweep_and_links_reach_the_spec(client):
     form = _form(client, **{"params.session": "reuse", "params.rate": "20", "params.user_rate": "64K",
                             "sweep": "4, 1 2", "link.loopback": "on", "link.0.rate": "100mbit",
                             "link.0.delay": "1ms", "link.1.delay": "5ms", "link.1.loss": "0.1%"})
-    r = client.post("/launch", data=form, follow_redirects=False)
-    assert r.status_code == 303, r.text[:3000]
-    d = client.get(f"/api/campaigns/{r.headers['location'].rsplit('/', 1)[1]}").json()
+    d = _launched(client, form)
     w = d["spec"]["workloads"][0]
     assert w["sweep"] == [1, 2, 4] and w["params"]["session"] == "reuse" and w["params"]["rate"] == 20
     assert w["params"]["user_rate"] == 64 * 1024
@@ -82,9 +88,7 @@ def test_capacity_and_link_queue_reach_the_spec(client):
     form = _form(client, **{"params.file_size": "64K", "params.duration": "2", "capacity.user_rate": "128K",
                             "capacity.p99_ms": "500", "capacity.min_jain": "0.8", "capacity.max_users": "64",
                             "link.0.rate": "100mbit", "link.0.queue": "256kb", "link.0.qdisc": "pfifo"})
-    r = client.post("/launch", data=form, follow_redirects=False)
-    assert r.status_code == 303, r.text[:3000]
-    d = client.get(f"/api/campaigns/{r.headers['location'].rsplit('/', 1)[1]}").json()
+    d = _launched(client, form)
     cap = d["spec"]["workloads"][0]["capacity"]
     assert (cap["user_rate"], cap["p99_ms"], cap["min_jain"], cap["max_users"]) == (128 * 1024, 500, 0.8, 64)
     assert d["spec"]["link"] == ["100mbit/queue=256kb/pfifo"]
