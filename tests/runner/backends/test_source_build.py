@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -164,8 +165,10 @@ def test_tpd_at_a_ref_in_a_container_image_tagged_by_the_commit(dbackend, client
     h.stop()
 
 
-@pytest.mark.integration
-def test_go_http_from_this_repository_at_a_ref(backend, tmp_path, monkeypatch):
+@contextmanager
+def _started_at_head(backend, tmp_path: Path, monkeypatch, server: str):
+    """``server`` built from this repository at HEAD (its build cache in ``tmp_path``) and
+    started on ``backend``; yields (its build_info, HEAD's commit) and stops it."""
     monkeypatch.setenv("XFERLAB_DATA_DIR", str(tmp_path / "data"))
     from runner.config import get_settings
 
@@ -173,36 +176,28 @@ def test_go_http_from_this_repository_at_a_ref(backend, tmp_path, monkeypatch):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
     try:
-        h = backend.start(ServerRequest("go-http", source=str(REPO_ROOT), ref=head))
+        h = backend.start(ServerRequest(server, source=str(REPO_ROOT), ref=head))
         try:
-            info = h.build_info
-            assert info["version"].startswith("go") and info["version"].endswith(f"-git-{head[:12]}")
-            assert info["source"]["commit"] == head
-            assert info["binary"] == str(tmp_path / "data" / "builds" / head[:16] / "go-http" / "go-http")
+            assert h.build_info["source"]["commit"] == head
+            yield h.build_info, head
         finally:
             h.stop()
     finally:
         get_settings.cache_clear()
+
+
+@pytest.mark.integration
+def test_go_http_from_this_repository_at_a_ref(backend, tmp_path, monkeypatch):
+    with _started_at_head(backend, tmp_path, monkeypatch, "go-http") as (info, head):
+        assert info["version"].startswith("go") and info["version"].endswith(f"-git-{head[:12]}")
+        assert info["binary"] == str(tmp_path / "data" / "builds" / head[:16] / "go-http" / "go-http")
 
 
 @pytest.mark.integration
 def test_netty_server_of_this_repository_at_a_ref(backend, tmp_path, monkeypatch):
-    monkeypatch.setenv("XFERLAB_DATA_DIR", str(tmp_path / "data"))
-    from runner.config import get_settings
-
-    get_settings.cache_clear()
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
-                          check=True).stdout.strip()
-    try:
-        h = backend.start(ServerRequest("netty", source=str(REPO_ROOT), ref=head))
-        try:
-            info = h.build_info
-            assert info["version"].endswith(f"+git-{head[:12]}") and info["source"]["commit"] == head
-            assert (tmp_path / "data" / "builds" / head[:16] / "netty" / "NettyServer.class").is_file()
-        finally:
-            h.stop()
-    finally:
-        get_settings.cache_clear()
+    with _started_at_head(backend, tmp_path, monkeypatch, "netty") as (info, head):
+        assert info["version"].endswith(f"+git-{head[:12]}")
+        assert (tmp_path / "data" / "builds" / head[:16] / "netty" / "NettyServer.class").is_file()
 
 
 def test_a_mirrored_commit_is_not_fetched_again(repo):
