@@ -82,8 +82,11 @@ def _print_timing(console, campaign_id: int) -> None:
         console.print(f"campaign: {t['campaign_s']:.1f} s wall; outside cells and their storing: "
                       f"{max(0.0, t['campaign_s'] - cells_s - store):.1f} s")
     shown = [k for k in STAGES if any(k in srv["stages"] for srv in t["servers"])]
-    per = Table("server", "cells", *(f"{k} s" for k in shown), "sum s",
-                title="Per server (seconds summed over its cells; 'of which' stages are inside the one above)")
+    per = Table(title="Per server (seconds summed over its cells; 'of which' stages are inside the one above)")
+    # the server's label whole on one line: the stage headers give way (they wrap) when the table is wide
+    per.add_column("server", no_wrap=True, min_width=max((len(srv["server"]) for srv in t["servers"]), default=6))
+    for name in ("cells", *shown, "sum"):  # seconds, as the title says
+        per.add_column(name, justify="right")
     for srv in t["servers"]:
         st = srv["stages"]
         total = sum(v for k, v in st.items() if not STAGES[k].startswith("  "))
