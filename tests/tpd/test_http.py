@@ -234,7 +234,11 @@ def test_http_no_fd_leak(server):
         s = socket.create_connection(("127.0.0.1", server.http_port))
         s.sendall(b"PUT /g HTTP/1.1\r\nContent-Length: 100000\r\n\r\npartial")
         s.close()                                       # mid-upload
+    # every count at or below base for 0.5 s: the count rose again (12 after 11) right after
+    # it first fell back, in 2 of 9 runs here (likely a connection tpd accepted late)
     deadline = time.monotonic() + 10
-    while server.fd_count() > base and time.monotonic() < deadline:
+    settled = 0
+    while settled < 5 and time.monotonic() < deadline:
+        settled = settled + 1 if server.fd_count() <= base else 0
         time.sleep(0.1)
     assert server.fd_count() <= base
