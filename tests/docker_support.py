@@ -89,6 +89,22 @@ def ensure_base(client) -> None:
         images.bootstrap_base(client=client, progress=lambda m: print(f"[images] {m}"))
 
 
+def ensure_images(client, servers=(), labs=()) -> None:
+    """Build the server images ``servers`` (names, default versions) and the lab images
+    ``labs`` (tags) that are missing or outdated, two at a time
+    (runner.backends.docker.images); raises the first build's ImageError, so a fixture
+    that needs them errors with the build log's reason."""
+    from runner.backends.docker import images
+
+    got = [*images.ensure_lab_images(list(labs), client=client, progress=print).values()] if labs else []
+    if servers:
+        got += images.ensure_server_images([(name, None) for name in servers], client=client,
+                                           progress=print).values()
+    for res in got:
+        if isinstance(res, images.ImageError):
+            raise res
+
+
 def cleanup_session(client) -> None:
     """Remove every container and volume labelled with this session's label."""
     from runner.backends.docker import cleanup

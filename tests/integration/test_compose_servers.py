@@ -25,10 +25,9 @@ import yaml
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from runner.backends.docker import images
 from runner.backends.probe import ProbeError, wait_ready
 from runner.store.models import Campaign
-from tests.docker_support import engine_and_compose, ensure_base
+from tests.docker_support import engine_and_compose, ensure_base, ensure_images
 from tests.support.ports import is_free
 
 # Cold machine: the fixture may bootstrap the base and build the six images (bounded by
@@ -87,8 +86,7 @@ def servers():
     yields a dict: env, project, password, ports (service -> (control port, passive range))."""
     client, compose = engine_and_compose()
     ensure_base(client)
-    for name in SERVICES:  # the tags compose uses; an up-to-date image is reused, not rebuilt
-        images.ensure_server_image(name, client=client, progress=print)
+    ensure_images(client, servers=SERVICES)  # the tags compose uses; up-to-date images are reused
     ftp_prefix, pasv_prefix = _pick_prefixes()
     project = f"xflsrv{os.getpid()}"
     password = secrets.token_hex(12)

@@ -20,9 +20,8 @@ import yaml
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from runner.backends.docker import images
 from runner.store.models import Campaign, Cell, Sample
-from tests.docker_support import SESSION_LABEL, cleanup_session, engine_and_compose, ensure_base
+from tests.docker_support import SESSION_LABEL, cleanup_session, engine_and_compose, ensure_base, ensure_images
 from tests.support.ports import free_port, free_ports
 
 # Cold machine: the module fixture bootstraps the base and builds every image (about 11 min
@@ -44,9 +43,9 @@ def stack():
     last test's)."""
     client, compose = engine_and_compose()
     ensure_base(client)
-    images.ensure_lab_image("xferlab/postgres:15", client=client, progress=print)
-    for name in SIX:  # built once, reused by later runs (context hash unchanged)
-        images.ensure_server_image(name, client=client, progress=print)
+    # both lab images now (the whole-stack test needs the app's too); built once, reused by
+    # later runs (context hash unchanged)
+    ensure_images(client, servers=SIX, labs=("xferlab/postgres:15", "xferlab/app:latest"))
     project = f"xfltest{os.getpid()}"
     pw = secrets.token_hex(12)
     port = free_port()
@@ -174,10 +173,7 @@ def test_whole_stack_dashboard_queues_worker_runs(tmp_path):
 
     client, compose = engine_and_compose()
     ensure_base(client)
-    for tag in ("xferlab/postgres:15", "xferlab/app:latest"):
-        images.ensure_lab_image(tag, client=client, progress=print)
-    for name in ("pyftpdlib", "tpd"):
-        images.ensure_server_image(name, client=client, progress=print)
+    ensure_images(client, servers=("pyftpdlib", "tpd"), labs=("xferlab/postgres:15", "xferlab/app:latest"))
     project = f"xflstack{os.getpid()}"
     token = secrets.token_hex(12)
     pg_port, web_port = free_ports(2)

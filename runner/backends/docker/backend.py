@@ -197,9 +197,18 @@ class DockerBackend:
     # ------------------------------------------------------------------ start
 
     def _run(self, kwargs: dict[str, Any], name: str, info: dict[str, Any]):
-        """containers.run, lowering RLIMIT_NOFILE when the engine may not raise it that
-        far (its own hard limit caps what runc can set without CAP_SYS_RESOURCE): tries
-        ``min(fs.nr_open, 1048576)``, then this process's hard limit, then 65536, 20000."""
+        """Create and start the container of ``kwargs`` (``containers.create`` then
+        ``start``: never ``containers.run``, which pulls an image it does not find, and
+        no image is pulled here), lowering RLIMIT_NOFILE when the engine may not raise it
+        that far (its own hard limit caps what runc can set without CAP_SYS_RESOURCE):
+        tries ``min(fs.nr_open, 1048576)``, then this process's hard limit, then 65536,
+        20000.
+
+        Raises:
+            ServerFailed: the image is not in the engine (removed after it was built);
+                the message names it and the command that builds it.
+            docker.errors.APIError: the engine refused the container for another reason.
+        """
         wanted = kwargs["ulimits"][0].hard
         tries = [wanted] + sorted({v for v in (resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536, 20000)
                                    if 0 < v < wanted}, reverse=True)
@@ -209,10 +218,17 @@ class DockerBackend:
         for n in tries:
             kwargs["ulimits"] = [docker.types.Ulimit(name="nofile", soft=n, hard=n)]
             try:
-                c = self.client.containers.run(**kwargs)
+                c = self.client.containers.create(**kwargs)
+                c.start()
                 info["rlimit_nofile"] = [n, n]
                 _NOFILE_OK[wanted] = n
                 return c
+            except docker.errors.ImageNotFound as e:
+                image = info.get("image_tag") or kwargs["image"]
+                server = kwargs.get("labels", {}).get("xferlab.server", "SERVER")
+                raise ServerFailed(f"image {image} ({kwargs['image']}) is not in the docker engine "
+                                   f"(removed after it was built?); images are never pulled: "
+                                   f"run `xferlab images build {server}`") from e
             except docker.errors.APIError as e:
                 last = e
                 try:
@@ -277,7 +293,7 @@ class DockerBackend:
             self.client.volumes.create(name=spec.volume, labels=spec.labels)
         try:
             container = self._run(spec.kwargs, name, info)
-        except docker.errors.APIError as e:
+        except (docker.errors.APIError, ServerFailed) as e:
             if spec.volume:
                 try:
                     self.client.volumes.get(spec.volume).remove(force=True)
@@ -287,6 +303,8 @@ class DockerBackend:
                 self.client.containers.get(name).remove(force=True, v=True)
             except docker.errors.APIError:
                 pass
+            if isinstance(e, ServerFailed):
+                raise ServerFailed(f"{req.label}: {e}") from e
             raise ServerFailed(f"{req.label}: docker could not start {tag}: {e.explanation or e}") from e
         port = spec.port
         handle = DockerServerHandle(self.client, container,

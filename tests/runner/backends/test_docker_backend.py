@@ -271,3 +271,20 @@ def test_netns_client_connects_from_inside_the_container_namespace(dbackend, net
         assert opened >= 20 if network == "netns" else opened == 0, opened
     finally:
         h.stop()
+
+
+def test_missing_image_is_named_and_never_pulled(dbackend, client, monkeypatch):
+    """An image removed after it was built: start() names it and the build command, and the
+    engine is not asked to pull (no registry here; a pull would hang or name the registry)."""
+    gone = "sha256:" + "0" * 64
+    monkeypatch.setattr(dbackend, "image", lambda req: ("xferlab/pyftpdlib:removed", gone, False))
+    pulls: list = []
+    monkeypatch.setattr(client.images, "pull", lambda *a, **k: pulls.append(a))
+    with pytest.raises(ServerFailed) as ei:
+        dbackend.start(ServerRequest("pyftpdlib"))
+    msg = str(ei.value)
+    assert "xferlab/pyftpdlib:removed" in msg and "not in the docker engine" in msg
+    assert "xferlab images build pyftpdlib" in msg
+    assert not pulls
+    assert not client.containers.list(all=True, filters={"label": f"xferlab.test={SESSION_LABEL}"})
+    assert not client.volumes.list(filters={"label": f"xferlab.test={SESSION_LABEL}"})

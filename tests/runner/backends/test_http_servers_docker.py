@@ -23,6 +23,14 @@ pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.timeout(1
 DOCKER_SERVERS = sorted(HTTP_SERVERS)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _images(dbackend):
+    """Every HTTP server's image, built before the first test two at a time (the
+    backend's prepare step, as a campaign does); a failed build is that server's error
+    in its tests."""
+    dbackend.prepare([ServerRequest(n) for n in DOCKER_SERVERS])
+
+
 def _in_ns(h, fn):
     """Run ``fn`` where the load generator would: in the server's namespace (netns mode)."""
     return call_in_netns(h.target.netns, fn) if h.target.netns else fn()
