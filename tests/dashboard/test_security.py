@@ -115,7 +115,8 @@ def test_upload_limit_is_configurable(app, client):
 def test_large_launch_does_not_block_static(live):
     """A 20,000-cell launch (10 servers x 2 workloads x 1,000 repeats: it must last over a
     second for the check to mean anything, on a quiet machine too) runs while a static file
-    is requested: the static request is answered long before the launch returns."""
+    is requested: the static request is answered before the launch returns, in under a
+    quarter of the launch's time."""
     host, port = live
     base = f"http://{host}:{port}"
     servers = [{**PY, "label": f"py{i}"} for i in range(10)]
@@ -141,7 +142,10 @@ def test_large_launch_does_not_block_static(live):
     assert r.status_code == 200 and status == 201 and body["cells_total"] == 20000
     assert launch_done - l0 > 1.0, "the launch was too quick to show anything: make it larger"
     assert static_done < launch_done, "the static request waited for the launch: the event loop was blocked"
-    assert static_done - t0 < 1.0
+    # the launch's thread shares the interpreter lock with the event loop: while it computes,
+    # each step of the static request waits for the lock (a CI run: static 1.03 s during a
+    # 9.75 s launch). Blocked, the request would take the rest of the launch.
+    assert static_done - t0 < 0.25 * (launch_done - l0), (static_done - t0, launch_done - l0)
 
 
 def test_spec_error_from_expansion_is_422(client, monkeypatch):
