@@ -6,9 +6,10 @@ import sys
 
 from runner.backends.docker.images.base import BASE_TAG, LABEL, ImageError, _client, bootstrap_base, image_exists
 from runner.backends.docker.images.build import (
+    BUILD_JOBS,
     LAB_IMAGES,
     SERVER_IMAGES,
-    ensure_lab_image,
+    ensure_lab_images,
     ensure_server_images,
     list_images,
 )
@@ -23,7 +24,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     bd.add_argument("names", nargs="*", metavar="NAME[=VERSION]")
     bd.add_argument("--all", action="store_true", help="every server image and the lab's postgres/app images")
     bd.add_argument("--rebuild", action="store_true", help="build even when the context is unchanged")
+    bd.add_argument("--jobs", type=_jobs, default=BUILD_JOBS, metavar="N",
+                    help=f"server images built at once (default {BUILD_JOBS}; 1: one after another)")
     sub.add_parser("list", help="images xferlab made")
+
+
+def _jobs(text: str) -> int:
+    """``--jobs``: an integer from 1 to 8."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs wants a whole number from 1 to 8, got {text!r}") from None
+    if not 1 <= n <= 8:
+        raise argparse.ArgumentTypeError(f"--jobs wants a whole number from 1 to 8, got {n}")
+    return n
 
 
 def main(args: argparse.Namespace) -> int:
@@ -46,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
                 name, _, ver = n.partition("=")
                 todo.append((name, ver or None))
             failed = []
-            got = ensure_server_images(todo, client=client, rebuild=args.rebuild,
+            got = ensure_server_images(todo, client=client, rebuild=args.rebuild, jobs=args.jobs,
                                        progress=lambda m: print(m, flush=True))
             for (name, _ver), res in got.items():
                 if isinstance(res, ImageError):
@@ -56,14 +70,13 @@ def main(args: argparse.Namespace) -> int:
                     tag, iid, built = res
                     print(f"{tag}: {iid[7:19]}{'' if built else ' (up to date)'}", flush=True)
             if args.all:
-                for tag in LAB_IMAGES:
-                    try:
-                        iid = ensure_lab_image(tag, client=client, rebuild=args.rebuild,
-                                               progress=lambda m: print(m, flush=True))
-                        print(f"{tag}: {iid[7:19]}")
-                    except ImageError as e:
+                for tag, lab in ensure_lab_images(list(LAB_IMAGES), client=client, rebuild=args.rebuild,
+                                                  jobs=args.jobs, progress=lambda m: print(m, flush=True)).items():
+                    if isinstance(lab, ImageError):
                         failed.append(tag)
-                        print(f"xferlab images: {e}", file=sys.stderr)
+                        print(f"xferlab images: {lab}", file=sys.stderr)
+                    else:
+                        print(f"{tag}: {lab[7:19]}")
             try:  # untagged leftovers of rebuilt images and build stages
                 client.images.prune(filters={"dangling": True, "label": LABEL})
             except Exception:  # noqa: BLE001 - pruning is housekeeping only

@@ -70,6 +70,13 @@ def test_images_cli_build_reuses_and_lists():
     assert p.returncode == 1 and "no image for server 'nosuch'" in p.stderr
 
 
+@pytest.mark.parametrize(("jobs", "shown"), [("0", "0"), ("9", "9"), ("two", "'two'")])
+def test_images_build_jobs_out_of_range_is_a_usage_error(jobs, shown):
+    p = subprocess.run([sys.executable, "-m", "runner.cli", "images", "build", "vsftpd", "--jobs", jobs],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and f"--jobs wants a whole number from 1 to 8, got {shown}" in p.stderr, p.stderr
+
+
 def _args_without_default(dockerfile: Path) -> set[str]:
     """ARG names a Dockerfile declares after FROM without a default (the caller must give them)."""
     names = set()

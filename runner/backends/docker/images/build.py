@@ -8,8 +8,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -289,42 +290,95 @@ def _prefixed(progress: Progress, prefix: str) -> Progress:
     return lambda message: progress(prefix + message)
 
 
+#: Image builds run at once by :func:`ensure_server_images` by default: two overlap one
+#: build's downloads and layer commits with the other's package unpacking (a build is
+#: rarely CPU-bound for long), without starving a 2-core machine.
+BUILD_JOBS = 2
+
+
 def ensure_server_images(wanted: Sequence[tuple[str, str | None]], *, client=None, progress: Progress = print,
-                         rebuild: bool = False) -> dict[tuple[str, str | None], tuple[str, str, bool] | ImageError]:
-    """Build, in order, every server image of ``wanted`` (``(name, version)`` pairs;
-    duplicates once) that is missing or outdated, saying how far it is.
+                         rebuild: bool = False,
+                         jobs: int = BUILD_JOBS) -> dict[tuple[str, str | None], tuple[str, str, bool] | ImageError]:
+    """Build every server image of ``wanted`` (``(name, version)`` pairs; duplicates
+    once) that is missing or outdated, ``jobs`` builds at a time, saying how far it is.
 
     ``progress`` gets ``building image NAME i/n (why)`` before a build, then the build's
     own lines prefixed with ``image NAME i/n: `` (steps: :func:`build_image`), or
-    ``image NAME i/n ready (TAG)`` when nothing is to be built. The base image is
-    bootstrapped first when missing (its lines prefixed with ``base image: ``).
+    ``image NAME i/n ready (TAG)`` when nothing is to be built; with ``jobs`` > 1 the
+    lines of two builds interleave (each keeps its prefix) and ``progress`` is called
+    from one thread at a time. The base image is bootstrapped first when missing (its
+    lines prefixed with ``base image: ``). Each concurrent build uses a docker client of
+    its own.
 
-    Returns ``{(name, version): (tag, image ID, built now)}``, or the ImageError of a
-    server whose image could not be made (the others are still built). Raises
-    ImageError only when no engine answers or the base image cannot be made."""
+    Returns ``{(name, version): (tag, image ID, built now)}`` in the order of ``wanted``,
+    or the ImageError of a server whose image could not be made (the others are still
+    built). Raises ImageError only when no engine answers or the base image cannot be
+    made; ValueError when ``jobs`` < 1."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
     todo = list(dict.fromkeys(wanted))
     client = client or _client()
     if not image_exists(client, BASE_TAG):
         progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
         bootstrap_base(progress=lambda m: progress(f"base image: {m}"), client=client)
-    out: dict[tuple[str, str | None], tuple[str, str, bool] | ImageError] = {}
     n = len(todo)
-    for i, (name, version) in enumerate(todo, 1):
+
+    def one(i: int, key: tuple[str, str | None], c, say: Progress) -> tuple[str, str, bool] | ImageError:
+        name, version = key
         label = name if version is None else f"{name} {version}"
         prefix = f"image {label} {i}/{n}: "
         try:
-            st = server_image_state(name, version, client=client)
+            st = server_image_state(name, version, client=c)
             if st.state == "ready" and not rebuild:
-                progress(f"image {label} {i}/{n} ready ({st.tag})")
+                say(f"image {label} {i}/{n} ready ({st.tag})")
             else:
                 why = {"missing": "not built yet", "outdated": "build context changed"}.get(st.state, "rebuild")
-                progress(f"building image {label} {i}/{n} ({why})")
-            out[(name, version)] = ensure_server_image(name, version, client=client, rebuild=rebuild,
-                                                       progress=_prefixed(progress, prefix))
+                say(f"building image {label} {i}/{n} ({why})")
+            return ensure_server_image(name, version, client=c, rebuild=rebuild, progress=_prefixed(say, prefix))
         except ImageError as e:
-            progress(f"image {label} {i}/{n} failed: {str(e).splitlines()[0]}")
-            out[(name, version)] = e
-    return out
+            say(f"image {label} {i}/{n} failed: {str(e).splitlines()[0]}")
+            return e
+
+    return _each(todo, one, client=client, progress=progress, jobs=jobs)
+
+
+def _each(keys: list[Any], build: Callable[[int, Any, Any, Progress], Any], *, client, progress: Progress,
+          jobs: int) -> dict[Any, Any]:
+    """``build(i, key, client, say)`` for each of ``keys`` (``i`` from 1), ``jobs`` at a
+    time; returns ``{key: its result}`` in the order of ``keys``. With one job (or one
+    key) every call gets the caller's ``client``; otherwise each worker thread opens a
+    docker client of its own (closed at the end; an ImageError opening it is that key's
+    result). ``say`` is ``progress`` called from one thread at a time."""
+    lock = threading.Lock()
+
+    def say(message: str) -> None:
+        with lock:
+            progress(message)
+
+    if jobs == 1 or len(keys) < 2:
+        return {key: build(i, key, client, say) for i, key in enumerate(keys, 1)}
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = threading.local()
+    clients: list[Any] = []
+
+    def in_thread(i: int, key: Any) -> Any:
+        if not hasattr(local, "client"):
+            try:
+                local.client = _client()
+            except ImageError as e:
+                return e
+            with lock:
+                clients.append(local.client)
+        return build(i, key, local.client, say)
+
+    try:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(keys)), thread_name_prefix="image-build") as pool:
+            futures = [pool.submit(in_thread, i, key) for i, key in enumerate(keys, 1)]
+            return {key: f.result() for key, f in zip(keys, futures, strict=True)}
+    finally:
+        for c in clients:
+            c.close()
 
 
 def ensure_server_image(name: str, version: str | None = None, *, client=None, progress: Progress = print,
@@ -401,6 +455,31 @@ def ensure_lab_image(tag: str, *, client=None, progress: Progress = print, rebui
             pass
     return build_image(client, context=context, dockerfile=dockerfile, tag=tag, buildargs={},
                   labels={LABEL: "lab", "xferlab.context_hash": chash}, progress=progress)
+
+
+def ensure_lab_images(tags: Sequence[str], *, client=None, progress: Progress = print, rebuild: bool = False,
+                      jobs: int = BUILD_JOBS) -> dict[str, str | ImageError]:
+    """:func:`ensure_lab_image` for each of ``tags`` (duplicates once), ``jobs`` at a time
+    (with more than one, each worker thread with a docker client of its own), its lines
+    prefixed with ``TAG: `` (``progress`` is called from one thread at a time). Returns ``{tag: image ID}`` in
+    the order of ``tags``, or the ImageError of a tag that could not be built (the
+    others are still built). Raises ValueError when ``jobs`` < 1."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    todo = list(dict.fromkeys(tags))
+    client = client or _client()
+    if not image_exists(client, BASE_TAG):  # once, before the builds that need it
+        progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
+        bootstrap_base(progress=lambda m: progress(f"base image: {m}"), client=client)
+
+    def one(_i: int, tag: str, c, say: Progress) -> str | ImageError:
+        try:
+            return ensure_lab_image(tag, client=c, rebuild=rebuild, progress=_prefixed(say, f"{tag}: "))
+        except ImageError as e:
+            say(f"{tag}: failed: {str(e).splitlines()[0]}")
+            return e
+
+    return _each(todo, one, client=client, progress=progress, jobs=jobs)
 
 
 def list_images(client=None) -> list[dict[str, Any]]:
