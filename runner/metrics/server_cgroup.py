@@ -1,5 +1,6 @@
-"""A cgroup v2 of its own for a local server's process tree, so that its CPU time is the
-cgroup's counters (runner.metrics.cgroup_cpu) rather than a sum over live processes.
+"""A cgroup of its own (v2, or v1 ``cpuacct``) for a local server's process tree, so that
+its CPU time is the cgroup's counters (runner.metrics.cgroup_cpu) rather than a sum over
+live processes.
 
 The lab makes a child cgroup before it starts the server; the server process joins it
 between fork and exec (it writes ``0`` to the child's ``cgroup.procs``,
@@ -10,12 +11,19 @@ made, first that works:
 2. ``<own cgroup>/xferlab-servers/server-<pid>-<n>`` (a delegated subtree: this process's own
    cgroup is writable by its user, as systemd's ``Delegate=yes`` leaves it).
 
-With neither (no v2 hierarchy mounted, not root and no delegation), :func:`make` raises
+3. on a host without a usable v2 hierarchy (cgroup v1 only, as Docker's ``cgroupfs``
+   driver on v1 hosts), ``<v1 cpuacct mount>/xferlab.slice/server-<pid>-<n>`` (root: the
+   ``cpuacct`` controller's hierarchy, mounted as ``cpuacct`` or ``cpu,cpuacct``, is
+   writable).
+
+With none of them (not root and no delegation), :func:`make` raises
 :class:`NoServerCgroup` with the reason, and the cell's server CPU is the process-tree
 figure, recorded as such (docs/methodology.md, "What server CPU counts"). No controller
 is enabled: ``cpu.stat`` ``usage_usec``, ``user_usec`` and ``system_usec`` exist in every
 v2 cgroup (kernel documentation, admin-guide/cgroup-v2.rst, "Core Interface Files" and
-"cpu.stat").
+"cpu.stat"); a v1 ``cpuacct`` cgroup has ``cpuacct.usage``, ``cpuacct.usage_user`` and
+``cpuacct.usage_sys`` in nanoseconds (admin-guide/cgroup-v1/cpuacct.rst). Writing ``0``
+to ``cgroup.procs`` moves the writer in both versions.
 """
 from __future__ import annotations
 
@@ -24,7 +32,8 @@ import os
 import time
 from pathlib import Path
 
-from runner.metrics.cgroup_cpu import CpuCgroup, v2_root
+from runner.config import get_settings
+from runner.metrics.cgroup_cpu import V1_CPUACCT_MOUNTS, CpuCgroup, v2_root
 
 SLICE = "xferlab.slice"
 DELEGATED = "xferlab-servers"
@@ -39,13 +48,14 @@ class NoServerCgroup(Exception):
 
 
 class ServerCgroup:
-    """A cgroup v2 made for one local server: ``path`` (its folder), ``cpu`` (a
-    :class:`CpuCgroup` to read its counters). :meth:`contains` checks a pid is in it;
+    """A cgroup made for one local server: ``path`` (its folder), ``cpu`` (a
+    :class:`CpuCgroup` to read its counters; ``version`` 2, or 1 for a v1 ``cpuacct``
+    cgroup). :meth:`contains` checks a pid is in it;
     :meth:`remove` deletes it once its processes are gone."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, version: int = 2) -> None:
         self.path = path
-        self.cpu = CpuCgroup(path, 2)
+        self.cpu = CpuCgroup(path, version)
 
     @property
     def procs_file(self) -> str:
@@ -103,39 +113,67 @@ def _clean_stale(parent: Path) -> None:
             continue
 
 
+def _v1_cpuacct(root: Path) -> Path | None:
+    """The v1 hierarchy with the ``cpuacct`` controller under ``root`` (mounted alone or
+    with ``cpu``), or None."""
+    for mount in V1_CPUACCT_MOUNTS:
+        d = root / mount
+        if (d / "cpuacct.usage").exists() and (d / "cgroup.procs").exists():
+            return d
+    return None
+
+
+def _try_make(parent: Path, name: str, counters: str, reasons: list[str]) -> Path | None:
+    """``parent/name`` made, with ``cgroup.procs`` writable and ``counters`` present;
+    None (the reason appended to ``reasons``) when it cannot be."""
+    try:
+        parent.mkdir(exist_ok=True)
+        _clean_stale(parent)
+        d = parent / name
+        d.mkdir()
+    except OSError as e:
+        reasons.append(f"{parent}: {e.strerror or e}")
+        return None
+    if not os.access(d / "cgroup.procs", os.W_OK) or not (d / counters).exists():
+        reasons.append(f"{d}: cgroup.procs not writable or no {counters}")
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+        return None
+    return d
+
+
 def make(root: Path | None = None, proc: Path = Path("/proc")) -> ServerCgroup:
-    """Make a new, empty cgroup for a server (see the module docstring for where).
+    """Make a new, empty cgroup for a server (see the module docstring for where: v2 as
+    root, v2 delegated, then v1 ``cpuacct`` as root).
 
     ``root`` defaults to ``Settings.cgroup_root`` (``XFERLAB_CGROUP_ROOT``).
     Raises NoServerCgroup with every reason when none can be made."""
+    root = root or get_settings().cgroup_root
+    reasons: list[str] = []
+    name = f"server-{os.getpid()}-{next(_seq)}"
     v2 = v2_root(root)
     if v2 is None:
-        raise NoServerCgroup(f"no cgroup v2 hierarchy under {root or 'the cgroup root'} (a v1-only host)")
-    reasons = []
-    parents = [v2 / SLICE]
-    own = _own_cgroup(v2, proc)
-    if own is not None and own != v2:
-        parents.append(own / DELEGATED)
-    name = f"server-{os.getpid()}-{next(_seq)}"
-    for parent in parents:
-        try:
-            parent.mkdir(exist_ok=True)
-            _clean_stale(parent)
-            d = parent / name
-            d.mkdir()
-        except OSError as e:
-            reasons.append(f"{parent}: {e.strerror or e}")
-            continue
-        if not os.access(d / "cgroup.procs", os.W_OK) or not (d / "cpu.stat").exists():
-            reasons.append(f"{d}: cgroup.procs not writable or no cpu.stat")
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-            continue
-        return ServerCgroup(d)
-    raise NoServerCgroup("cannot make a cgroup v2 for the server (not root and no delegated subtree): "
-                         + "; ".join(reasons))
+        reasons.append(f"no cgroup v2 hierarchy under {root}")
+    else:
+        parents = [v2 / SLICE]
+        own = _own_cgroup(v2, proc)
+        if own is not None and own != v2:
+            parents.append(own / DELEGATED)
+        for parent in parents:
+            d = _try_make(parent, name, "cpu.stat", reasons)
+            if d is not None:
+                return ServerCgroup(d, 2)
+    v1 = _v1_cpuacct(root)
+    if v1 is None:
+        reasons.append(f"no cgroup v1 cpuacct hierarchy under {root}")
+    else:
+        d = _try_make(v1 / SLICE, name, "cpuacct.usage", reasons)
+        if d is not None:
+            return ServerCgroup(d, 1)
+    raise NoServerCgroup("no cgroup can be made for the server here (v2 as root or in a delegated subtree, "
+                         "v1 cpuacct as root): " + "; ".join(reasons))
 
 
 def join_in_child(procs_file: str) -> None:

@@ -381,8 +381,9 @@ def test_local_server_runs_in_a_cgroup_of_its_own(backend):
 
 
 def test_local_server_without_cgroup_v2_falls_back(backend, tmp_path, monkeypatch):
-    """No cgroup v2 hierarchy under XFERLAB_CGROUP_ROOT (here a v1-only layout): the server
-    starts all the same, without a cgroup, and its build info says why."""
+    """No cgroup hierarchy the lab can use under XFERLAB_CGROUP_ROOT (here a v1 layout
+    without cpuacct): the server starts all the same, without a cgroup, and its build info
+    says why."""
     from runner.config import get_settings
 
     (tmp_path / "cpu").mkdir()
@@ -391,7 +392,10 @@ def test_local_server_without_cgroup_v2_falls_back(backend, tmp_path, monkeypatc
     try:
         h = start_or_skip(backend, ServerRequest("vsftpd"))
         try:
-            assert h.build_info["cpu_cgroup"].startswith("none: no cgroup v2 hierarchy"), h.build_info["cpu_cgroup"]
+            why = h.build_info["cpu_cgroup"]
+            assert why.startswith("none: no cgroup can be made for the server here"), why
+            assert f"no cgroup v2 hierarchy under {tmp_path}" in why, why
+            assert f"no cgroup v1 cpuacct hierarchy under {tmp_path}" in why, why
             assert h.cgroup_cpu() is None
         finally:
             h.stop()

@@ -14,7 +14,14 @@ import pytest
 from runner.backends.local.process import make_preexec
 from runner.cell.server_cpu import phase_cpu
 from runner.metrics import server_cgroup
-from runner.metrics.cgroup_cpu import CpuCgroup, CpuStat, cpu_cgroup, from_engine_cpu_stats, v2_root
+from runner.metrics.cgroup_cpu import (
+    V1_CPUACCT_MOUNTS,
+    CpuCgroup,
+    CpuStat,
+    cpu_cgroup,
+    from_engine_cpu_stats,
+    v2_root,
+)
 from runner.metrics.sampler import TreeSampler
 from tests.support.fake_proc import fake_proc
 from tests.support.skips import machine_lacks
@@ -51,14 +58,22 @@ def test_v1_and_hybrid(tmp_path: Path):
     for d in (acct, cpu):
         d.mkdir(parents=True)
     (acct / "cpuacct.usage").write_text("3000000\n")
-    (acct / "cpuacct.usage_user").write_text("2000000\n")
-    (acct / "cpuacct.usage_sys").write_text("1000000\n")
+    # the per-mode counters are tick samples (0.9 ms of the 3 ms here, a third of it user):
+    # their share splits the exact usage
+    (acct / "cpuacct.usage_user").write_text("300000\n")
+    (acct / "cpuacct.usage_sys").write_text("600000\n")
+    (acct / "cpuacct.stat").write_text("user 40\nsystem 20\n")  # USER_HZ ticks: for kernels without them
     (cpu / "cpu.shares").write_text("1024\n")
     (cpu / "cpu.stat").write_text("nr_periods 4\nnr_throttled 2\nthrottled_time 5000000\n")
     text = "2:cpuacct:/docker/abc\n1:cpu:/docker/abc\n0::/\n"
     cg = cpu_cgroup(5, root, fake_proc(tmp_path, 5, text))
     assert cg == CpuCgroup(acct, 1, cpu)
+    assert cg.read() == CpuStat(3000, 1000, 2000, 2, 5000, str(acct))
+    for f in ("cpuacct.usage_user", "cpuacct.usage_sys"):  # an older kernel: cpuacct.stat's ticks
+        (acct / f).unlink()
     assert cg.read() == CpuStat(3000, 2000, 1000, 2, 5000, str(acct))
+    (acct / "cpuacct.usage_user").write_text("2000000\n")
+    (acct / "cpuacct.usage_sys").write_text("1000000\n")
     # hybrid: the container is in the v2 hierarchy too; usage from there, throttling from v1
     u = root / "unified" / "docker" / "abc"
     u.mkdir(parents=True)
@@ -78,22 +93,42 @@ def test_engine_cpu_stats():
     assert from_engine_cpu_stats({}) is None
 
 
-def test_no_v2_hierarchy_says_why(tmp_path: Path):
-    (tmp_path / "cpu").mkdir()  # a v1-only layout
-    with pytest.raises(server_cgroup.NoServerCgroup, match="no cgroup v2 hierarchy"):
+def test_no_cgroup_says_why(tmp_path: Path):
+    (tmp_path / "cpu").mkdir()  # a v1 layout without cpuacct
+    with pytest.raises(server_cgroup.NoServerCgroup,
+                       match="no cgroup v2 hierarchy .*; no cgroup v1 cpuacct hierarchy"):
         server_cgroup.make(tmp_path)
 
 
-def test_forking_server_cgroup_counts_the_workers_the_tree_loses(tmp_path: Path):
+def _v1_only_root(tmp_path: Path) -> Path:
+    """A cgroup root that shows only the host's v1 ``cpuacct`` hierarchy (a symlink to it):
+    server_cgroup.make() finds no v2 there and makes a real v1 cgroup."""
+    host = Path("/sys/fs/cgroup")
+    v1 = next((host / m for m in V1_CPUACCT_MOUNTS if (host / m / "cpuacct.usage").exists()), None)
+    if v1 is None:
+        machine_lacks("a cgroup v1 cpuacct hierarchy (a v2-only host)")
+    root = tmp_path / "v1root"
+    root.mkdir()
+    (root / v1.name).symlink_to(v1)
+    return root
+
+
+@pytest.mark.parametrize("version", [2, 1])
+def test_forking_server_cgroup_counts_the_workers_the_tree_loses(tmp_path: Path, version: int):
     """Four workers each burn 0.25 s of CPU and exit after their session process exited
     unwaited-for. The cgroup's usage over the phase is the 1.0 s burnt plus the forks'
     and the listener's small cost (upper bound: 0.05 s per worker + 0.1 s); the
     process-tree figure sees at most a quarter of it (the listener and its reaped session
-    processes only)."""
+    processes only). Version 2: the cgroup make() picks on this host; version 1: one made
+    in the v1 ``cpuacct`` hierarchy (cpuacct.usage*, nanoseconds)."""
     try:
-        cg = server_cgroup.make()
+        cg = server_cgroup.make(_v1_only_root(tmp_path) if version == 1 else None)
     except server_cgroup.NoServerCgroup as e:
-        machine_lacks(f"a cgroup v2 this process can make: {e}")
+        machine_lacks(f"a cgroup v{version} this process can make: {e}")
+    if version == 2 and cg.cpu.version != 2:
+        cg.remove()
+        machine_lacks("a cgroup v2 hierarchy (a v1-only host)")
+    assert cg.cpu.version == version
     fifo, out = tmp_path / "fifo", tmp_path / "out"
     os.mkfifo(fifo)
     out.mkdir()
