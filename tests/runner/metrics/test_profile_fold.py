@@ -69,6 +69,21 @@ def test_pyspy_root_frame_loses_the_command_line_and_idle_is_split():
     assert idle == "python3;[libc.so.6];poll (pyftpdlib/ioloop.py:548);epoll_wait (libc.so.6) 7\n"
 
 
+def test_pyspy_without_native_frames_counts_the_event_loops_wait_as_idle():
+    """A container's server (py-spy without --native): the leaf is the Python function that
+    calls epoll; only a sample ending there is waiting, one going deeper is running."""
+    from runner.metrics.profile import PY_IDLE_LEAVES, PY_WAIT_FRAMES
+
+    root = 'process 7:"python serve.py";<module> (serve.py:95);FTPServer.serve_forever (pyftpdlib/servers.py:254)'
+    raw = (f"{root};_BasePollEpoll.poll (pyftpdlib/ioloop.py:548) 67\n"
+           f"{root};_BasePollEpoll.poll (pyftpdlib/ioloop.py:563);write (asyncore.py:96);"
+           "DTPHandler.initiate_sendfile (pyftpdlib/handlers/ftp/data.py:157) 214\n"
+           'process 8:"twistd";EPollReactor.doPoll (twisted/internet/epollreactor.py:214) 3\n')
+    busy, idle, n_busy, n_idle = pyspy_stacks(raw, {7: "python3"}, PY_IDLE_LEAVES | PY_WAIT_FRAMES)
+    assert (n_busy, n_idle) == (214, 70)
+    assert busy.endswith("DTPHandler.initiate_sendfile (pyftpdlib/handlers/ftp/data.py:157) 214\n")
+
+
 def test_raw_syscalls_pair_enter_and_exit_per_thread():
     text = "".join(f"{'tpd':>8} {tid:5} {t:10.6f}: raw_syscalls:{ev}: {rest} ffffffff81417d70 x ([kernel.kallsyms])\n"
                    for tid, t, ev, rest in [
