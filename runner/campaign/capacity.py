@@ -71,6 +71,8 @@ def figures(session: Session, cell: Cell, spec: CampaignSpec) -> StepFigures:
         link_rate = None
     cores = len(spec.pinning.server) if spec.pinning.server else (os.cpu_count() or 1)
     p = WorkloadParams.model_validate(cell.params)
+    busier, total = busier_direction(v), v.get(("throughput", "value"))
+    demand = p.clients * p.user_rate if p.rate is not None else None
     return StepFigures(
         clients=p.clients, status=cell.status, users_at_rate=v.get(("users_at_rate", "value")),
         p99_ms=v.get(("latency", "p99")), jain=v.get(("fairness", "jain")), errors=v.get(("errors", "total"), 0.0),
@@ -81,7 +83,24 @@ def figures(session: Session, cell: Cell, spec: CampaignSpec) -> StepFigures:
         client_util=v.get(("client_cpu", "utilization")), client_wait=v.get(("client_cpu", "runqueue_wait")),
         cpu_pressure=v.get(("machine_cpu", "pressure")),
         listen_drops=max(v.get(("tcp", "ListenOverflows"), 0.0), v.get(("tcp", "ListenDrops"), 0.0)),
-        link_rate=link_rate, demand=p.clients * p.user_rate if p.rate is not None else None)
+        link_rate=link_rate, link_throughput=busier, demand=demand,
+        link_demand=demand * busier / total if demand is not None and busier is not None and total else None)
+
+
+#: Operations of a mixed phase whose payload goes from the client to the server.
+UPLOAD_OPS = frozenset({"stor"})
+
+
+def busier_direction(v: dict[tuple[str, str], float]) -> float | None:
+    """MiB/s in the busier direction of a mixed phase, from its per-operation
+    ``throughput`` rows (uploads: :data:`UPLOAD_OPS`; downloads: every other operation
+    with payload, RETR, resumed RETR and listings); None for a phase without them (it
+    moved one way only)."""
+    per_op = {stat: val for (metric, stat), val in v.items() if metric == "throughput" and stat != "value"}
+    if not per_op:
+        return None
+    up = sum(val for op, val in per_op.items() if op in UPLOAD_OPS)
+    return max(up, sum(per_op.values()) - up)
 
 
 def _steps(session: Session, cell: Cell, entry: WorkloadSpec) -> list[Cell]:

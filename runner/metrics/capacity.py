@@ -25,8 +25,9 @@ fairness:
   answer, tested in this order: the client (runnable, running or waiting on a run queue,
   for at least ``CLIENT_BOUND`` of the phase: the lab measured its own limit, or the CPU
   time other processes took from it; runner.load.result.client_saturation), listen drops
-  (ListenOverflows or ListenDrops), the link (the moved rate, or the users' demand
-  N x ``user_rate``, at or above ``LINK_SHARE`` of a shaped link's rate), the server
+  (ListenOverflows or ListenDrops), the link (the rate moved in its busier direction,
+  or the users' demand N x ``user_rate``, at or above ``LINK_SHARE`` of a shaped link's
+  rate, which each direction has: tbf on both ends of the veth pair), the server
   CPU (at or above ``CPU_SHARE`` of the cores it may use); otherwise ``server`` (none of
   those: a limit of the server's own, e.g. a bandwidth cap, a lock or a per-session cost, or
   CPU time it waited for while other processes held the cores, which its own CPU figure
@@ -100,7 +101,14 @@ class StepFigures:
             runnable task waiting for a CPU (Linux PSI, runner.metrics.runqueue); None when
             not measured.
         listen_drops: ListenOverflows + ListenDrops of the phase.
-        link_rate: a shaped link's rate in bytes/s, None on loopback.
+        link_rate: a shaped link's rate in bytes/s (each direction: the link is shaped on
+            both ends, so it is full duplex), None on loopback.
+        link_throughput: MiB/s in the busier direction of the link (a mixed phase's
+            downloads, RETR, resumed RETR and listings, or its uploads, STOR), None when
+            the phase moved one way only (then ``throughput`` is that direction's).
+        link_demand: the users' demand in that busier direction, bytes/s: ``demand``
+            times that direction's share of the bytes moved; None when not known (then
+            ``demand`` is taken as one direction's).
         demand: the users' demand, N x user_rate in bytes/s, None when not known.
     """
 
@@ -120,6 +128,8 @@ class StepFigures:
     cpu_pressure: float | None = None
     listen_drops: float = 0.0
     link_rate: int | None = None
+    link_throughput: float | None = None
+    link_demand: float | None = None
     demand: int | None = None
 
 
@@ -228,12 +238,16 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
                           "CPU (client-bound)")
     if f.listen_drops > 0:
         return "listen_drops", f"{f.listen_drops:g} listen overflows/drops in the server's namespace"
-    if f.link_rate and f.throughput is not None and f.throughput * (1 << 20) >= LINK_SHARE * f.link_rate:
-        return "link", (f"{f.throughput:,.2f} MiB/s moved on a {f.link_rate * 8 / 1e6:g} Mbit/s link "
+    one_way = f.link_throughput if f.link_throughput is not None else f.throughput
+    if f.link_rate and one_way is not None and one_way * (1 << 20) >= LINK_SHARE * f.link_rate:
+        where = " in its busier direction" if f.link_throughput is not None else ""
+        return "link", (f"{one_way:,.2f} MiB/s moved{where} on a {f.link_rate * 8 / 1e6:g} Mbit/s link "
                         f"(>= {LINK_SHARE:.0%} of it)")
-    if f.link_rate and f.demand is not None and f.demand >= LINK_SHARE * f.link_rate:
-        return "link", (f"the users asked {f.demand / (1 << 20):,.2f} MiB/s of a {f.link_rate * 8 / 1e6:g} Mbit/s "
-                        f"link (>= {LINK_SHARE:.0%} of it)")
+    asked = f.link_demand if f.link_demand is not None else f.demand
+    if f.link_rate and asked is not None and asked >= LINK_SHARE * f.link_rate:
+        where = " in its busier direction" if f.link_demand is not None else ""
+        return "link", (f"the users asked {asked / (1 << 20):,.2f} MiB/s{where} of a {f.link_rate * 8 / 1e6:g} "
+                        f"Mbit/s link (>= {LINK_SHARE:.0%} of it)")
     if f.server_cpu_s is not None and f.elapsed_s:
         busy = f.server_cpu_s / f.elapsed_s
         if busy >= CPU_SHARE * f.server_cores:

@@ -38,6 +38,18 @@ def test_mean_op_bytes_against_hand_figures():
     assert step.rate == pytest.approx(6 * X / (0.7 * 16384)) and step.user_rate == X and step.clients == 6
 
 
+def test_busier_direction_of_a_mixed_phase():
+    """Downloads (RETR, resumed RETR, listings) against uploads (STOR), from the per-operation
+    throughput rows; the phase's total (stat ``value``) is not a direction."""
+    from runner.campaign.capacity import busier_direction
+
+    v = {("throughput", "value"): 15.36, ("throughput", "retr"): 8.0, ("throughput", "resume"): 1.5,
+         ("throughput", "list"): 0.06, ("throughput", "stor"): 5.8, ("latency", "p99"): 3.0}
+    assert busier_direction(v) == pytest.approx(9.56)
+    assert busier_direction({**v, ("throughput", "stor"): 12.0}) == pytest.approx(12.0)
+    assert busier_direction({("throughput", "value"): 11.2}) is None  # one way only: the total is it
+
+
 def test_capacity_ready_and_refusals():
     assert capacity_ready("mixed") and capacity_ready("retr_sustained") and not capacity_ready("login")
     with pytest.raises(ValueError, match="moves no payload"):

@@ -78,6 +78,18 @@ def test_break_reason_order():
     assert break_reason(StepFigures(**base, listen_drops=3))[0] == "listen_drops"
     assert break_reason(StepFigures(**base, link_rate=12_500_000))[0] == "link"  # 11.5 MiB/s of 100 Mbit
     assert break_reason(StepFigures(**base))[0] == "server_cpu"  # 1.9 of 2 cores busy
+    # a mixed phase moved 15.4 MiB/s in all, but 10.1 down and 5.3 up: the full-duplex link
+    # (11.9 MiB/s each way) was not the bound; 11.4 down would be
+    mixed = {**base, "throughput": 15.36, "server_cpu_s": 0.5}
+    assert break_reason(StepFigures(**mixed, link_rate=12_500_000, link_throughput=10.1))[0] == "server"
+    kind, text = break_reason(StepFigures(**mixed, link_rate=12_500_000, link_throughput=11.4))
+    assert kind == "link" and "11.40 MiB/s moved in its busier direction on a 100 Mbit/s link" in text
+    # 16 users asked 16 MiB/s in all, 68% of it downloads: 10.9 MiB/s of the 11.9 one way carries
+    kind, text = break_reason(StepFigures(**mixed, link_rate=12_500_000, link_throughput=10.1, demand=16 << 20,
+                                          link_demand=0.68 * (16 << 20)))
+    assert kind == "link" and "asked 10.88 MiB/s in its busier direction" in text
+    assert break_reason(StepFigures(**mixed, link_rate=12_500_000, link_throughput=10.1, demand=16 << 20,
+                                    link_demand=0.5 * (16 << 20)))[0] == "server"
     # 9.3 MiB/s moved, but 12 users asked 12 MiB/s of a link that carries 11.9
     kind, text = break_reason(StepFigures(**{**base, "throughput": 9.3}, link_rate=12_500_000, demand=12 << 20))
     assert kind == "link" and "asked 12.00 MiB/s" in text
