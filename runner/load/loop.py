@@ -12,7 +12,13 @@ uvloop does not implement ``loop.sock_sendfile`` (it raises NotImplementedError 
 with ``fallback=False``), so STOR sends with :func:`sendfile`: ``os.sendfile`` on the
 non-blocking data socket, waiting for writability with ``loop.add_writer`` when the
 socket buffer is full. It is what asyncio's own ``_sock_sendfile_native`` does, and the
-same code runs under both loops.
+same code runs under both loops. A single-stream STOR (one upload at a time) sends with
+:func:`sendfile_blocking` instead: blocking ``os.sendfile`` on a worker thread, as the C
+uploader of ``runner/selftest/netlimit.c`` and curl send. On loopback to tpd (2 cores,
+256 MiB uploads, medians of 6 interleaved rounds) the non-blocking pattern read 1,390-1,520
+MiB/s where blocking sendfile read 1,580-1,660 and the C uploader 1,610: woken 100-150
+times per upload, the sender refills the socket in bursts and the receiver's reads come
+in smaller pieces, while the client's CPU stays under 35% busy either way.
 """
 from __future__ import annotations
 
@@ -124,6 +130,46 @@ async def sendfile(sock: socket.socket, fd: int, offset: int, count: int) -> int
             break
         sent += n
     return sent
+
+
+async def sendfile_blocking(sock: socket.socket, fd: int, offset: int, count: int) -> int:
+    """Send ``count`` bytes of the file ``fd`` from ``offset`` on ``sock`` with blocking
+    ``os.sendfile`` calls on a worker thread (``asyncio.to_thread``), the socket switched
+    to blocking mode for the transfer. For one transfer at a time (a thread each); many
+    concurrent transfers use :func:`sendfile`.
+
+    Returns the bytes sent: ``count``, or fewer when the file ended first. When the
+    awaiting task is cancelled (a timeout), the socket is shut down so that the thread's
+    blocked call returns, and CancelledError propagates.
+
+    Raises:
+        OSError: the connection failed (reset, broken pipe).
+    """
+    out = sock.fileno()
+
+    def send() -> int:
+        sent = 0
+        while sent < count:
+            try:
+                n = os.sendfile(out, fd, offset + sent, count - sent)
+            except InterruptedError:
+                continue
+            if n == 0:  # end of file
+                break
+            sent += n
+        return sent
+
+    sock.setblocking(True)
+    try:
+        return await asyncio.to_thread(send)
+    except asyncio.CancelledError:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        raise
+    finally:
+        sock.setblocking(False)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:

@@ -46,7 +46,7 @@ from runner.load.ftp.replies import (
 )
 from runner.load.ftp.retr import DEFAULT_RETR_MODE, RetrMode, RetrReceivers, scratch_buffer
 from runner.load.ftp.tls import TlsTransfers, client_context, tls_facts
-from runner.load.loop import sendfile
+from runner.load.loop import sendfile, sendfile_blocking
 
 if TYPE_CHECKING:
     from runner.load.target import TargetTls
@@ -412,7 +412,7 @@ class FTPSession(RetrReceivers, TlsTransfers, ListingCommands):
             self.send(f"STOR {path}")
             await self._preliminary(f"STOR {path}")
             try:
-                sent = await sendfile(sock, file.fileno(), 0, count)
+                sent = await (sendfile_blocking if alone else sendfile)(sock, file.fileno(), 0, count)
             except OSError as e:
                 raise FTPError("reset", f"STOR {path}: data connection: {e}") from e
         finally:

@@ -122,7 +122,7 @@ async def _single_stream(ph: Phase, direction: str, idle: int) -> None:
                 if f is None:
                     n = await s.retr(name, size)
                 else:
-                    n = await _with_timeout(s.stor_transfer(name, f, size), p.op_timeout,
+                    n = await _with_timeout(s.stor_transfer(name, f, size, alone=True), p.op_timeout,
                                             f"STOR {name}")
             except FTPError as e:
                 ph.span_acc += time.perf_counter() - t0

@@ -1,11 +1,13 @@
 """The load generator under both event loops (uvloop, the default, and asyncio's):
 every kind of transfer against the real pyftpdlib server, the loop actually in use,
-and STOR's own sendfile path when the socket buffer fills."""
+and STOR's own sendfile paths (non-blocking on the loop, blocking on a worker thread) when
+the socket buffer fills, at the end of the file and on a timeout."""
 from __future__ import annotations
 
 import asyncio
 import os
 import socket
+import time
 
 import pytest
 
@@ -49,10 +51,15 @@ def test_the_setting_chooses_the_loop_and_bad_values_are_named(monkeypatch, remo
     assert event_loop.loop_name() == "uvloop"
 
 
+SENDERS = {"sendfile": event_loop.sendfile, "sendfile_blocking": event_loop.sendfile_blocking}
+
+
+@pytest.mark.parametrize("sender", SENDERS)
 @pytest.mark.parametrize("name", event_loop.EVENT_LOOPS)
-def test_sendfile_waits_for_a_full_socket_buffer(tmp_path, name):
+def test_sendfile_waits_for_a_full_socket_buffer(tmp_path, name, sender):
     """8 MiB through a socket pair whose reader drains 64 KiB at a time with pauses:
-    os.sendfile meets EAGAIN many times; every byte arrives, in order."""
+    os.sendfile meets a full buffer many times (EAGAIN, or a blocked call on the worker
+    thread while the loop goes on reading); every byte arrives, in order."""
     data = os.urandom(1 << 20) * 8
     src = tmp_path / "src"
     src.write_bytes(data)
@@ -75,7 +82,7 @@ def test_sendfile_waits_for_a_full_socket_buffer(tmp_path, name):
 
         task = asyncio.ensure_future(reader())
         with open(src, "rb") as f:
-            sent = await asyncio.wait_for(event_loop.sendfile(a, f.fileno(), 0, len(data)), 60)
+            sent = await asyncio.wait_for(SENDERS[sender](a, f.fileno(), 0, len(data)), 60)
         await asyncio.wait_for(task, 60)
         return sent, bytes(got)
 
@@ -85,9 +92,11 @@ def test_sendfile_waits_for_a_full_socket_buffer(tmp_path, name):
         a.close()
         b.close()
     assert sent == len(data) and got == data
+    assert not a.getblocking()  # handed back to the loop as it came
 
 
-def test_sendfile_stops_at_end_of_file(tmp_path):
+@pytest.mark.parametrize("sender", SENDERS)
+def test_sendfile_stops_at_end_of_file(tmp_path, sender):
     src = tmp_path / "short"
     src.write_bytes(b"x" * 1000)
     a, b = socket.socketpair()
@@ -95,11 +104,39 @@ def test_sendfile_stops_at_end_of_file(tmp_path):
 
     async def main() -> int:
         with open(src, "rb") as f:
-            return await event_loop.sendfile(a, f.fileno(), 100, 5000)
+            return await SENDERS[sender](a, f.fileno(), 100, 5000)
 
     try:
         assert event_loop.run(main()) == 900
         assert b.recv(2000) == b"x" * 900
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("name", event_loop.EVENT_LOOPS)
+def test_a_timeout_unblocks_the_blocking_sender(tmp_path, name):
+    """A peer that never reads: the worker thread's sendfile blocks on the full buffer;
+    a 0.3 s timeout shuts the socket down, the blocked call returns and TimeoutError
+    reaches the caller within 0.3-5 s; the peer then reads end of stream."""
+    src = tmp_path / "src"
+    src.write_bytes(b"y" * (32 << 20))
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+    a.setblocking(False)
+
+    async def main() -> float:
+        t0 = time.monotonic()
+        with open(src, "rb") as f, pytest.raises(TimeoutError):
+            await asyncio.wait_for(event_loop.sendfile_blocking(a, f.fileno(), 0, 32 << 20), 0.3)
+        return time.monotonic() - t0
+
+    try:
+        took = event_loop.run(main(), wanted=name)
+        assert 0.3 <= took < 5.0, took
+        b.settimeout(5)
+        while b.recv(1 << 20):
+            pass
     finally:
         a.close()
         b.close()
