@@ -420,7 +420,7 @@ def _run_local_cell(cell: Cell, spec: CampaignSpec, backend: Backend, reporter: 
             and pool.keep(cell, handle, served, facts)
         if handle is not None and not kept_server:
             with clock("stop"):
-                end_sessions(facts)  # a failed cell's sessions are never reused; none outlive their server
+                end_sessions(facts, stopping=True)  # a failed cell's sessions are never reused; none outlive it
                 if watch is None or watch.claim_stop():
                     handle.stop()
 

@@ -174,7 +174,7 @@ class ServerPool:
         if live is None:
             return 0.0
         t = time.perf_counter()
-        end_sessions(live.facts)
+        end_sessions(live.facts, stopping=True)
         try:
             live.handle.stop()
         except Exception as exc:  # noqa: BLE001 - cleanup must not end the campaign
@@ -182,13 +182,15 @@ class ServerPool:
         return time.perf_counter() - t
 
 
-def end_sessions(facts: dict[str, Any]) -> None:
+def end_sessions(facts: dict[str, Any], *, stopping: bool = False) -> None:
     """End the logged-in sessions a server life kept (``facts["sessions"]``, a
-    runner.load.ftp.session_pool.SessionPool), before its server stops. Never raises."""
+    runner.load.ftp.session_pool.SessionPool). ``stopping``: the server stops next, so
+    its 221 to each QUIT is enough; else (a later row runs without them) each
+    connection's close by the server is waited for. Never raises."""
     pool = facts.pop("sessions", None)
     if pool is None:
         return
     try:
-        pool.close()
+        pool.close(wait_close=not stopping)
     except Exception as exc:  # noqa: BLE001 - cleanup must not end the campaign
         log.warning("ending the kept sessions failed: %s", exc)

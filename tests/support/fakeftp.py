@@ -17,13 +17,17 @@ class FakeFTP:
         stor_size: what SIZE answers after a STOR (None = bytes received).
         greeting_delays: seconds to wait before greeting the 1st, 2nd, ... connection
             (connections past the list are greeted at once).
+        quit_linger: seconds the connection stays open after the ``221`` to QUIT (a
+            server whose session processes exit slowly); :attr:`quits` counts the QUITs.
     """
 
     def __init__(self, *, greeting: bytes | None = b"220 fake ready\r\n",
                  login_reply: bytes = b"230 ok\r\n", file_size: int = 1 << 20,
                  retr_send: int | None = None, stor_size: int | None = None,
-                 greeting_delays: tuple[float, ...] = ()) -> None:
+                 greeting_delays: tuple[float, ...] = (), quit_linger: float = 0.0) -> None:
         self.greeting_delays = list(greeting_delays)
+        self.quit_linger = quit_linger
+        self.quits = 0
         self.connections = 0
         self.greeting = greeting
         self.login_reply = login_reply
@@ -123,6 +127,9 @@ class FakeFTP:
             elif cmd == "QUIT":
                 writer.write(b"221 bye\r\n")
                 await writer.drain()
+                self.quits += 1
+                if self.quit_linger:
+                    await asyncio.sleep(self.quit_linger)
                 writer.close()
                 return
             else:

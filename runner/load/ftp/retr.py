@@ -98,7 +98,8 @@ class _SpliceSink:
     def __init__(self, size: int) -> None:
         self.r, self.w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            max_size = int(open("/proc/sys/fs/pipe-max-size").read())
+            with open("/proc/sys/fs/pipe-max-size") as f:
+                max_size = int(f.read())
         except (OSError, ValueError):
             max_size = 1 << 20
         self.size = fcntl.fcntl(self.w, F_SETPIPE_SZ, max(4096, min(size, max_size)))

@@ -12,6 +12,7 @@ from runner.catalogue.workloads import WorkloadParams
 from runner.load.ftp.session_pool import SessionPool, pooled
 from runner.load.ftp.workloads import fill_sync, run_workload_sync
 from runner.load.target import Target
+from tests.support.fakeftp import FakeFTP
 from tests.support.pyftpd import PASSWORD, USER, start_pyftpd, stop
 
 pytestmark = pytest.mark.timeout(90)
@@ -121,3 +122,60 @@ def test_only_healthy_sessions_are_kept_and_unpooled_rows_log_in_their_own(logge
         assert r.ops == N and len(_logins(log)) == before + N and len(pool) == 0
     finally:
         pool.close()
+
+
+#: How long the lingering test server keeps a connection open after its 221 to QUIT
+LINGER_S = 1.5
+
+
+@pytest.fixture
+def lingering_server():
+    """The scripted FTP peer (tests.support.fakeftp) on loopback, on an event loop of its own
+    thread (the pool runs its own), keeping each connection LINGER_S open after its 221 to
+    QUIT (as a server whose session processes exit slowly): (target, the peer)."""
+    import asyncio
+    import threading
+
+    box: dict = {}
+    ready = threading.Event()
+
+    def serve():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        peer = FakeFTP(quit_linger=LINGER_S)
+        loop.run_until_complete(peer.__aenter__())
+        box.update(loop=loop, peer=peer)
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(peer.__aexit__(None, None, None))
+        pending = asyncio.all_tasks(loop)  # sessions still lingering: ended with the peer
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    assert ready.wait(10)
+    yield Target(host="127.0.0.1", port=box["peer"].port, user=USER, password=PASSWORD), box["peer"]
+    box["loop"].call_soon_threadsafe(box["loop"].stop)
+    t.join(10)
+
+
+@pytest.mark.parametrize("wait_close", [True, False])
+def test_ending_kept_sessions_waits_for_the_servers_close_unless_it_stops_next(lingering_server, wait_close):
+    """Sessions ended before a later row are ended when the server has closed each one (its
+    session processes gone before it is measured again); ended because the server stops
+    next, the 221 is enough. Both send every kept session its QUIT."""
+    target, peer = lingering_server
+    pool = SessionPool(target)
+    fill_sync("retr_idle", target, _params(clients=8), pool)
+    assert len(pool) == 8
+    t0 = time.monotonic()
+    pool.close(wait_close=wait_close)
+    took = time.monotonic() - t0
+    assert peer.quits == 8
+    if wait_close:
+        assert LINGER_S <= took < LINGER_S + 2.0, took
+    else:
+        assert took < LINGER_S / 2, took
