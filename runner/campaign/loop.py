@@ -245,10 +245,13 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                 camp = store_retry(session, partial(session.get, Campaign, cell.campaign_id),
                                    "reading the campaign", reporter)
                 assert camp is not None
+                prepare_s = None
                 if camp.id not in specs:
                     secrets[camp.id] = secret_values(camp.spec)
                     LOG_FILTER.add(secrets[camp.id])  # the worker's log handlers (runner.campaign.worker)
+                    t_prepare = time.perf_counter()
                     specs[camp.id] = _campaign_backend(camp, ScrubbingReporter(reporter, secrets[camp.id]))
+                    prepare_s = time.perf_counter() - t_prepare  # this cell's time: a stage of its own
                 spec, backend = specs[camp.id]
                 cell_reporter = ScrubbingReporter(reporter, secrets[camp.id])
                 if pool.policy != spec.server_reuse:
@@ -272,6 +275,8 @@ def run_campaign(engine: Engine, campaign_id: int | None = None, *, reporter: Re
                     outcome = watch.run(partial(cell_runner(spec), cell, spec, backend, reporter=cell_reporter),
                                         partial(_expired, watch))
                 outcome = scrubbed_outcome(outcome, secrets[camp.id])  # before it is stored or shown
+                if prepare_s is not None and outcome.status != "skipped":
+                    outcome.samples.append(Sample(metric="cell_time", stat="prepare", value=prepare_s, unit="s"))
                 if spec.hosts is not None and outcome.status == "skipped":
                     skipped_servers[key] = outcome.error or "skipped"
                 t_store = time.perf_counter()

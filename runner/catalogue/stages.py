@@ -6,7 +6,9 @@ from __future__ import annotations
 #: Stages of a cell, in order, with what each covers. ``probe`` is part of ``start``
 #: (the backend's wait for a greeting and a login) and ``measured`` part of ``phase``
 #: (the measured span of the driver's run: the rest is its untimed setup and teardown).
+#: ``prepare`` is recorded on the first cell a process runs of a campaign.
 STAGES: dict[str, str] = {
+    "prepare": "the campaign's backend made ready, once, before its first cell (docker: its images built)",
     "check": "driver and backend checks (binary, image present)",
     "start": "server start: process or container, until it answers",
     "probe": "  of which: waiting for the greeting and a login",

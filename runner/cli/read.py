@@ -81,6 +81,15 @@ def _print_timing(console, campaign_id: int) -> None:
     if t["campaign_s"] is not None:
         console.print(f"campaign: {t['campaign_s']:.1f} s wall; outside cells and their storing: "
                       f"{max(0.0, t['campaign_s'] - cells_s - store):.1f} s")
+        measured = sum(r["total_s"] for r in t["stages"] if r["stage"] == "measured")
+        prepare = sum(r["total_s"] for r in t["stages"] if r["stage"] == "prepare")
+        if t["campaign_s"] > 0:
+            share = measured / t["campaign_s"] * 100
+            line = f"measured span: {measured:.1f} s, {share:.1f}% of the campaign's wall time"
+            if prepare and t["campaign_s"] > prepare:
+                line += (f"; {measured / (t['campaign_s'] - prepare) * 100:.1f}% of it without the "
+                         f"{prepare:.1f} s of preparation (images built)")
+            console.print(line)
     shown = [k for k in STAGES if any(k in srv["stages"] for srv in t["servers"])]
     per = Table(title="Per server (seconds summed over its cells; 'of which' stages are inside the one above)")
     # the server's label whole on one line: the stage headers give way (they wrap) when the table is wide

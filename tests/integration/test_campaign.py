@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -84,12 +85,16 @@ def test_classic_suite_small_end_to_end(tmp_path, xferlab_env, db_url):
             # which driver made the load is recorded with the cell (its environment snapshot)
             assert cell.environment.data["driver"]["name"] == "xferlab-ftp"
             assert cell.environment.data["driver"]["event_loop"] == "uvloop"
+        # the backend made ready once, before the first cell: that cell's stage of its own
+        prepared = [c for c in camp.cells if any(x.metric == "cell_time" and x.stat == "prepare" for x in c.samples)]
+        assert len(prepared) == 1 and prepared[0].started_at == min(c.started_at for c in camp.cells), prepared
         retr = s.scalars(select(Sample).join(Cell).where(Cell.workload == "retr", Sample.metric == "throughput"))
         assert all(x.value > 10 for x in retr)  # MiB/s, confirmed bytes
     engine.dispose()
     p = _run(["show", "1", "--timing"], xferlab_env)
     assert "Where the time of campaign 1 went (32 cells)" in p.stdout and "warmup" in p.stdout, p.stdout
     assert "Per server" in p.stdout and "pyftpdlib 2.2.0" in p.stdout.split("Per server")[1], p.stdout
+    assert re.search(r"measured span: [\d.]+ s, [\d.]+% of the campaign's wall time", p.stdout), p.stdout
     p = _run(["campaigns"], xferlab_env)
     assert "it" in p.stdout and "done" in p.stdout
     p = _run(["export", "1", "--format", "json"], xferlab_env)

@@ -146,7 +146,7 @@ def test_ensure_server_images_counts_each_image_in_order(client):
 
     msgs: list[str] = []
     got = images.ensure_server_images([("vsftpd", None), ("nosuch", None), ("vsftpd", None)], client=client,
-                                      progress=msgs.append)
+                                      progress=msgs.append, jobs=1)
     assert list(got) == [("vsftpd", None), ("nosuch", None)]  # duplicates once, in order
     tag, iid, _built = got[("vsftpd", None)]  # type: ignore[misc]
     assert tag == "xferlab/vsftpd:default" and client.images.get(tag).id == iid
@@ -155,6 +155,85 @@ def test_ensure_server_images_counts_each_image_in_order(client):
     last = [i for i, m in enumerate(msgs) if m.startswith("image nosuch 2/2 failed: no image for server 'nosuch'")]
     assert first and last and first[0] < last[0], msgs
     assert images.server_image_state("vsftpd", client=client).state == "ready"
+
+
+def test_ensure_server_images_builds_two_at_a_time(monkeypatch):
+    """jobs=2: two builds are in flight at once (each waits at a barrier for the other;
+    a serial loop would time out there), each with a client of its own, the results in
+    the order asked, every line prefixed with its image, and a failed build does not
+    stop the others."""
+    import threading
+
+    from runner.backends.docker.images import build
+
+    class FakeClient:
+        closed = 0
+
+        def close(self):
+            FakeClient.closed += 1
+
+    barrier = threading.Barrier(2, timeout=10)
+    seen: list[tuple[str, object]] = []
+
+    def fake_build(name, version=None, *, client, rebuild, progress):
+        seen.append((name, client))
+        if name == "nosuch":
+            raise build.ImageError("no image for server 'nosuch'")
+        if name in ("vsftpd", "proftpd"):
+            barrier.wait()  # both in flight, or BrokenBarrierError after 10 s
+        progress("step 1/1")
+        return f"xferlab/{name}:default", f"sha256:{name}", True
+
+    monkeypatch.setattr(build, "image_exists", lambda client, tag: True)
+    monkeypatch.setattr(build, "_client", FakeClient)
+    monkeypatch.setattr(build, "server_image_state",
+                        lambda name, version=None, client=None: build.ImageState(name, None,
+                                                                                 f"xferlab/{name}:default", "missing"))
+    monkeypatch.setattr(build, "ensure_server_image", fake_build)
+    msgs: list[str] = []
+    got = build.ensure_server_images([("vsftpd", None), ("proftpd", None), ("nosuch", None), ("tpd", None)],
+                                     client=FakeClient(), progress=msgs.append, jobs=2)
+    assert list(got) == [("vsftpd", None), ("proftpd", None), ("nosuch", None), ("tpd", None)]
+    assert got[("vsftpd", None)] == ("xferlab/vsftpd:default", "sha256:vsftpd", True)
+    assert isinstance(got[("nosuch", None)], build.ImageError)
+    assert got[("tpd", None)] == ("xferlab/tpd:default", "sha256:tpd", True)
+    assert "image vsftpd 1/4: step 1/1" in msgs and "image tpd 4/4: step 1/1" in msgs
+    assert any(m.startswith("image nosuch 3/4 failed: no image for server 'nosuch'") for m in msgs)
+    assert len({id(c) for _, c in seen}) == 2 and FakeClient.closed == 2  # one client per thread, closed
+    with pytest.raises(ValueError, match="jobs"):
+        build.ensure_server_images([("tpd", None)], client=FakeClient(), jobs=0)
+
+
+def test_ensure_lab_images_builds_both_at_once(monkeypatch):
+    """The lab's two images (postgres, app) build at the same time (a barrier both must
+    reach), each line prefixed with its tag; a failure is returned, not raised."""
+    import threading
+
+    from runner.backends.docker.images import build
+
+    class FakeClient:
+        def close(self):
+            pass
+
+    barrier = threading.Barrier(2, timeout=10)
+
+    def fake_lab(tag, *, client, rebuild, progress):
+        barrier.wait()
+        progress("step 1/1")
+        if tag == "xferlab/app:latest":
+            raise build.ImageError("pip failed")
+        return "sha256:" + tag
+
+    monkeypatch.setattr(build, "image_exists", lambda client, tag: True)
+    monkeypatch.setattr(build, "_client", FakeClient)
+    monkeypatch.setattr(build, "ensure_lab_image", fake_lab)
+    msgs: list[str] = []
+    got = build.ensure_lab_images(["xferlab/postgres:15", "xferlab/app:latest"], client=FakeClient(),
+                                  progress=msgs.append)
+    assert list(got) == ["xferlab/postgres:15", "xferlab/app:latest"]
+    assert got["xferlab/postgres:15"] == "sha256:xferlab/postgres:15"
+    assert isinstance(got["xferlab/app:latest"], build.ImageError)
+    assert "xferlab/postgres:15: step 1/1" in msgs and "xferlab/app:latest: failed: pip failed" in msgs
 
 
 @pytest.mark.docker
