@@ -117,6 +117,9 @@ def test_a_running_bisect_cancelled_from_its_page_stops_after_the_cell_in_flight
     page.fill("input[name=token]", BROWSER_TOKEN)
     page.click("button[type=submit]")
     page.wait_for_url(f"{server}/bisect/{job_id}")
+    # the running page reloads itself every 5 s: a reload of ours racing with its own detaches
+    # the frame ("Not attached to an active page"), so it is left while the test polls the store
+    page.goto("about:blank")
 
     # wait until a step is stored and the campaign of a later step has a finished cell
     deadline = time.monotonic() + 900
@@ -135,11 +138,12 @@ def test_a_running_bisect_cancelled_from_its_page_stops_after_the_cell_in_flight
         time.sleep(0.5)
     assert steps_before[0]["role"] == "good" and job.commits[0] == shas["base"]
 
-    page.reload()
+    page.goto(f"{server}/bisect/{job_id}")
     page.click("#bisect-cancel-form button[type=submit]")
     t0 = time.monotonic()
     page.wait_for_url(f"{server}/bisect/{job_id}")
     assert "Cancelled:" in page.inner_text("#bisect-progress")
+    page.goto("about:blank")  # the stopping page reloads itself too
     while True:
         with Session(engine) as s:
             job = s.get(BisectJob, job_id)
@@ -172,7 +176,7 @@ def test_a_running_bisect_cancelled_from_its_page_stops_after_the_cell_in_flight
         later = s.scalar(select(func.count()).select_from(Campaign).where(Campaign.id > cid))
         assert later == 0  # no step started after the cancel
     assert worker.poll() is None  # the worker goes on, ready for the next campaign or bisect
-    page.reload()
+    page.goto(f"{server}/bisect/{job_id}")
     text = html.unescape(page.content())
     assert "Cancelled:" in text and 'http-equiv="refresh"' not in text and "bisect-cancel-form" not in text
     SHOTS.mkdir(parents=True, exist_ok=True)
