@@ -48,8 +48,8 @@ def commits(n: int, first_slow: int) -> list[FakeCommit]:
 
 
 def run_commit_campaign(engine, commit: FakeCommit, *, repeats: int = 3, with_index: bool = True) -> int:
-    """Run one real campaign (tpd, RETR 32 MiB for 0.5 s, ``repeats`` repeats, local
-    backend, no pinning; over a shaped 100 Mbit/s link when ``commit.slow``) and record its
+    """Run one real campaign (tpd, RETR 32 MiB for 0.5 s, ``repeats`` repeats on one server
+    start, local backend, no pinning; over a shaped 100 Mbit/s link when ``commit.slow``) and record its
     build as built from ``commit``. Returns the campaign id."""
     from runner.campaign.loop import run_campaign
     from runner.spec.model import parse_spec
@@ -61,6 +61,7 @@ def run_commit_campaign(engine, commit: FakeCommit, *, repeats: int = 3, with_in
     if commit.slow:
         server["variant"] = {"link": "100mbit/queue=250ms"}
     spec = parse_spec({"name": f"commit {commit.index}", "repeats": repeats, "backend": "local", "servers": [server],
+                       "server_reuse": "repeats",  # one server start per campaign: the repeats share it
                        "workloads": [{"name": "retr", "params": {"transfer_size": "32M", "duration": 0.5}}]})
     with Session(engine, expire_on_commit=False) as s:
         cid = crud.create_campaign(s, spec=spec, backend="local").id
