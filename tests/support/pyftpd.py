@@ -37,14 +37,21 @@ def start_pyftpd(home: Path, host: str = "127.0.0.1", *, drop_third: bool = Fals
             break
     if not line.startswith("PORT "):
         proc.kill()
-        raise RuntimeError(f"pyftpdlib did not start: {line!r} {proc.stderr.read()[:2000]}")
+        proc.wait(timeout=5)
+        err = proc.stderr.read()[:2000]
+        stop(proc)
+        raise RuntimeError(f"pyftpdlib did not start: {line!r} {err}")
     return proc, int(line.split()[1])
 
 
 def stop(proc: subprocess.Popen) -> None:
+    """Terminate the server (SIGTERM, then SIGKILL after 5 s), wait for it and close its pipes."""
     proc.terminate()
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=5)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
