@@ -97,4 +97,44 @@ function bisectChart() {
     plugins: [ciWhiskers, commitMarks],
   });
 }
-document.addEventListener("DOMContentLoaded", bisectChart);
+// While the bisect runs (#bisect-live data-live="1"), fetch this page every POLL_MS and, when its
+// live part changed (data-version: status, steps, log lines, steps left), put the new one in
+// place: the chart redrawn, the log's open or closed state kept, the Cancel button removed
+// once the page no longer has it. Stops when the bisect has finished, after MAX_POLLS, and
+// never reloads the page (a reload would lose the scroll and race a click on Cancel).
+const POLL_MS = 5000;
+const MAX_POLLS = 8000; // bounded: about 11 hours at 5 s
+
+function watchBisect() {
+  const first = document.getElementById("bisect-live");
+  if (!first || first.dataset.live !== "1") return;
+  let polls = 0;
+  async function tick() {
+    polls += 1;
+    try {
+      const r = await fetch(window.location.pathname, { headers: { Accept: "text/html" }, cache: "no-store" });
+      if (r.ok) {
+        const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+        const fresh = doc.getElementById("bisect-live"), cur = document.getElementById("bisect-live");
+        if (fresh && cur && fresh.dataset.version !== cur.dataset.version) {
+          const log = document.getElementById("bisect-log"), open = log ? log.open : null;
+          const canvas = document.getElementById("bisect-chart");
+          if (canvas && canvas.chart) canvas.chart.destroy();
+          cur.replaceWith(document.adoptNode(fresh));
+          const now = document.getElementById("bisect-log");
+          if (now && open !== null) now.open = open;
+          const cancel = document.getElementById("bisect-cancel-form");
+          if (cancel && !doc.getElementById("bisect-cancel-form")) cancel.remove();
+          bisectChart();
+        }
+        if (fresh && fresh.dataset.live !== "1") return; // finished: nothing will change any more
+      }
+    } catch (e) {
+      // the dashboard did not answer (restarting?): try again at the next tick
+    }
+    if (polls < MAX_POLLS) setTimeout(tick, POLL_MS);
+  }
+  setTimeout(tick, POLL_MS);
+}
+
+document.addEventListener("DOMContentLoaded", () => { bisectChart(); watchBisect(); });

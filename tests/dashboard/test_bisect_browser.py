@@ -51,7 +51,7 @@ def test_a_bisect_queued_from_the_form_names_the_slow_commit(engine, server, wor
     page.wait_for_url(f"{server}/bisect/*")
     job_id = int(page.url.rsplit("/", 1)[1])
 
-    page.goto("about:blank")  # the running page reloads itself; poll its HTML instead
+    page.goto("about:blank")  # the store is polled below; the page is read when the bisect ended
     seen: list[str] = []
     deadline = time.monotonic() + 1200
     status = "queued"
