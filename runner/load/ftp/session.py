@@ -279,8 +279,9 @@ class FTPSession(RetrReceivers, TlsTransfers, ListingCommands):
         """``QUIT``: expect 221, then (``wait_close``) wait, bounded by the session's
         operation timeout, until the server closes the connection; then close our side.
         ``wait_close=False`` is for sessions ended only because their server stops next:
-        the server's own exit after its 221 (proftpd: up to 3.3 s for 300 session
-        processes on one CPU) is then nobody's figure and not waited for."""
+        the server's own exit after its 221 (proftpd: up to 3.3 s for 300 sessions, each
+        exiting session waiting its turn for the scoreboard's lock file) is then nobody's
+        figure and not waited for."""
         try:
             await self.command("QUIT", (221,))
             assert self._proto is not None  # command() succeeded on it

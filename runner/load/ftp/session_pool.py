@@ -205,7 +205,8 @@ class SessionPool:
         pool's loop and thread. ``wait_close``: wait until the server has closed each
         connection after its 221 (its session processes gone before a next phase
         measures it); False when the server stops next and its sessions' exit is nobody's
-        figure (proftpd: up to 3.3 s for 300 sessions on one CPU). Never raises; idempotent."""
+        figure (proftpd: up to 3.3 s for 300 sessions, which wait in turn for its scoreboard's
+        lock file as they exit). Never raises; idempotent."""
         loop, self._loop = self._loop, None
         if loop is None:
             return
