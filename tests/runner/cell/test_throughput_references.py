@@ -56,8 +56,9 @@ SIZE = 256 * MIB
 #: Judged rounds per test (after one unjudged warm-up round); the median ratio of the rounds
 #: is judged. Twelve: a CI run's 8 rounds to tpd had two in which the lab alone read less than
 #: half its usual rate (702 and 781 MiB/s against 1,235-1,783; the C uploader 1,773 and 1,457
-#: in the same rounds), which moved the median of 8 to 0.89; two such rounds in 12 leave it
-#: between the 6th and 7th ratio of the others.
+#: in the same rounds), which moved the median of 8 to 0.89: it lay between the 2nd and 3rd
+#: ratio of the six other rounds; of 12, two such rounds leave it between the 4th and 5th of
+#: the ten others.
 ROUNDS = 12
 #: Seconds each round's lab client and C client download for (at least one transfer each).
 ROUND_S = 0.3
