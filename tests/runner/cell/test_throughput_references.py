@@ -4,7 +4,8 @@ not yet, see the comment above the STOR test).
 
 Each test starts one server with the local backend (variant ``storage: tmpfs``, so STOR
 measures the network and the server, not the disk) on CPU :data:`SERVER_CPU`, and runs
-:data:`ROUNDS` rounds on it after one unjudged warm-up round. Each round runs, one after
+:data:`ROUNDS` rounds on it after one unjudged warm-up round (and :data:`MORE_ROUNDS` more
+when a ratio lies outside its band). Each round runs, one after
 another on CPU :data:`CLIENT_CPU`: the lab's own client (``xferlab loadgen``, the process a
 campaign runs per client, the ``xferlab-ftp`` driver, one session, a :data:`SIZE` file
 repeated for :data:`ROUND_S` s), the C client, a C client that copies as curl does, and
@@ -60,6 +61,13 @@ SIZE = 256 * MIB
 #: ratio of the six other rounds; of 12, two such rounds leave it between the 4th and 5th of
 #: the ten others.
 ROUNDS = 12
+#: Judged rounds added when a ratio of the first :data:`ROUNDS` lies outside its band; the
+#: verdict is then that of all the rounds. On this 2-core VM one transfer's figure varies
+#: by 15-25% from round to round (the lab's tpd STOR rounds 733-1,305 MiB/s in one whole
+#: suite run, with the run-queue wait and CPU pressure low in every round), so the median
+#: of 12 ratios varies by about 0.06 while the band's edge is 0.1 from 1: a verdict at the
+#: edge gets twice the rounds before it fails.
+MORE_ROUNDS = 12
 #: Seconds each round's lab client and C client download for (at least one transfer each).
 ROUND_S = 0.3
 #: Seconds each round's lab client and C client upload for: one upload each (to a new name).
@@ -176,13 +184,14 @@ def served(request) -> Iterator[Target]:  # noqa: ANN001
 
 
 def _measure(rounds_n: int, one: dict[str, Callable[[], float]],
-             after: Callable[[], None] = lambda: None) -> list[dict[str, float]]:
-    """``rounds_n`` rounds (after one unjudged warm-up) of the callables in ``one``, each
-    round followed by ``after()`` (untimed). Round i starts at the i-th callable (a
-    rotation), so that no client always follows the same one."""
+             after: Callable[[], None] = lambda: None, warm_up: bool = True) -> list[dict[str, float]]:
+    """``rounds_n`` rounds (after one unjudged warm-up round unless ``warm_up`` is false)
+    of the callables in ``one``, each round followed by ``after()`` (untimed). Round i
+    starts at the i-th callable (a rotation), so that no client always follows the same one."""
     rounds = []
     keys = list(one)
-    for i in range(rounds_n + 1):
+    first = 0 if warm_up else 1
+    for i in range(first, rounds_n + 1):
         order = keys[i % len(keys):] + keys[:i % len(keys)]
         got = {k: one[k]() for k in order}
         r = {k: got[k] for k in keys}
@@ -192,13 +201,15 @@ def _measure(rounds_n: int, one: dict[str, Callable[[], float]],
     return rounds
 
 
-def _judge(rounds: list[dict[str, float]], lab_ref: str, curl_ref: str, also: str = "") -> str:
-    """Assert the three ratios (module docstring); return the lines of figures printed
-    (``also`` is printed after them).
+def _judge(rounds: list[dict[str, float]], lab_ref: str, curl_ref: str, also: str = "") -> tuple[list[str], str]:
+    """The three ratios (module docstring) judged: the ones outside their band (as
+    messages; empty when all are in), and the lines of figures printed (``also`` is
+    printed after them).
 
     The third, lab / curl, is judged against the cost of the two techniques measured in
-    the same round: the median over the rounds of (lab / curl) / (``lab_ref`` / ``curl_ref``)
-    must lie in :data:`BAND` squared. A ratio of two medians taken over different rounds
+    the same round: the median over the rounds of (lab / curl) / (``lab_ref`` / ``curl_ref``),
+    which is (lab / ``lab_ref``) / (curl / ``curl_ref``), must lie where the two bands above
+    put it: :data:`BAND` over :data:`CURL_BAND` (0.78-1.29). A ratio of two medians taken over different rounds
     would not do: in one CI run curl and the C copy each read either about 1,550-2,000 or
     about 2,400-2,700 MiB/s from round to round, so the median of lab / curl (0.744) and
     that of C sendfile / C copy (0.594) came from different rounds, while the same-round
@@ -206,16 +217,33 @@ def _judge(rounds: list[dict[str, float]], lab_ref: str, curl_ref: str, also: st
     lab_c, curl_c = _ratio(rounds, "lab", lab_ref), _ratio(rounds, "curl", curl_ref)
     cost, lab_curl = _ratio(rounds, lab_ref, curl_ref), _ratio(rounds, "lab", "curl")
     paired = statistics.median(r["lab"] / r["curl"] / (r[lab_ref] / r[curl_ref]) for r in rounds)
-    band = (BAND[0] ** 2, BAND[1] ** 2)
+    band = (BAND[0] / CURL_BAND[1], BAND[1] / CURL_BAND[0])
     shown = (f"{_show(rounds)}\n  lab/{lab_ref} {lab_c:.3f}, curl/{curl_ref} {curl_c:.3f}, "
              f"{lab_ref}/{curl_ref} {cost:.3f}, lab/curl {lab_curl:.3f}; "
              f"(lab/curl) / ({lab_ref}/{curl_ref}) in the same round {paired:.3f} (band {band[0]:.3f}-{band[1]:.3f})"
              + (f"\n  {also}" if also else ""))
-    print(f"\n{shown}")
-    assert BAND[0] <= lab_c <= BAND[1], f"lab / {lab_ref} = {lab_c:.3f}; {shown}"
-    assert CURL_BAND[0] <= curl_c <= CURL_BAND[1], f"curl / {curl_ref} = {curl_c:.3f}; {shown}"
-    assert band[0] <= paired <= band[1], f"(lab / curl) / ({lab_ref} / {curl_ref}) = {paired:.3f}; {shown}"
-    return shown
+    print(f"\n{len(rounds)} rounds: {shown}")
+    out = []
+    if not BAND[0] <= lab_c <= BAND[1]:
+        out.append(f"lab / {lab_ref} = {lab_c:.3f}")
+    if not CURL_BAND[0] <= curl_c <= CURL_BAND[1]:
+        out.append(f"curl / {curl_ref} = {curl_c:.3f}")
+    if not band[0] <= paired <= band[1]:
+        out.append(f"(lab / curl) / ({lab_ref} / {curl_ref}) = {paired:.3f}")
+    return out, shown
+
+
+def _judge_rounds(measure: Callable[[int, bool], list[dict[str, float]]], lab_ref: str, curl_ref: str,
+                  also: Callable[[], str]) -> None:
+    """Assert the ratios of :func:`_judge` over ``measure(ROUNDS, True)``; when one lies
+    outside its band, over those and ``measure(MORE_ROUNDS, False)`` together."""
+    rounds = measure(ROUNDS, True)
+    out, shown = _judge(rounds, lab_ref, curl_ref, also())
+    if out:
+        print(f"outside the band after {len(rounds)} rounds ({'; '.join(out)}): {MORE_ROUNDS} more")
+        rounds += measure(MORE_ROUNDS, False)
+        out, shown = _judge(rounds, lab_ref, curl_ref, also())
+    assert not out, f"{'; '.join(out)} over {len(rounds)} rounds; {shown}"
 
 
 # RETR is not checked here: from tpd the lab read 0.79 of the C splice receiver in every
@@ -231,8 +259,8 @@ def test_stor_matches_the_c_uploader_and_curl(served, tmp_path):
 
     curl read()s the file into its 64 KiB upload buffer and send()s it, a copy per byte;
     the C uploader doing the same (``--send-piece 65536``: ``C copy``) must match curl
-    within 15% (:data:`CURL_BAND`), and lab / curl must lie within 10% squared of the
-    C sendfile / C copy of the same round (:func:`_judge`).
+    within 15% (:data:`CURL_BAND`), and lab / curl must lie where those two bands put it
+    relative to the C sendfile / C copy of the same round (:func:`_judge`).
     That ratio is below 1 on a server bound by its own CPU: the server's receive costs it
     more kernel time per byte when the sender used sendfile (its socket then holds the
     file's 4 KiB page-cache pages instead of the sender's freshly copied buffers):
@@ -256,8 +284,8 @@ def test_stor_matches_the_c_uploader_and_curl(served, tmp_path):
                 f.delete(n)
 
     waits: list[str] = []
-    rounds = _measure(ROUNDS, {"lab": lambda: _lab(t, "stor", STOR_S, waits), "C sendfile": lambda: c(0),
-                               "C copy": lambda: c(CURL_UPLOAD_BUF),
-                               "curl": lambda: _curl(t, upload=src, name=names[2])}, delete)
-    _judge(rounds, "C sendfile", "C copy",
-           f"the lab's run-queue wait / the machine's CPU pressure per round, ms: {'; '.join(waits[1:])}")
+    clients = {"lab": lambda: _lab(t, "stor", STOR_S, waits), "C sendfile": lambda: c(0),
+               "C copy": lambda: c(CURL_UPLOAD_BUF), "curl": lambda: _curl(t, upload=src, name=names[2])}
+    _judge_rounds(lambda n, warm_up: _measure(n, clients, delete, warm_up), "C sendfile", "C copy",
+                  lambda: "the lab's run-queue wait / the machine's CPU pressure per round, ms: "
+                  + "; ".join(waits[1:]))
