@@ -64,9 +64,10 @@ ROUNDS = 12
 #: Judged rounds added when a ratio of the first :data:`ROUNDS` lies outside its band; the
 #: verdict is then that of all the rounds. On this 2-core VM one transfer's figure varies
 #: by 15-25% from round to round (the lab's tpd STOR rounds 733-1,305 MiB/s in one whole
-#: suite run, with the run-queue wait and CPU pressure low in every round), so the median
-#: of 12 ratios varies by about 0.06 while the band's edge is 0.1 from 1: a verdict at the
-#: edge gets twice the rounds before it fails.
+#: suite run, with the run-queue wait and CPU pressure low in every round: the virtual
+#: CPU's own speed varies, a fixed shell loop pinned to one CPU used 0.29-0.48 s of user CPU
+#: in 48 runs; docs/methodology.md), so the median of 12 ratios varies by about 0.06 while
+#: the band's edge is 0.1 from 1: a verdict at the edge gets twice the rounds before it fails.
 MORE_ROUNDS = 12
 #: Seconds each round's lab client and C client download for (at least one transfer each).
 ROUND_S = 0.3
