@@ -82,11 +82,11 @@ def engine_and_compose():
 
 
 def ensure_base(client) -> None:
-    """Bootstrap the Debian base image once (cached: skipped when the tag exists)."""
+    """Bootstrap the Debian base image once (cached: skipped when the tag exists; one process at a
+    time: runner.backends.docker.images.ensure_base)."""
     from runner.backends.docker import images
 
-    if not images.image_exists(client, images.BASE_TAG):
-        images.bootstrap_base(client=client, progress=lambda m: print(f"[images] {m}"))
+    images.ensure_base(client, progress=lambda m: print(f"[images] {m}"))
 
 
 def ensure_images(client, servers=(), labs=()) -> None:

@@ -141,3 +141,47 @@ def test_family_dockerfile_counts_in_the_context_hash(tmp_path: Path):
     assert images.server_context_hash(spec, None, "sha256:base") != h1
     inside = images.ServerImage("a", tmp_path / "a")
     assert inside.outside_dockerfile() is None
+
+
+class _StubImages:
+    """The ``images`` collection of a docker client: ``get`` of the tags built so far."""
+
+    def __init__(self, base_id: str):
+        self.tags = {images.BASE_TAG: type("Img", (), {"id": base_id, "labels": {}})()}
+
+    def get(self, tag: str):
+        import docker
+
+        if tag not in self.tags:
+            raise docker.errors.ImageNotFound(tag)
+        return self.tags[tag]
+
+
+def test_two_builders_of_one_image_build_it_once(monkeypatch):
+    """Two threads (as two test workers or two campaigns would) want the tpd image at once:
+    the build lock (images.build_lock, a file lock) lets one build while the other waits,
+    then finds the image built with its context hash."""
+    import threading
+    import time
+
+    from runner.backends.docker.images import build
+
+    client = type("Client", (), {"images": _StubImages("sha256:base")})()
+    built: list[str] = []
+
+    def fake_build(c, *, tag, labels, **_):
+        built.append(tag)
+        time.sleep(0.3)  # a build takes time: the other thread arrives meanwhile
+        c.images.tags[tag] = type("Img", (), {"id": "sha256:" + tag, "labels": labels})()
+        return "sha256:" + tag
+
+    monkeypatch.setattr(build, "build_image", fake_build)
+    got: list[tuple] = []
+    threads = [threading.Thread(target=lambda: got.append(images.ensure_server_image("tpd", client=client)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert built == [images.server_tag("tpd", None)], built
+    assert sorted(g[2] for g in got) == [False, True] and len({g[1] for g in got}) == 1, got

@@ -36,8 +36,10 @@ from runner.backends.docker.images.build import (
     ImageState,
     ServerImage,
     build_image,
+    build_lock,
     compose_command,
     context_hash,
+    ensure_base,
     ensure_lab_image,
     ensure_lab_images,
     ensure_server_image,
@@ -50,7 +52,7 @@ from runner.backends.docker.images.build import (
 from runner.backends.paths import REPO_ROOT, SERVERS_DIR
 
 __all__ = ["BASE_TAG", "COMPOSE_DIR", "LABEL", "LAB_IMAGES", "REPO_ROOT", "SERVERS_DIR", "SERVER_IMAGES", "SUITE",
-           "ImageError", "ImageState", "ServerImage", "apt_mirror", "bootstrap_base", "build_image",
-           "can_bootstrap", "compose_command", "context_hash", "ensure_lab_image", "ensure_lab_images",
+           "ImageError", "ImageState", "ServerImage", "apt_mirror", "bootstrap_base", "build_image", "build_lock",
+           "can_bootstrap", "compose_command", "context_hash", "ensure_base", "ensure_lab_image", "ensure_lab_images",
            "ensure_server_image", "ensure_server_images", "image_exists", "list_images", "server_context_hash",
            "server_image_state", "server_tag"]

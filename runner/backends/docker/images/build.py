@@ -296,6 +296,33 @@ def _prefixed(progress: Progress, prefix: str) -> Progress:
 BUILD_JOBS = 2
 
 
+#: Longest wait for another process's build of the same image (s): a build's own bound
+#: (:func:`build_image`'s ``timeout``) and a base bootstrap's.
+BUILD_LOCK_TIMEOUT = 3600
+
+
+def build_lock(tag: str) -> Any:
+    """A cross-process lock (``filelock.FileLock``, in ``$TMPDIR/xferlab-image-locks/``) for
+    building image ``tag`` on this machine's engine: two processes that want the same image
+    at once (two campaigns, two test workers) build it once; the second finds it built.
+    Raises filelock.Timeout after :data:`BUILD_LOCK_TIMEOUT` s."""
+    from filelock import FileLock
+
+    d = Path(tempfile.gettempdir()) / "xferlab-image-locks"
+    d.mkdir(parents=True, exist_ok=True)
+    return FileLock(d / (re.sub(r"[^A-Za-z0-9_.-]", "_", tag) + ".lock"), timeout=BUILD_LOCK_TIMEOUT)
+
+
+def ensure_base(client, *, progress: Progress = print) -> None:
+    """Bootstrap :data:`BASE_TAG` when this engine lacks it (first use: offline, from the
+    host's APT sources, :func:`bootstrap_base`), under its :func:`build_lock`, so that
+    processes starting at once bootstrap it once. Raises ImageError as bootstrap_base."""
+    with build_lock(BASE_TAG):
+        if not image_exists(client, BASE_TAG):
+            progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
+            bootstrap_base(progress=progress, client=client)
+
+
 def ensure_server_images(wanted: Sequence[tuple[str, str | None]], *, client=None, progress: Progress = print,
                          rebuild: bool = False,
                          jobs: int = BUILD_JOBS) -> dict[tuple[str, str | None], tuple[str, str, bool] | ImageError]:
@@ -318,9 +345,7 @@ def ensure_server_images(wanted: Sequence[tuple[str, str | None]], *, client=Non
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     todo = list(dict.fromkeys(wanted))
     client = client or _client()
-    if not image_exists(client, BASE_TAG):
-        progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
-        bootstrap_base(progress=lambda m: progress(f"base image: {m}"), client=client)
+    ensure_base(client, progress=lambda m: progress(f"base image: {m}"))
     n = len(todo)
 
     def one(i: int, key: tuple[str, str | None], c, say: Progress) -> tuple[str, str, bool] | ImageError:
@@ -398,15 +423,23 @@ def ensure_server_image(name: str, version: str | None = None, *, client=None, p
         raise ImageError(f"{name}: one version per image (Debian's package / the source tree); "
                          f"version {version!r} cannot be requested")
     client = client or _client()
-    import docker
 
-    if not image_exists(client, BASE_TAG):  # first use on this engine: make the base offline
-        progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
-        bootstrap_base(progress=progress, client=client)
+    ensure_base(client, progress=progress)
     base_id = client.images.get(BASE_TAG).id
     buildargs = spec.build_args(version)
     chash = server_context_hash(spec, version, base_id)
     tag = server_tag(name, version)
+    with build_lock(tag):
+        return _build_server_image(client, spec, name, version, tag, chash, buildargs, rebuild=rebuild,
+                                   progress=progress)
+
+
+def _build_server_image(client, spec, name: str, version: str | None, tag: str, chash: str,
+                        buildargs: dict[str, str], *, rebuild: bool, progress: Progress) -> tuple[str, str, bool]:
+    """The body of :func:`ensure_server_image` once its build lock is held: the tagged image
+    when its context hash is ``chash`` (and not ``rebuild``), else a new build."""
+    import docker
+
     if not rebuild:
         try:
             img = client.images.get(tag)
@@ -431,9 +464,7 @@ def ensure_lab_image(tag: str, *, client=None, progress: Progress = print, rebui
     client = client or _client()
     import docker
 
-    if not image_exists(client, BASE_TAG):  # first use on this engine: make the base offline
-        progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
-        bootstrap_base(progress=progress, client=client)
+    ensure_base(client, progress=progress)
     base_id = client.images.get(BASE_TAG).id
     if context == REPO_ROOT:  # the app image: hash what it copies, not the whole checkout
         parts = [REPO_ROOT / p for p in ("pyproject.toml", "runner", "dashboard", "migrations", "alembic.ini",
@@ -468,9 +499,7 @@ def ensure_lab_images(tags: Sequence[str], *, client=None, progress: Progress = 
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     todo = list(dict.fromkeys(tags))
     client = client or _client()
-    if not image_exists(client, BASE_TAG):  # once, before the builds that need it
-        progress(f"{BASE_TAG} missing: bootstrapping it with debootstrap (once, about a minute)")
-        bootstrap_base(progress=lambda m: progress(f"base image: {m}"), client=client)
+    ensure_base(client, progress=lambda m: progress(f"base image: {m}"))  # once, before the builds that need it
 
     def one(_i: int, tag: str, c, say: Progress) -> str | ImageError:
         try:
