@@ -1,6 +1,7 @@
 # xferlab: the two commands of the README.
 #   make classic   install everything, run the classic suite against every server that can run here
-#   make test      install everything, run the test suite (with the code checks of tests/test_code_rules.py)
+#   make test      install everything, run the test suite (with the code checks of tests/test_code_rules.py):
+#                  the tests marked parallel in two workers, then the rest one at a time (scripts/test.sh)
 # and the long runs the test suite shortens:
 #   make fuzz      libFuzzer on tpd's parsers, FUZZ_SECONDS per target, merging what it finds into
 #                  servers/tpd/fuzz/corpus/ (commit the new files: the test suite replays them)
@@ -17,7 +18,7 @@ classic: install
 	.venv/bin/xferlab run --preset classic
 
 test: install
-	.venv/bin/python -m pytest $(PYTEST_ARGS)
+	bash scripts/test.sh $(PYTEST_ARGS)
 
 selftest: install
 	.venv/bin/xferlab selftest

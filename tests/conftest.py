@@ -34,12 +34,39 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 SLOW_KINDS = ("integration", "docker", "browser")
 
 
+#: The values of ``--part``: every test, only the tests marked ``parallel`` (they may run beside
+#: another test), only the others (each must have the machine to itself).
+PARTS = ("all", "parallel", "alone")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--part``: which tests this run takes (:data:`PARTS`); ``make test`` (scripts/test.sh)
+    runs ``parallel`` in two pytest-xdist workers, then ``alone`` in one process."""
+    parser.addoption("--part", choices=PARTS, default="all",
+                     help="parallel: only tests marked 'parallel'; alone: only the others; all (default)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test carrying one of SLOW_KINDS (tests slow for another reason
-    carry ``slow`` themselves), so that ``-m 'not slow'`` leaves the quick tests. CI runs all."""
+    carry ``slow`` themselves), so that ``-m 'not slow'`` leaves the quick tests. CI runs all.
+    Mark ``parallel`` the tests of the modules in tests.support.parts.PARALLEL, then keep the
+    tests of ``--part`` (the rest are reported as deselected)."""
+    from tests.support.parts import PARALLEL
+
     for item in items:
         if any(item.get_closest_marker(k) for k in SLOW_KINDS) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+        if item.path.relative_to(config.rootpath).as_posix() in PARALLEL:
+            item.add_marker(pytest.mark.parallel)
+    part = config.getoption("part")
+    if part == "all":
+        return
+    want = part == "parallel"
+    keep = [i for i in items if (i.get_closest_marker("parallel") is not None) == want]
+    dropped = [i for i in items if (i.get_closest_marker("parallel") is not None) != want]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 def _skip_message(longrepr: object) -> str:
