@@ -223,3 +223,26 @@ def xferlab_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     env = dict(os.environ)
     env["XFERLAB_DATABASE_URL"] = db_url
     return env
+
+
+#: Outcomes of a test that ran (terminal reporter's stats keys).
+RAN = ("passed", "failed", "skipped", "xfailed", "xpassed", "error")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under pytest-xdist's controller, fail the run when fewer tests reported an outcome than
+    the workers collected: a test the workers collected and never ran must not pass unseen
+    (schemathesis' generated tests, for one, report a single outcome for a whole module there:
+    tests/support/parts.py keeps such modules in the ``alone`` pass)."""
+    if not session.config.pluginmanager.has_plugin("dsession"):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or not session.testscollected:
+        return
+    ran = {r.nodeid for key in RAN for r in reporter.stats.get(key, []) if getattr(r, "nodeid", None)}
+    if len(ran) < session.testscollected and session.exitstatus == 0:
+        reporter.write_line(f"xdist: {session.testscollected} tests collected, {len(ran)} reported an outcome: "
+                            "a module whose tests do not each report under pytest-xdist belongs in the alone pass "
+                            "(tests/support/parts.py)", red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

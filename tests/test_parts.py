@@ -30,4 +30,6 @@ def test_the_two_parts_split_the_collection():
     every = _collected("all", *paths)
     parallel, alone = _collected("parallel", *paths), _collected("alone", *paths)
     assert parallel and alone and not parallel & alone and parallel | alone == every
-    assert all(t.startswith("tests/runner/spec/test_sweep.py::") for t in parallel), sorted(parallel)
+    modules = {t.split("::")[0] for t in parallel}, {t.split("::")[0] for t in alone}
+    assert modules == ({"tests/runner/spec/test_sweep.py", "tests/test_parts.py"},
+                       {"tests/runner/cell/test_watchdog.py"}), modules
