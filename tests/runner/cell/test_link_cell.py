@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 
+import psutil
 import pytest
 
 from runner.cell.local import run_local_cell
+from runner.metrics.runqueue import cpu_pressure_us
 from runner.net import link as linknet
 from runner.spec.model import parse_spec
 from runner.spec.request import ServerRequest
@@ -23,6 +25,19 @@ MIB = 1 << 20
 #: 100 Mbit/s as payload: tbf counts whole Ethernet frames, 1448 payload bytes in 1514
 #: (docs/methodology.md), so a TCP stream carries 95.6 Mbit/s = 11.4 MiB/s.
 PAYLOAD_MIB_S = 100e6 / 8 * 1448 / 1514 / MIB
+#: The single-stream figure's band over 100 Mbit/s: within 2% of the payload rate, a band
+#: that excludes the raw line rate (11.92 MiB/s). Each 8 MiB transfer may start with tbf's
+#: refilled 64 KiB bucket (+0.8% at most) and spends a few round trips on PASV, STOR or
+#: RETR and 226 (4-8 ms of a 0.71 s transfer here: under 1.2%).
+BAND = (0.98 * PAYLOAD_MIB_S, 1.02 * PAYLOAD_MIB_S)
+#: Most cells run for one single-stream figure. tbf is a software shaper: the link idles
+#: when the machine runs its dequeue timer or softirq more than a bucket's worth late
+#: (64 KiB: 5.2 ms at 100 Mbit/s), so a busy or descheduled virtual CPU can only lower
+#: the figure (here, with an image build running beside it, a RETR cell read 11.024 MiB/s,
+#: 3.3% under; a CI run's STOR 11.135, 2.3% under). A figure under the band is measured
+#: again, in a new cell; one above it is not. A figure the lab gets wrong (bytes or time
+#: miscounted) lies outside the band in every cell.
+ATTEMPTS = 3
 
 
 def _mine() -> list[str]:
@@ -53,17 +68,32 @@ def _rows(out):
     return {(s.metric, s.stat): s for s in out.samples}
 
 
+def _single_stream(backend, server: str, workload: str, *, duration: float):
+    """An xferlab-ftp cell of ``workload`` (8 MiB transfers for ``duration`` s) on ``server``
+    over 100 Mbit/s, run again (at most :data:`ATTEMPTS` cells) while its throughput lies
+    under :data:`BAND`. Returns (the ServerSpec, the last CellOutcome, its throughput in
+    MiB/s, a line per cell: its figure, the machine's steal time and CPU pressure over it)."""
+    seen: list[str] = []
+    for _ in range(ATTEMPTS):
+        steal0, psi0 = psutil.cpu_times().steal, cpu_pressure_us()
+        srv, out = run_link_cell(backend, server, "xferlab-ftp", workload, "100mbit", transfer_size=8 * MIB,
+                                 duration=duration)
+        steal, psi1 = psutil.cpu_times().steal - steal0, cpu_pressure_us()
+        assert out.status == "done", out.error
+        mib_s = _rows(out)[("throughput", "value")].value
+        pressure = f"{(psi1 - psi0) / 1000:.0f} ms" if psi0 is not None and psi1 is not None else "-"
+        seen.append(f"{mib_s:.3f} MiB/s (steal {steal * 1000:.0f} ms, CPU pressure {pressure})")
+        if mib_s >= BAND[0]:
+            break
+    return srv, out, mib_s, "; ".join(seen)
+
+
 @pytest.mark.parametrize("server", ["tpd", "pyftpdlib"])
 def test_xferlab_ftp_retr_over_100mbit(backend, server):
-    srv, out = run_link_cell(backend, server, "xferlab-ftp", "retr", "100mbit", transfer_size=8 * MIB, duration=2.0)
+    srv, out, mib_s, seen = _single_stream(backend, server, "retr", duration=2.0)
     assert srv.display() == f"{server} [link=100mbit/queue=250ms]"  # the default queue, named
-    assert out.status == "done", out.error
     rows = _rows(out)
-    mib_s = rows[("throughput", "value")].value
-    # within 2% (a band that excludes the raw line rate, 11.92 MiB/s): each 8 MiB RETR may
-    # start with tbf's refilled 64 KiB bucket (+0.8% at most) and spends a few round trips
-    # on PASV, RETR and 226 (under 0.1%)
-    assert 0.98 * PAYLOAD_MIB_S <= mib_s <= 1.02 * PAYLOAD_MIB_S, f"{mib_s:.3f} MiB/s over 100mbit"
+    assert BAND[0] <= mib_s <= BAND[1], f"over 100mbit: {seen}"
     sent = rows[("link_qdisc", "server_sent_bytes")]
     assert sent.value >= rows[("bytes", "value")].value  # the RETR's bytes went through the server's tbf
     assert rows[("link_qdisc", "client_sent_bytes")].value < sent.value / 10  # ACKs and commands
@@ -77,11 +107,9 @@ def test_xferlab_ftp_retr_over_100mbit(backend, server):
 
 
 def test_xferlab_ftp_stor_is_shaped_too(backend):
-    _srv, out = run_link_cell(backend, "tpd", "xferlab-ftp", "stor", "100mbit", transfer_size=8 * MIB, duration=1.5)
-    assert out.status == "done", out.error
+    _srv, out, mib_s, seen = _single_stream(backend, "tpd", "stor", duration=1.5)
+    assert BAND[0] <= mib_s <= BAND[1], f"over 100mbit: {seen}"
     rows = _rows(out)
-    mib_s = rows[("throughput", "value")].value
-    assert 0.98 * PAYLOAD_MIB_S <= mib_s <= 1.02 * PAYLOAD_MIB_S, f"{mib_s:.3f} MiB/s over 100mbit"
     assert rows[("link_qdisc", "client_sent_bytes")].value >= rows[("bytes", "value")].value
 
 

@@ -203,18 +203,22 @@ def _measure(rounds_n: int, one: dict[str, Callable[[], float]],
 
 
 def _judge(rounds: list[dict[str, float]], lab_ref: str, curl_ref: str, also: str = "") -> tuple[list[str], str]:
-    """The three ratios (module docstring) judged: the ones outside their band (as
-    messages; empty when all are in), and the lines of figures printed (``also`` is
-    printed after them).
+    """The two same-technique ratios judged (the lab / ``lab_ref`` in :data:`BAND`, curl /
+    ``curl_ref`` in :data:`CURL_BAND`): the ones outside their band (as messages; empty
+    when both are in), and the lines of figures printed (``also`` is printed after them).
 
-    The third, lab / curl, is judged against the cost of the two techniques measured in
-    the same round: the median over the rounds of (lab / curl) / (``lab_ref`` / ``curl_ref``),
-    which is (lab / ``lab_ref``) / (curl / ``curl_ref``), must lie where the two bands above
-    put it: :data:`BAND` over :data:`CURL_BAND` (0.78-1.29). A ratio of two medians taken over different rounds
-    would not do: in one CI run curl and the C copy each read either about 1,550-2,000 or
-    about 2,400-2,700 MiB/s from round to round, so the median of lab / curl (0.744) and
-    that of C sendfile / C copy (0.594) came from different rounds, while the same-round
-    figure was 1.01."""
+    The lab against curl is judged through those two: the lab and ``lab_ref`` use one
+    technique, curl and ``curl_ref`` the other, all four on one server in the same rounds,
+    so lab / curl is (lab / ``lab_ref``) / (curl / ``curl_ref``) times the cost of the two
+    techniques, ``lab_ref`` / ``curl_ref``. That same-round quotient is printed with the
+    band the two bands put it in (0.78-1.29), not judged on its own: when the two judged
+    ratios lie near opposite edges of their bands, the median of their per-round quotient
+    lies near the edge of its band and outside it from noise alone (a CI run's tpd STOR:
+    lab / C sendfile 0.906, curl / C copy 1.140, both in; the median quotient 0.774 against
+    0.783). A median of lab / curl alone would not do either: in one CI run curl and the C
+    copy each read either about 1,550-2,000 or about 2,400-2,700 MiB/s from round to
+    round, so the median of lab / curl (0.744) and that of C sendfile / C copy (0.594) came
+    from different rounds, while the same-round figure was 1.01."""
     lab_c, curl_c = _ratio(rounds, "lab", lab_ref), _ratio(rounds, "curl", curl_ref)
     cost, lab_curl = _ratio(rounds, lab_ref, curl_ref), _ratio(rounds, "lab", "curl")
     paired = statistics.median(r["lab"] / r["curl"] / (r[lab_ref] / r[curl_ref]) for r in rounds)
@@ -229,8 +233,6 @@ def _judge(rounds: list[dict[str, float]], lab_ref: str, curl_ref: str, also: st
         out.append(f"lab / {lab_ref} = {lab_c:.3f}")
     if not CURL_BAND[0] <= curl_c <= CURL_BAND[1]:
         out.append(f"curl / {curl_ref} = {curl_c:.3f}")
-    if not band[0] <= paired <= band[1]:
-        out.append(f"(lab / curl) / ({lab_ref} / {curl_ref}) = {paired:.3f}")
     return out, shown
 
 
@@ -260,8 +262,8 @@ def test_stor_matches_the_c_uploader_and_curl(served, tmp_path):
 
     curl read()s the file into its 64 KiB upload buffer and send()s it, a copy per byte;
     the C uploader doing the same (``--send-piece 65536``: ``C copy``) must match curl
-    within 15% (:data:`CURL_BAND`), and lab / curl must lie where those two bands put it
-    relative to the C sendfile / C copy of the same round (:func:`_judge`).
+    within 15% (:data:`CURL_BAND`); lab / curl is printed beside the C sendfile / C copy of
+    the same round (:func:`_judge`).
     That ratio is below 1 on a server bound by its own CPU: the server's receive costs it
     more kernel time per byte when the sender used sendfile (its socket then holds the
     file's 4 KiB page-cache pages instead of the sender's freshly copied buffers):
