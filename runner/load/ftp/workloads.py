@@ -114,6 +114,8 @@ async def _single_stream(ph: Phase, direction: str, idle: int) -> None:
         ph.progress(f"{direction.upper()} {size} bytes repeated for {p.duration:g} s"
                     + (f" with {idle} idle sessions" if idle else ""))
         ph.single = True
+        if f is not None:
+            await event_loop.start_worker_thread()  # untimed: the first to_thread imports and clones
         ph.begin()
         stop_at = time.perf_counter() + p.duration
         for _ in range(MAX_REPEATS):
