@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-import psutil
 import pytest
 
 from runner.cell.local import run_local_cell
@@ -17,6 +16,7 @@ from runner.spec.request import ServerRequest
 from runner.store.models import Cell
 from tests.runner.support import check_or_skip, driver_or_skip
 from tests.support.skips import machine_lacks, not_root, skip_if_problem
+from tests.support.steal import Steal
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
               skip_if_problem(linknet.base_problem(), machine=not_root())]
@@ -34,9 +34,12 @@ BAND = (0.98 * PAYLOAD_MIB_S, 1.02 * PAYLOAD_MIB_S)
 #: when the machine runs its dequeue timer or softirq more than a bucket's worth late
 #: (64 KiB: 5.2 ms at 100 Mbit/s), so a busy or descheduled virtual CPU can only lower
 #: the figure (here, with an image build running beside it, a RETR cell read 11.024 MiB/s,
-#: 3.3% under; a CI run's STOR 11.135, 2.3% under). A figure under the band is measured
-#: again, in a new cell; one above it is not. A figure the lab gets wrong (bytes or time
-#: miscounted) lies outside the band in every cell.
+#: 3.3% under; a CI run's STOR 11.135, 2.3% under; three STOR cells in a row 11.006,
+#: 10.854 and 11.134 while the host took 570-940 ms of the two CPUs' time in each). So
+#: the band's lower edge is lowered by the share of the machine's CPU time the host took
+#: over the cell (:class:`tests.support.steal.Steal`; 0 on a machine that lost none), and
+#: a figure under it is measured again, in a new cell; one above the band is not. A
+#: figure the lab gets wrong (bytes or time miscounted) lies outside the band in every cell.
 ATTEMPTS = 3
 
 
@@ -71,29 +74,32 @@ def _rows(out):
 def _single_stream(backend, server: str, workload: str, *, duration: float):
     """An xferlab-ftp cell of ``workload`` (8 MiB transfers for ``duration`` s) on ``server``
     over 100 Mbit/s, run again (at most :data:`ATTEMPTS` cells) while its throughput lies
-    under :data:`BAND`. Returns (the ServerSpec, the last CellOutcome, its throughput in
-    MiB/s, a line per cell: its figure, the machine's steal time and CPU pressure over it)."""
+    under its floor: :data:`BAND`'s lower edge x (1 - the host's steal share over the
+    cell). Returns (the ServerSpec, the last CellOutcome, its throughput in MiB/s, its
+    floor in MiB/s, a line per cell: its figure, floor, the steal and CPU pressure over it)."""
     seen: list[str] = []
     for _ in range(ATTEMPTS):
-        steal0, psi0 = psutil.cpu_times().steal, cpu_pressure_us()
-        srv, out = run_link_cell(backend, server, "xferlab-ftp", workload, "100mbit", transfer_size=8 * MIB,
-                                 duration=duration)
-        steal, psi1 = psutil.cpu_times().steal - steal0, cpu_pressure_us()
+        psi0 = cpu_pressure_us()
+        with Steal() as steal:
+            srv, out = run_link_cell(backend, server, "xferlab-ftp", workload, "100mbit", transfer_size=8 * MIB,
+                                     duration=duration)
+        psi1 = cpu_pressure_us()
         assert out.status == "done", out.error
         mib_s = _rows(out)[("throughput", "value")].value
+        floor = BAND[0] * (1 - steal.share)
         pressure = f"{(psi1 - psi0) / 1000:.0f} ms" if psi0 is not None and psi1 is not None else "-"
-        seen.append(f"{mib_s:.3f} MiB/s (steal {steal * 1000:.0f} ms, CPU pressure {pressure})")
-        if mib_s >= BAND[0]:
+        seen.append(f"{mib_s:.3f} MiB/s, floor {floor:.3f} ({steal}, CPU pressure {pressure})")
+        if mib_s >= floor:
             break
-    return srv, out, mib_s, "; ".join(seen)
+    return srv, out, mib_s, floor, "; ".join(seen)
 
 
 @pytest.mark.parametrize("server", ["tpd", "pyftpdlib"])
 def test_xferlab_ftp_retr_over_100mbit(backend, server):
-    srv, out, mib_s, seen = _single_stream(backend, server, "retr", duration=2.0)
+    srv, out, mib_s, floor, seen = _single_stream(backend, server, "retr", duration=2.0)
     assert srv.display() == f"{server} [link=100mbit/queue=250ms]"  # the default queue, named
     rows = _rows(out)
-    assert BAND[0] <= mib_s <= BAND[1], f"over 100mbit: {seen}"
+    assert floor <= mib_s <= BAND[1], f"over 100mbit: {seen}"
     sent = rows[("link_qdisc", "server_sent_bytes")]
     assert sent.value >= rows[("bytes", "value")].value  # the RETR's bytes went through the server's tbf
     assert rows[("link_qdisc", "client_sent_bytes")].value < sent.value / 10  # ACKs and commands
@@ -107,8 +113,8 @@ def test_xferlab_ftp_retr_over_100mbit(backend, server):
 
 
 def test_xferlab_ftp_stor_is_shaped_too(backend):
-    _srv, out, mib_s, seen = _single_stream(backend, "tpd", "stor", duration=1.5)
-    assert BAND[0] <= mib_s <= BAND[1], f"over 100mbit: {seen}"
+    _srv, out, mib_s, floor, seen = _single_stream(backend, "tpd", "stor", duration=1.5)
+    assert floor <= mib_s <= BAND[1], f"over 100mbit: {seen}"
     rows = _rows(out)
     assert rows[("link_qdisc", "client_sent_bytes")].value >= rows[("bytes", "value")].value
 

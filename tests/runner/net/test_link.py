@@ -14,6 +14,7 @@ from runner.net import link as linknet
 from runner.net.conditions import parse_link
 from runner.net.netns import call_in_netns
 from tests.support.skips import not_root, skip_if_problem
+from tests.support.steal import Steal
 
 pytestmark = skip_if_problem(linknet.base_problem(), machine=not_root())
 
@@ -87,13 +88,18 @@ def test_100mbit_link_measures_100mbit():
     with linknet.link_net(parse_link("100mbit")) as net:
         assert len(_mine()) == 3  # client, router, server
         before = net.qdiscs()
-        n, secs, trace = _stream(net, 3.0)
+        with Steal() as steal:
+            n, secs, trace = _stream(net, 3.0)
         after = net.qdiscs()
     assert 2.9 <= secs, secs
     mbit = _steady_mbit(trace, 0.5, 2.5)  # past tbf's first 64 KiB burst and before the sender stops
     # TCP payload: tbf counts whole Ethernet frames (1448 payload bytes in 1514), so 95.6;
-    # within 2%: [93.7, 97.6], a band that excludes the raw line rate (100)
-    assert 0.98 * PAYLOAD_MBIT <= mbit <= 1.02 * PAYLOAD_MBIT, f"{mbit:.2f} Mbit/s over a 100mbit link"
+    # within 2%: [93.7, 97.6], a band that excludes the raw line rate (100). tbf is a
+    # software shaper: the link idles while the host runs something else in place of the
+    # machine's CPUs, so the lower edge drops by the share of CPU time the host took
+    # (tests/runner/cell/test_link_cell.py: three cells 1.5-4.8% under at 7-9% steal)
+    floor = 0.98 * PAYLOAD_MBIT * (1 - steal.share)
+    assert floor <= mbit <= 1.02 * PAYLOAD_MBIT, f"{mbit:.2f} Mbit/s over a 100mbit link, floor {floor:.2f} ({steal})"
     assert after["server"][0]["kind"] == "tbf" and after["server"][0]["options"]["rate"] == 12_500_000
     phase = linknet.phase_counters(before, after)
     assert phase["server_sent_bytes"] >= n  # payload plus headers went through the server's tbf

@@ -16,6 +16,7 @@ from runner.net.conditions import parse_link
 from runner.net.netns import call_in_netns
 from tests.runner.net.test_link import PAYLOAD_MBIT, _steady_mbit, _stream
 from tests.support.skips import machine_lacks, not_root, skip_if_problem
+from tests.support.steal import Steal
 
 pytestmark = skip_if_problem(linknet.base_problem(), machine=not_root())
 
@@ -67,14 +68,16 @@ def test_small_queue_drops_where_a_large_one_does_not():
     for q in ("64kb", "4mb"):
         with linknet.link_net(parse_link(f"100mbit/queue={q}")) as net:
             before = net.qdiscs()
-            n, secs, trace = _stream(net, 3.0)
+            with Steal() as steal:
+                n, secs, trace = _stream(net, 3.0)
             phase = linknet.phase_counters(before, net.qdiscs())
-        got[q] = (phase["server_drops"], _steady_mbit(trace, 0.5, 2.5))
+        got[q] = (phase["server_drops"], _steady_mbit(trace, 0.5, 2.5), steal.share)
     small, large = got["64kb"], got["4mb"]
     assert small[0] >= 10, got
     assert large[0] == 0, got
     assert 0.5 * PAYLOAD_MBIT <= small[1] <= 1.02 * PAYLOAD_MBIT, got
-    assert 0.95 * PAYLOAD_MBIT <= large[1] <= 1.02 * PAYLOAD_MBIT, got
+    # the lower edge less the host's steal share over the stream (tests/runner/net/test_link.py)
+    assert 0.95 * PAYLOAD_MBIT * (1 - large[2]) <= large[1] <= 1.02 * PAYLOAD_MBIT, got
     print(f"drops, Mbit/s: {got}")
 
 

@@ -129,24 +129,11 @@ def test_list_of_1000_entries_returns_1000_names(server_target):
     assert rows[("listing_names", "list")] == rows[("listing_names", "mlsd")] == 1000
 
 
-def test_latency_from_the_intended_start_shows_a_client_stall(target):
-    """One client, NOOP every 50 ms (fixed think time), against pyftpdlib; the client's event
-    loop is blocked for S = 0.4 s (time.sleep in a callback due 0.5 s into the phase, at
-    ``due``). The operation due during the stall starts when the loop runs again, so its
-    latency from the intended start is at least S - think - (one service time).
-
-    Upper bound, from clocks read in the same run: that operation was due at or after
-    ``due`` (one due earlier would have sent its NOOP before the stall, and its service
-    time, not below 50 ms, would hold the stall), and it starts just after a marker the
-    stall queues two loop iterations ahead (``resumed``: a ``call_soon`` from a
-    ``call_soon``, which runs right before the task the expired sleep wakes). So its
-    latency is at most ``resumed - due`` + the longest service time + HDR's 3-digit
-    slack (0.1%) + 2 ms for the one callback in between. ``resumed - due`` holds the
-    loop's lateness in running the stall and in coming back from it, which a slow
-    virtual CPU stretches: in one CI run the NOOP's median service time was 3.2 ms and
-    the stalled operation 10.9 ms past S + the longest service time."""
-    stall_s, think_s = 0.4, 0.05
-    p = _params(mix={"noop": 1}, clients=1, duration=1.5, session_ops=1000, think="fixed", think_ms=think_s * 1000)
+def _stalled_run(target: Target, p: WorkloadParams, stall_s: float, after_s: float):
+    """A mixed phase whose event loop is blocked for ``stall_s`` (time.sleep in a callback)
+    ``after_s`` into the measured phase. Returns (the PhaseResult, [the stall's measured
+    length, s], [when it was due], [when the loop ran a callback queued two iterations
+    after it]; perf_counter seconds)."""
     stalled: list[float] = []
     due: list[float] = []
     resumed: list[float] = []
@@ -162,15 +149,42 @@ def test_latency_from_the_intended_start_shows_a_client_stall(target):
 
         def at_loaded(name: str) -> None:
             if name == "loaded":
-                due.append(time.perf_counter() + 0.5)
-                loop.call_later(0.5, block)
+                due.append(time.perf_counter() + after_s)
+                loop.call_later(after_s, block)
 
         return await run_workload("mixed", target, p, checkpoint=at_loaded)
 
-    r = asyncio.run(main())
-    assert len(stalled) == 1 and len(resumed) == 1 and not r.errors
-    lat = hdr.percentiles_ms(r.op_figures["noop"].latency)
-    svc = hdr.percentiles_ms(r.op_figures["noop"].service)
+    return asyncio.run(main()), stalled, due, resumed
+
+
+def test_latency_from_the_intended_start_shows_a_client_stall(target):
+    """One client, NOOP every 50 ms (fixed think time), against pyftpdlib; the client's event
+    loop is blocked for S = 0.4 s (time.sleep in a callback due 0.5 s into the phase, at
+    ``due``). The operation due during the stall starts when the loop runs again, so its
+    latency from the intended start is at least S - think - (one service time).
+
+    Upper bound, from clocks read in the same run: that operation was due at or after
+    ``due`` (one due earlier would have sent its NOOP before the stall, and its service
+    time, not below 50 ms, would hold the stall), and it starts just after a marker the
+    stall queues two loop iterations ahead (``resumed``: a ``call_soon`` from a
+    ``call_soon``, which runs right before the task the expired sleep wakes). So its
+    latency is at most ``resumed - due`` + the longest service time + HDR's 3-digit
+    slack (0.1%) + 2 ms for the one callback in between. ``resumed - due`` holds the
+    loop's lateness in running the stall and in coming back from it, which a slow
+    virtual CPU stretches: in one CI run the NOOP's median service time was 3.2 ms and
+    the stalled operation 10.9 ms past S + the longest service time. The stall can land
+    while a NOOP awaits its reply (a chance of about one service time in 50 ms): that
+    NOOP's service time then holds the stall, and the phase is run again (at most three).
+    """
+    stall_s, think_s = 0.4, 0.05
+    p = _params(mix={"noop": 1}, clients=1, duration=1.5, session_ops=1000, think="fixed", think_ms=think_s * 1000)
+    for _ in range(3):  # a stall that lands while a NOOP awaits its reply is in that NOOP's service time: again
+        r, stalled, due, resumed = _stalled_run(target, p, stall_s, 0.5)
+        assert len(stalled) == 1 and len(resumed) == 1 and not r.errors
+        lat = hdr.percentiles_ms(r.op_figures["noop"].latency)
+        svc = hdr.percentiles_ms(r.op_figures["noop"].service)
+        if svc["max"] < stall_s * 1000:
+            break
     assert svc["max"] < 50, svc
     s_ms = stalled[0] * 1000
     late_ms = (resumed[0] - due[0]) * 1000
@@ -226,7 +240,10 @@ def test_sessions_last_k_operations_or_t_seconds(target):
     """K: with ``session_ops`` 5 every session that the phase's end did not cut holds its
     login and 5 operations. T: with ``session_seconds`` 0.2 and a NOOP every 20 ms (fixed
     think time), every session but the last of each client lasts at least 0.2 s and at most
-    0.2 s + one think time + one operation, and holds fewer than 0.2 / 0.02 + 2 operations."""
+    0.2 s + one think time + the longest latency from the intended start (the last
+    operation is due before 0.2 s + think and ends one latency after it is due: the
+    latency holds the timer's lateness and the service time, both read in the same run;
+    + HDR's 0.1% and 1 ms), and holds fewer than 0.2 / 0.02 + 2 operations."""
     k = run_workload_sync("mixed", target, _params(mix={"noop": 1, "size": 1}, clients=2, session_ops=5,
                                                     duration=1.0))
     assert not k.errors and len(k.sessions) > 10
@@ -236,10 +253,10 @@ def test_sessions_last_k_operations_or_t_seconds(target):
                 duration=1.5)
     t = run_workload_sync("mixed", target, p)
     assert not t.errors and len(t.sessions) >= 6
-    svc_max_s = hdr.percentiles_ms(t.op_figures["noop"].service)["max"] / 1000
+    lat_max_s = max(hdr.percentiles_ms(t.op_figures[k].latency)["max"] for k in ("noop", "login")) / 1000
     whole = sorted(t.sessions, key=lambda s: s.seconds)[2:]  # the two cut by the phase's end are the shortest
     for s in whole:
-        assert 0.2 <= s.seconds <= 0.2 + 0.02 + svc_max_s + 0.01, (s, svc_max_s)
+        assert 0.2 <= s.seconds <= 0.2 + 0.02 + 1.001 * lat_max_s + 0.001, (s, lat_max_s)
         assert s.ops < 0.2 / 0.02 + 2
 
 

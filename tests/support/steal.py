@@ -1,0 +1,37 @@
+"""The hypervisor's steal time over a block of a test: what a figure that needs the
+machine on time (a software shaper's rate) may lose to a host running something else."""
+from __future__ import annotations
+
+import time
+from types import TracebackType
+
+import psutil
+
+
+class Steal:
+    """``with Steal() as s:``, then ``s.seconds``: the steal time of this machine's CPUs
+    over the block, summed (psutil.cpu_times().steal, the 8th column of /proc/stat's
+    ``cpu`` line: time a virtual CPU wanted to run while the host ran something else;
+    0 on bare metal); ``s.wall``: the block's wall time (s); ``s.share``: seconds /
+    (wall x CPUs), the share of the machine's CPU time lost to the host (0.0-1.0)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.wall = 0.0
+        self._t0 = self._s0 = 0.0
+
+    def __enter__(self) -> Steal:
+        self._s0, self._t0 = psutil.cpu_times().steal, time.monotonic()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.seconds = max(0.0, psutil.cpu_times().steal - self._s0)
+        self.wall = time.monotonic() - self._t0
+
+    @property
+    def share(self) -> float:
+        cpus = psutil.cpu_count() or 1
+        return min(1.0, self.seconds / (self.wall * cpus)) if self.wall > 0 else 0.0
+
+    def __str__(self) -> str:
+        return f"steal {self.seconds * 1000:.0f} ms of {self.wall:.1f} s x {psutil.cpu_count()} CPUs ({self.share:.1%})"
