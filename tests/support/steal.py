@@ -35,3 +35,15 @@ class Steal:
 
     def __str__(self) -> str:
         return f"steal {self.seconds * 1000:.0f} ms of {self.wall:.1f} s x {psutil.cpu_count()} CPUs ({self.share:.1%})"
+
+
+def assert_on_cpu_matches(prof, cpu_s: float, steal: Steal, share: float, samples: int) -> None:
+    """A profile's on-CPU seconds (``prof.on_cpu_s``, samples x 1 / ``prof.rate_hz``) against
+    the CPU seconds ``cpu_s`` a kernel counter gave for the same processes (a cgroup's
+    usage): within ``share`` of ``cpu_s`` plus ``samples`` samples, and above it also the
+    host's steal seconds over the run (``steal``): perf's ``cpu-clock`` advances while a
+    running task's virtual CPU is stolen, and the scheduler's CPU time does not (with
+    steal accounting, clock_task less steal). Raises AssertionError naming the figures."""
+    slack = share * cpu_s + samples / prof.rate_hz
+    assert -slack <= prof.on_cpu_s - cpu_s <= slack + steal.seconds, (
+        f"on-CPU {prof.on_cpu_s:.3f} s from the samples against {cpu_s:.3f} s counted; {steal}")
