@@ -23,6 +23,10 @@ class ProbeError(Exception):
     ``str(exc)`` says what the last attempt saw."""
 
 
+class NotReadyYet(ValueError):
+    """An HTTP server answered the readiness probe with 503 Service Unavailable."""
+
+
 class _ImplicitFTPS(BoundedFTP_TLS):
     """The bounded FTP_TLS with the TLS handshake right after connect (implicit FTPS)."""
 
@@ -196,8 +200,10 @@ def http_probe_once(host: str, port: int, timeout: float = 3.0, tls: TargetTls |
 
 def wait_http_ready(host: str, port: int, *, timeout: float = 20.0, alive: Callable[[], bool] | None = None,
                     interval: float = 0.1, tls: TargetTls | None = None) -> tuple[str, float]:
-    """Poll :func:`http_probe_once` until the server answers, at most ``timeout`` s
-    (``alive`` and ``interval`` as :func:`wait_ready`).
+    """Poll :func:`http_probe_once` until the server answers with any status but
+    ``503 Service Unavailable`` (RFC 9110 15.6.4: "currently unable to handle the
+    request"; node-http's cluster answers it until every worker listens), at most
+    ``timeout`` s (``alive`` and ``interval`` as :func:`wait_ready`).
 
     Returns:
         (status line, seconds waited).
@@ -209,5 +215,11 @@ def wait_http_ready(host: str, port: int, *, timeout: float = 20.0, alive: Calla
     def failure(e: Exception) -> str:
         return "connection refused" if isinstance(e, ConnectionRefusedError) else f"{type(e).__name__}: {e}"
 
-    return _poll(lambda left: http_probe_once(host, port, left, tls), (OSError, ValueError), failure,
+    def attempt(left: float) -> str:
+        line = http_probe_once(host, port, left, tls)
+        if line.split(None, 2)[1:2] == ["503"]:
+            raise NotReadyYet(f"{line} (the server says it is not ready yet)")
+        return line
+
+    return _poll(attempt, (OSError, ValueError), failure,
                  f"no HTTP reply on {host}:{port}", timeout=timeout, alive=alive, interval=interval)

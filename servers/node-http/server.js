@@ -6,6 +6,9 @@
 //   PUT  /uploads/<name>  body -> HOME/uploads/<name>, 201 (400 for a name with '/' or '..')
 //   POST /uploads/        body -> HOME/uploads/p-<pid hex>-<n>, a new file, 201 + Location
 //   GET  /<path>          the file HOME/<path> (streamed: Node has no sendfile)
+//   HEAD /                the readiness probe: with --workers N, 503 Service Unavailable until
+//                         the primary has seen all N workers listening (before that the primary
+//                         would hand connections only to the workers already listening)
 // A body over --max-body bytes: 413, nothing kept. With --tls-cert and --tls-key (PEM files,
 // both or neither) the listener speaks HTTPS (the `https` module, TLS 1.2/1.3, HTTP/1.1) instead;
 // with --workers N each worker does its connections' TLS.
@@ -44,6 +47,12 @@ function parseArgs(argv) {
 const opt = parseArgs(process.argv);
 const uploads = path.join(opt.home, 'uploads');
 let counter = 0;
+// A worker of a cluster learns from the primary when every worker listens; a single process is
+// ready once it listens (it answers nothing before).
+let allListening = !cluster.isWorker;
+if (cluster.isWorker) {
+  process.on('message', (m) => { if (m === 'xferlab:all-listening') allListening = true; });
+}
 
 function reply(res, status, extra) {
   const body = `${status} ${http.STATUS_CODES[status]}\n`;
@@ -101,6 +110,7 @@ function handle(req, res) {
     return reply(res, 400);
   }
   if (p.includes('\0') || p.split('/').includes('..')) return reply(res, 400);
+  if (!allListening && req.method === 'HEAD' && p === '/') return reply(res, 503, { 'Retry-After': '1' });
   if (req.method === 'GET' || req.method === 'HEAD') return serveFile(req, res, p);
   if (req.method === 'PUT') {
     if (!p.startsWith('/uploads/')) return reply(res, 403);
@@ -133,6 +143,13 @@ fs.mkdirSync(uploads, { recursive: true });
 if (opt.workers > 1 && cluster.isPrimary) {
   cluster.schedulingPolicy = cluster.SCHED_RR;  // set before the first fork
   let stopping = false;
+  const listening = new Set();
+  cluster.on('listening', (w) => {
+    listening.add(w.id);
+    if (listening.size === opt.workers) {
+      for (const id in cluster.workers) cluster.workers[id].send('xferlab:all-listening');
+    }
+  });
   for (let i = 0; i < opt.workers; i++) cluster.fork();
   cluster.on('exit', (w, code, sig) => {
     if (!stopping) {

@@ -69,6 +69,7 @@ PARALLEL: frozenset[str] = frozenset({
     "tests/runner/backends/test_docker_images.py",
     "tests/runner/backends/test_docker_spec.py",
     "tests/runner/backends/test_http_catalogue.py",
+    "tests/runner/backends/test_http_probe.py",
     "tests/runner/backends/test_http_servers_docker.py",
     "tests/runner/backends/test_http_servers_local.py",
     "tests/runner/backends/test_source_build.py",

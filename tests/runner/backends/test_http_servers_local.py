@@ -102,9 +102,21 @@ def test_storage_axis_applies_to_http_servers(backend, storage):
         h.stop()
 
 
-def test_node_workers_round_robin(backend):
+@pytest.mark.parametrize("late_worker_s", [0.0, 1.5], ids=["as-started", "third-worker-late"])
+def test_node_workers_round_robin(backend, late_worker_s, tmp_path, monkeypatch):
+    """Six connections after the start reach all three workers: the server is ready only
+    once every worker listens (the primary hands connections only to listening ones). The
+    second case holds the third worker 1.5 s before it runs server.js (a NODE_OPTIONS
+    preload); a readiness probe that any listening worker answers lets the six land on two."""
+    if late_worker_s:
+        hold = tmp_path / "hold_third_worker.js"
+        hold.write_text("const c = require('cluster');\n"
+                        f"if (c.isWorker && c.worker.id === 3) {{ const end = Date.now() + {late_worker_s * 1000:.0f}; "
+                        "while (Date.now() < end) {} }\n")
+        monkeypatch.setenv("NODE_OPTIONS", f"--require {hold}")
     h = start_or_skip(backend, ServerRequest("node-http", variant={"workers": 3}))
     try:
+        assert h.build_info["startup_s"] >= late_worker_s, h.build_info["startup_s"]
         assert len(psutil.Process(h.pid).children()) == 3
         for i in range(6):  # new connection each: the primary hands them out round-robin
             c = _connect(h)()
