@@ -81,6 +81,7 @@ def figures(session: Session, cell: Cell, spec: CampaignSpec) -> StepFigures:
         min_rate=v.get(("fairness", "min_rate"), v.get(("throughput", "value")) if p.clients == 1 else None),
         server_cpu_s=sum(cpu) if cpu else None, elapsed_s=v.get(("elapsed", "value")), server_cores=cores,
         client_util=v.get(("client_cpu", "utilization")), client_wait=v.get(("client_cpu", "runqueue_wait")),
+        client_steal=v.get(("client_cpu", "steal")),
         cpu_pressure=v.get(("machine_cpu", "pressure")),
         listen_drops=max(v.get(("tcp", "ListenOverflows"), 0.0), v.get(("tcp", "ListenDrops"), 0.0)),
         link_rate=link_rate, link_throughput=busier, demand=demand,

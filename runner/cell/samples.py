@@ -194,6 +194,8 @@ def phase_samples(result: PhaseResult, *, memory: dict[str, dict[str, float | No
         out.append(Sample(metric="client_cpu", stat="runqueue_wait", value=rq, unit="ratio",
                           raw=({"wait_s": round(result.client_runqueue_wait_s, 6)}
                                if result.client_runqueue_wait_s is not None else None)))
+    if result.client_steal_share is not None:
+        out.append(Sample(metric="client_cpu", stat="steal", value=result.client_steal_share, unit="ratio"))
     if (psi := cpu_pressure_share(result)) is not None:
         out.append(Sample(metric="machine_cpu", stat="pressure", value=psi, unit="ratio",
                           raw={"some_s": round(result.cpu_pressure_s or 0.0, 6)}))

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from runner.metrics.runqueue import saturation
+
 MIB = 1 << 20
 #: A session whose connect + greeting took longer than this (s) is counted as *late*:
 #: the first SYN or SYN-ACK retransmission of Linux fires after 1 s (initial RTO,
@@ -108,6 +110,10 @@ class PhaseResult:
             waiting for a CPU during the measured phase (schedstat run delay,
             runner.metrics.runqueue); None when not measured (the real-client and HTTP-tool
             drivers, a kernel without schedstat, a result stored before it was measured).
+        client_steal_share: the share of the load generator's CPUs' time (those it may run
+            on) the hypervisor stole over the measured phase (``/proc/stat`` steal,
+            runner.metrics.runqueue.cpu_steal_s), 0.0-1.0; None when not measured (as
+            ``client_runqueue_wait_s``). For a combined result, the highest of the hosts'.
         cpu_pressure_s: seconds of the measured phase in which at least one runnable task
             of the load generator's machine waited for a CPU (Linux PSI ``some``,
             runner.metrics.runqueue.cpu_pressure_us): the machine was short of CPUs, for
@@ -206,6 +212,7 @@ class PhaseResult:
     late_sessions: int = 0
     busiest_client_utilization: float | None = None
     client_runqueue_wait_s: float | None = None
+    client_steal_share: float | None = None
     cpu_pressure_s: float | None = None
     busiest_client_runqueue_share: float | None = None
     busiest_client_saturation: float | None = None
@@ -295,15 +302,16 @@ def cpu_pressure_share(result: PhaseResult) -> float | None:
 
 
 def client_saturation(result: PhaseResult) -> float:
-    """:func:`client_utilization` + :func:`client_runqueue_share` (0 when not measured):
-    the share of the phase the load generator was runnable, running or waiting for a CPU.
-    A client alone on its CPU waits little, so this is its utilization; a client pinned to
-    a CPU that another busy process also uses runs about half the time and waits the
-    other half, so its utilization alone (0.5) hides that it was the bottleneck, and this
-    figure (1.0) shows it. For a combined result, the highest of the hosts' figures."""
+    """runner.metrics.runqueue.saturation of the phase's :func:`client_utilization`,
+    :func:`client_runqueue_share` and ``client_steal_share``: the share of the phase the load
+    generator was runnable, running or waiting for a CPU. A client alone on its CPU waits
+    little, so this is its utilization; a client pinned to a CPU that another busy process
+    also uses runs about half the time and waits the other half, so its utilization alone
+    (0.5) hides that it was the bottleneck, and this figure (1.0) shows it. For a combined
+    result, the highest of the hosts' figures."""
     if result.busiest_client_saturation is not None:
         return result.busiest_client_saturation
-    return client_utilization(result) + (client_runqueue_share(result) or 0.0)
+    return saturation(client_utilization(result), client_runqueue_share(result), result.client_steal_share)
 
 
 def client_bound(result: PhaseResult) -> bool:

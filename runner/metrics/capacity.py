@@ -22,9 +22,10 @@ fairness:
   The answer is ``lo`` (0 when no N passed), exact to ``resolution`` users: the true
   capacity lies in ``[lo, hi - 1]``.
 * **why it broke** (:func:`break_reason`): the figures of the first failing step above the
-  answer, tested in this order: the client (runnable, running or waiting on a run queue,
-  for at least ``CLIENT_BOUND`` of the phase: the lab measured its own limit, or the CPU
-  time other processes took from it; runner.load.result.client_saturation), listen drops
+  answer, tested in this order: the client (runnable, running, waiting on a run queue or
+  stolen from by the hypervisor, for at least ``CLIENT_BOUND`` of the phase: the lab
+  measured its own limit, or the CPU time other processes took from it;
+  runner.metrics.runqueue.saturation), listen drops
   (ListenOverflows or ListenDrops), the link (the rate moved in its busier direction,
   or the users' demand N x ``user_rate``, at or above ``LINK_SHARE`` of a shaped link's
   rate, which each direction has: tbf on both ends of the veth pair), the server
@@ -39,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from runner.metrics.runqueue import saturation
 
 #: Client CPU share + run-queue share of the phase at or above which a step is client-bound
 #: (runner.load.result.CLIENT_BOUND_SATURATION, the figure of every other client-bound flag).
@@ -97,6 +100,8 @@ class StepFigures:
         client_util: client CPU, share of one core; None when not stored.
         client_wait: the client's run-queue wait, share of the phase (runnable but kept off
             a CPU: runner.metrics.runqueue); None when not measured.
+        client_steal: the share of the client's CPUs' time the hypervisor stole over the
+            phase (runner.metrics.runqueue.cpu_steal_s); None when not measured.
         cpu_pressure: the share of the phase in which the load generator's machine had a
             runnable task waiting for a CPU (Linux PSI, runner.metrics.runqueue); None when
             not measured.
@@ -125,6 +130,7 @@ class StepFigures:
     server_cores: int = 1
     client_util: float | None = None
     client_wait: float | None = None
+    client_steal: float | None = None
     cpu_pressure: float | None = None
     listen_drops: float = 0.0
     link_rate: int | None = None
@@ -230,12 +236,15 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
     """Why the step ``f`` (the first failing one above the answer) broke: ``(kind, text)``,
     kind one of ``client``, ``listen_drops``, ``link``, ``server_cpu``, ``server``
     (module docstring for the order and thresholds), text the evidence in numbers."""
-    if f.client_util is not None and f.client_util + (f.client_wait or 0.0) >= CLIENT_BOUND:
+    if f.client_util is not None and (runnable := saturation(f.client_util, f.client_wait,
+                                                             f.client_steal)) >= CLIENT_BOUND:
+        stolen = (f", {f.client_steal * 100:.0f}% of its CPUs' time stolen by the hypervisor"
+                  if f.client_steal is not None and round(f.client_steal * 100) >= 1 else "")
         if not f.client_wait:
-            return "client", f"the load generator used {f.client_util * 100:.0f}% of a core (client-bound)"
-        return "client", (f"the load generator was runnable {(f.client_util + f.client_wait) * 100:.0f}% of the "
+            return "client", f"the load generator used {f.client_util * 100:.0f}% of a core{stolen} (client-bound)"
+        return "client", (f"the load generator was runnable {runnable * 100:.0f}% of the "
                           f"phase: it ran {f.client_util * 100:.0f}% and waited {f.client_wait * 100:.0f}% for a "
-                          "CPU (client-bound)")
+                          f"CPU{stolen} (client-bound)")
     if f.listen_drops > 0:
         return "listen_drops", f"{f.listen_drops:g} listen overflows/drops in the server's namespace"
     one_way = f.link_throughput if f.link_throughput is not None else f.throughput

@@ -15,6 +15,14 @@ runnable task waited for a CPU (``CONFIG_PSI``). Over a phase it says how much o
 phase the machine had more runnable work than CPUs, whoever's work it was: on a machine
 shared with other jobs, CPU time a server or client did not get.
 
+On a virtual machine the hypervisor may run something else while a virtual CPU has work:
+steal time (:func:`cpu_steal_s`, the ``steal`` column of ``/proc/stat``, proc(5)). Time
+stolen while a task waits on a run queue is in its run delay (measured on the run queue's
+clock, which steal does not stop); time stolen while it is the running task is in neither
+its CPU time (the scheduler's task clock and the tick accounting both leave steal out) nor
+its run delay, so a starved client on such a machine reads CPU + wait below 1 by about its
+CPU share x steal / (1 - steal) (:func:`saturation`).
+
 Used by xferlab's own clients (runner.load.ftp.phase, runner.load.http.client) over their
 measured phase: ``wait_s / wall_s`` is the ``client_cpu`` stat ``runqueue_wait``
 (docs/methodology.md, "Client cost"), and CPU share + run-queue share near 1 means the
@@ -23,9 +31,12 @@ client was runnable (running or waiting to run) for the whole phase.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 #: Nanoseconds per second.
 NS = 1_000_000_000
+#: The kernel's CPU accounting file (proc(5)).
+PROC_STAT = "/proc/stat"
 
 
 def thread_waits(pid: int | None = None) -> dict[int, int] | None:
@@ -88,3 +99,57 @@ def waited_s(before: dict[int, int] | None, after: dict[int, int] | None) -> flo
     if before is None or after is None:
         return None
     return sum(max(ns - before.get(tid, 0), 0) for tid, ns in after.items()) / NS
+
+
+def cpu_steal_s(cpus: Iterable[int] | None = None, path: str = PROC_STAT) -> float | None:
+    """Seconds since boot in which the hypervisor ran something else while one of the
+    virtual CPUs ``cpus`` (CPU numbers; None: those this process may run on,
+    ``os.sched_getaffinity``) had work, summed over them: the 8th value (``steal``) of each
+    ``cpuN`` line of ``path`` (proc(5)), in USER_HZ ticks (``SC_CLK_TCK``, 10 ms at 100).
+    0.0 on bare metal and on kernels that do not account steal. None when the file cannot
+    be read or a CPU's line is missing or short (an offline CPU): not measured, never 0."""
+    want = {f"cpu{c}" for c in (os.sched_getaffinity(0) if cpus is None else cpus)}
+    ticks = 0
+    try:
+        with open(path, encoding="ascii") as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0] in want:
+                    if len(fields) < 9:
+                        return None
+                    ticks += int(fields[8])
+                    want.discard(fields[0])
+    except (OSError, ValueError):
+        return None
+    if want:
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def steal_share(before: float | None, after: float | None, wall_s: float, cpus: int) -> float | None:
+    """The share of ``cpus`` virtual CPUs' time the hypervisor stole over ``wall_s`` seconds,
+    from two :func:`cpu_steal_s` readings: (after - before) / (wall_s x cpus), between 0
+    and 1. None when either reading is None or ``wall_s`` or ``cpus`` is not positive."""
+    if before is None or after is None or wall_s <= 0 or cpus <= 0:
+        return None
+    return min(max((after - before) / (wall_s * cpus), 0.0), 1.0)
+
+
+#: The highest steal share :func:`saturation` scales by (a CPU stolen more than this is
+#: not a machine a figure can be read from; the cap keeps the quotient finite).
+MAX_STEAL_SHARE = 0.5
+
+
+def saturation(util: float, wait: float | None, steal: float | None = None) -> float:
+    """The share of a phase a load generator was runnable, from its CPU share ``util``
+    (CPU s / wall s), its run-queue share ``wait`` (None: not measured, 0) and the steal
+    share of its CPUs ``steal`` (None: not measured, 0; capped at
+    :data:`MAX_STEAL_SHARE`): ``util / (1 - steal) + wait``.
+
+    Method: while the client is the running task of a virtual CPU the hypervisor takes
+    ``steal`` of that CPU's time, which counts neither as its CPU time nor as its run-queue
+    wait (module docstring); its CPU seconds are the ``1 - steal`` the host gave it,
+    so the time it held the CPU is ``util / (1 - steal)``. Time stolen while it waited is
+    already in ``wait``. E.g. 0.45 on the CPU and 0.47 waiting with 10% steal: 0.97."""
+    s = min(max(steal or 0.0, 0.0), MAX_STEAL_SHARE)
+    return util / (1.0 - s) + (wait or 0.0)

@@ -127,6 +127,8 @@ def combine(results: list[tuple[str, PhaseResult]], *, kind: str = "host") -> Ph
         client_cpu_system_s=sum(r.client_cpu_system_s for _, r in results),
         client_runqueue_wait_s=(None if any(r.client_runqueue_wait_s is None for _, r in results)
                                 else sum(r.client_runqueue_wait_s or 0.0 for _, r in results)),
+        client_steal_share=(None if any(r.client_steal_share is None for _, r in results)
+                            else max(r.client_steal_share or 0.0 for _, r in results)),
         cpu_pressure_s=(None if any(r.cpu_pressure_s is None for _, r in results)
                         else max(r.cpu_pressure_s or 0.0 for _, r in results)),
         busiest_client_runqueue_share=(max((x for _, r in results if (x := client_runqueue_share(r)) is not None),

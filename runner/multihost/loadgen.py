@@ -12,6 +12,7 @@ Output (stdout, one JSON object; format ``xferlab-loadgen/1``)::
                 "clients": [[bytes, seconds, ok, requests, max_rss, minor_faults, major_faults], ...],
                 "client_cpu_user_s": ..., "client_cpu_system_s": ...,
                 "client_runqueue_wait_s": ... (None when not measured),
+                "client_steal_share": ... (None when not measured),
                 "cpu_pressure_s": ... (None when not measured),
                 "notes": [...], "started_at": ..., "ended_at": ...},
      "environment": {... runner.metrics.environment.snapshot() of this host ...}}

@@ -18,7 +18,7 @@ import statistics
 from runner.report import fmt
 from runner.report.data import CampaignData, Series
 from runner.report.model import Cell, Column, Row, Table
-from runner.report.tables import RUNQUEUE_METRIC, client_cpu_cell
+from runner.report.tables import RUNQUEUE_METRIC, STEAL_METRIC, client_cpu_cell
 
 #: The series that marks a real-client cell: peak resident set of its client processes
 #: (runner.cell.samples.process_samples; absent for xferlab's own drivers).
@@ -108,7 +108,7 @@ def client_table(data: CampaignData, workload: str, params_key: str) -> Table:
 
         def num(v: float | None, u: str = "") -> Cell:
             return Cell(fmt.NA if v is None else fmt.value(v, u) if u else fmt.number(v))
-        cpu = client_cpu_cell(busy, m(RUNQUEUE_METRIC))
+        cpu = client_cpu_cell(busy, m(RUNQUEUE_METRIC), m(STEAL_METRIC))
         rows.append(Row(f"{workload}[{params_key}]", (
             Cell(server), num(value, unit), Cell(str(n)),
             Cell(fmt.NA if ratio is None else f"{ratio:.2f}x", "win" if ratio == 1.0 else ""),

@@ -41,6 +41,7 @@ SERIES_METRICS: dict[tuple[str, str], tuple[str, bool]] = {
     ("fairness", "cv"): ("ratio", False),  # derived from `jain` for cells stored without it
     ("client_cpu", "utilization"): ("ratio", False),
     ("client_cpu", "runqueue_wait"): ("ratio", False),  # absent from cells stored before it was measured
+    ("client_cpu", "steal"): ("ratio", False),  # likewise
     ("machine_cpu", "pressure"): ("ratio", False),  # likewise; xferlab-ftp phases on a kernel with PSI
     ("errors", "total"): ("count", False),
     ("late_sessions", "value"): ("count", False),

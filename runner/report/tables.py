@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from runner.metrics.runqueue import saturation
 from runner.report import fmt
 from runner.report.data import CampaignData, Series
 from runner.report.model import Cell as Cell
@@ -278,8 +279,9 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
 # -- campaign ---------------------------------------------------------------
 
 #: Median load-generator CPU / wall time (plus, when recorded, its run-queue wait / wall
-#: time) at or above which a result is flagged client-bound: the figure then measures the
-#: client, not the server (seed 003; runner.load.result.client_saturation).
+#: time and the time stolen from it: runner.metrics.runqueue.saturation) at or above which
+#: a result is flagged client-bound: the figure then measures the client, not the server
+#: (seed 003; runner.load.result.client_saturation).
 CLIENT_BOUND = 0.90
 
 
@@ -293,6 +295,8 @@ CPU_DISAGREEMENT = 0.10
 
 #: The series of the load generator's run-queue wait / wall time (runner.metrics.runqueue).
 RUNQUEUE_METRIC = "client_cpu_runqueue_wait"
+#: The series of the steal share of the load generator's CPUs (runner.metrics.runqueue).
+STEAL_METRIC = "client_cpu_steal"
 
 
 def server_cpu_cell(text: str, sources: Sequence[str], tree_diffs: Sequence[float]) -> Cell:
@@ -319,16 +323,20 @@ def fairness_text(jain: float | None) -> str:
     return fmt.NA if jain is None else f"{jain:.2f}"
 
 
-def client_cpu_cell(busy: float | None, wait: float | None = None) -> Cell:
+def client_cpu_cell(busy: float | None, wait: float | None = None, steal: float | None = None) -> Cell:
     """The ``client CPU`` cell: the load generator's CPU share of one core ``busy``
     (``"52%"``), then, when recorded, its run-queue wait share ``wait`` (``"52% +47%
-    wait"``: runnable but kept off its CPU, runner.metrics.runqueue), and ``client-bound``
-    (marked ``loss``) when ``busy + wait`` reaches :data:`CLIENT_BOUND`. ``n/a`` when
+    wait"``: runnable but kept off its CPU, runner.metrics.runqueue), the steal share of
+    its CPUs ``steal`` when it rounds to 1% or more (``"45% +47% wait, 10% stolen"``), and
+    ``client-bound`` (marked ``loss``) when runner.metrics.runqueue.saturation of the
+    three (``busy / (1 - steal) + wait``) reaches :data:`CLIENT_BOUND`. ``n/a`` when
     ``busy`` is None (not recorded)."""
     if busy is None:
         return Cell(fmt.NA)
     text = f"{busy * 100:.0f}%" + (f" +{wait * 100:.0f}% wait" if wait is not None else "")
-    return Cell(text + " client-bound", "loss") if busy + (wait or 0.0) >= CLIENT_BOUND else Cell(text)
+    if steal is not None and round(steal * 100) >= 1:
+        text += f", {steal * 100:.0f}% stolen"
+    return Cell(text + " client-bound", "loss") if saturation(busy, wait, steal) >= CLIENT_BOUND else Cell(text)
 
 
 def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
@@ -341,8 +349,9 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     ``errors_total`` series; ``n/a`` when not recorded) and ``failed`` (failed or skipped cells in
     ``data.failures``), ``client_cpu`` (median load-generator CPU seconds per wall
     second, from the ``client_cpu_utilization`` series, with the median run-queue wait per
-    wall second of ``client_cpu_runqueue_wait`` when recorded; at 90% or more together
-    marked ``client-bound``, a loss: :func:`client_cpu_cell`) and, when the campaign stored them, ``server_cpu``: the
+    wall second of ``client_cpu_runqueue_wait`` and the median steal share of
+    ``client_cpu_steal`` when recorded; at 90% or more together marked ``client-bound``,
+    a loss: :func:`client_cpu_cell`) and, when the campaign stored them, ``server_cpu``: the
     server's CPU cost of the work, median of ``server_cpu_per_op`` (``"41.20 us/op"``,
     logins and QUITs) or ``server_cpu_per_gib`` (``"0.210 s/GiB"``, transfers), with its
     source and any disagreement of its cross-check (:func:`server_cpu_cell`) and, when
@@ -354,7 +363,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
 
     Records: per row ``server, workload, params_key, title, metric, unit``, the
     summary fields, ``errors``, ``failed``, ``client_cpu_utilization`` (and
-    ``client_cpu_runqueue_wait`` when the campaign recorded it); with the optional
+    ``client_cpu_runqueue_wait`` and ``client_cpu_steal`` when the campaign recorded them); with the optional
     columns ``server_cpu``, ``server_cpu_unit``, ``server_cpu_source`` (``cgroup``, ``tree``,
     ``cgroup+tree``; None when unknown), ``server_cpu_tree_diff`` (the cells' ratios, or
     None), ``fairness_jain`` and ``fairness_cv``
@@ -372,6 +381,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
     if fair:
         columns += (Column("fairness", "Jain", True),)  # narrow: the header is the index's name
     runqueue = any(s.metric == RUNQUEUE_METRIC for s in data.series)
+    stolen = any(s.metric == STEAL_METRIC for s in data.series)
     rows: list[Row] = []
     records: list[dict] = []
     keys = _ordered_keys(data, data.series)
@@ -394,6 +404,8 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
             busy = summarize(util.samples).median if util else None
             rq = _find(data.series, server, key, RUNQUEUE_METRIC)
             wait = summarize(rq.samples).median if rq else None
+            st = _find(data.series, server, key, STEAL_METRIC)
+            steal = summarize(st.samples).median if st else None
             summ = summarize(s.samples) if s else None
             unit = s.unit if s else ""
             cells: tuple[Cell, ...] = (Cell(server), Cell(_title(data, data.series, key)),
@@ -402,8 +414,9 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                      Cell(str(summ.n) if summ else "0"),
                      Cell(str(errors) if errors is not None else fmt.NA),
                      Cell(str(failed)),
-                     client_cpu_cell(busy, wait))
-            record_extra: dict = {"client_cpu_runqueue_wait": wait} if runqueue else {}
+                     client_cpu_cell(busy, wait, steal))
+            record_extra: dict = ({"client_cpu_runqueue_wait": wait} if runqueue else {}) | (
+                {"client_cpu_steal": steal} if stolen else {})
             if cost:
                 c = next((x for x in (_find(data.series, server, key, m) for m in COST_METRICS) if x), None)
                 med = summarize(c.samples).median if c else None
@@ -411,7 +424,7 @@ def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:
                 sources = data.cpu_sources.get((server, key[0], key[1]), ())
                 cells += (server_cpu_cell(fmt.value(med, c.unit) if c and med is not None else fmt.NA,
                                           sources, diff.samples if diff else ()),)
-                record_extra = {"server_cpu": med, "server_cpu_unit": c.unit if c else None,
+                record_extra |= {"server_cpu": med, "server_cpu_unit": c.unit if c else None,
                                 "server_cpu_source": "+".join(dict.fromkeys(sources)) or None,
                                 "server_cpu_tree_diff": list(diff.samples) if diff else None}
             if fair:

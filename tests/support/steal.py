@@ -10,31 +10,43 @@ import psutil
 
 class Steal:
     """``with Steal() as s:``, then ``s.seconds``: the steal time of this machine's CPUs
-    over the block, summed (psutil.cpu_times().steal, the 8th column of /proc/stat's
-    ``cpu`` line: time a virtual CPU wanted to run while the host ran something else;
-    0 on bare metal); ``s.wall``: the block's wall time (s); ``s.share``: seconds /
-    (wall x CPUs), the share of the machine's CPU time lost to the host (0.0-1.0)."""
+    (or of the CPUs numbered ``cpus``) over the block, summed (psutil.cpu_times().steal,
+    the 8th column of /proc/stat's ``cpu`` lines: time a virtual CPU wanted to run while
+    the host ran something else; 0 on bare metal); ``s.wall``: the block's wall time (s);
+    ``s.share``: seconds / (wall x CPUs), the share of those CPUs' time lost to the host
+    (0.0-1.0)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpus: list[int] | None = None) -> None:
+        self.cpus = cpus
         self.seconds = 0.0
         self.wall = 0.0
         self._t0 = self._s0 = 0.0
 
+    def _read(self) -> float:
+        if self.cpus is None:
+            return psutil.cpu_times().steal
+        per_cpu = psutil.cpu_times(percpu=True)
+        return sum(per_cpu[c].steal for c in self.cpus)
+
     def __enter__(self) -> Steal:
-        self._s0, self._t0 = psutil.cpu_times().steal, time.monotonic()
+        self._s0, self._t0 = self._read(), time.monotonic()
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.seconds = max(0.0, psutil.cpu_times().steal - self._s0)
+        self.seconds = max(0.0, self._read() - self._s0)
         self.wall = time.monotonic() - self._t0
 
     @property
+    def ncpus(self) -> int:
+        """How many CPUs the figure sums over."""
+        return len(self.cpus) if self.cpus is not None else (psutil.cpu_count() or 1)
+
+    @property
     def share(self) -> float:
-        cpus = psutil.cpu_count() or 1
-        return min(1.0, self.seconds / (self.wall * cpus)) if self.wall > 0 else 0.0
+        return min(1.0, self.seconds / (self.wall * self.ncpus)) if self.wall > 0 else 0.0
 
     def __str__(self) -> str:
-        return f"steal {self.seconds * 1000:.0f} ms of {self.wall:.1f} s x {psutil.cpu_count()} CPUs ({self.share:.1%})"
+        return f"steal {self.seconds * 1000:.0f} ms of {self.wall:.1f} s x {self.ncpus} CPUs ({self.share:.1%})"
 
 
 def assert_on_cpu_matches(prof, cpu_s: float, steal: Steal, share: float, samples: int) -> None:

@@ -129,6 +129,9 @@ class Phase:
         self.rq_wait: float | None = None
         self.psi0: int | None = None  # the machine's CPU pressure at begin, us (runner.metrics.runqueue)
         self.psi_s: float | None = None
+        self.cpu_set: set[int] = set()  # the CPUs this client may run on, read at begin
+        self.steal0: float | None = None  # their steal seconds at begin (runner.metrics.runqueue)
+        self.steal_share: float | None = None
         self.measuring = False
         self.handshakes_ms: list[float] = []  # FTPS: each session's control-connection handshake
         self.tls: dict[str, str] = {}  # FTPS: mode, key type, negotiated protocol and cipher
@@ -165,6 +168,8 @@ class Phase:
         self.checkpoint(MEASURE_BEGIN)
         self.rq0 = runqueue.thread_waits()
         self.psi0 = runqueue.cpu_pressure_us()
+        self.cpu_set = os.sched_getaffinity(0)
+        self.steal0 = runqueue.cpu_steal_s(self.cpu_set)
         self.cpu0 = os.times()
         self.t0 = time.perf_counter()
         self.wall_ref = (time.time(), self.t0)
@@ -179,6 +184,9 @@ class Phase:
         self.rq_wait = runqueue.waited_s(self.rq0, runqueue.thread_waits())
         psi1 = runqueue.cpu_pressure_us()
         self.psi_s = (psi1 - self.psi0) / 1e6 if psi1 is not None and self.psi0 is not None else None
+        assert self.t0 is not None, "end() without begin()"
+        self.steal_share = runqueue.steal_share(self.steal0, runqueue.cpu_steal_s(self.cpu_set),
+                                                time.perf_counter() - self.t0, len(self.cpu_set))
         assert c0 is not None, "end() without begin()"  # measuring is set by begin() only
         self.cpu_user = c.user - c0.user
         self.cpu_sys = c.system - c0.system
@@ -230,7 +238,8 @@ class Phase:
             workload=self.workload, elapsed_s=max(elapsed, 0.0), bytes=self.bytes, ops=self.ops,
             latencies_ms=self.latencies_ms, errors=dict(self.errors), clients=self.clients,
             client_cpu_user_s=self.cpu_user, client_cpu_system_s=self.cpu_sys,
-            client_runqueue_wait_s=self.rq_wait, cpu_pressure_s=self.psi_s, notes=notes, started_at=started_at,
+            client_runqueue_wait_s=self.rq_wait, client_steal_share=self.steal_share, cpu_pressure_s=self.psi_s,
+            notes=notes, started_at=started_at,
             ended_at=ended_at,
             greeted_sessions=self.greeted,
             late_sessions=self.late, histograms=dict(self.histograms),

@@ -356,6 +356,8 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
     say(f"{workload}: {n} clients for {params.duration:g} s against {target.host}:{target.http_port}")
     with gc_paused():
         rq0 = runqueue.thread_waits()
+        cpu_set = os.sched_getaffinity(0)
+        steal0 = runqueue.cpu_steal_s(cpu_set)
         c0 = os.times()
         t0 = time.perf_counter()
         stop_at = t0 + params.duration
@@ -381,6 +383,7 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
         await asyncio.gather(*tasks, sweeper, return_exceptions=True)
         c1 = os.times()
         rq_wait = runqueue.waited_s(rq0, runqueue.thread_waits())
+        steal = runqueue.steal_share(steal0, runqueue.cpu_steal_s(cpu_set), time.perf_counter() - t0, len(cpu_set))
         await asyncio.gather(*marks)
     if ph.upload and params.method == "put":
         notes.append(f"PUT names: /uploads/{ph.prefix}c<client>-<seq>")
@@ -390,7 +393,8 @@ async def run_http(workload: str, target: Target, params: WorkloadParams,
         workload=workload, elapsed_s=elapsed, bytes=ph.bytes, ops=ph.successful, latencies_ms=ph.latencies_ms,
         errors=ph.errors, clients=sorted(ph.clients, key=lambda c: -c.requests),
         client_cpu_user_s=c1.user - c0.user, client_cpu_system_s=c1.system - c0.system,
-        client_runqueue_wait_s=rq_wait, notes=notes, started_at=started, ended_at=started + elapsed,
+        client_runqueue_wait_s=rq_wait, client_steal_share=steal, notes=notes, started_at=started,
+        ended_at=started + elapsed,
         requests=ph.requests, successful=ph.successful,
         network_failed=ph.network_failed, non_2xx=ph.non_2xx, bytes_read=ph.bytes_read,
         bytes_written=ph.bytes_written, reconnects=ph.reconnects, unfinished=unfinished,

@@ -75,6 +75,10 @@ def test_break_reason_order():
     kind, text = break_reason(StepFigures(**base, client_util=0.35, client_wait=0.64))
     assert kind == "client" and "runnable 99%" in text and "waited 64%" in text
     assert break_reason(StepFigures(**base, client_util=0.5, client_wait=0.3))[0] == "server_cpu"  # 80%: idle at times
+    # ran 45%, waited 42% (87%), and the host took 10% of its CPU's time: 0.45 / 0.9 + 0.42 = 92%
+    kind, text = break_reason(StepFigures(**base, client_util=0.45, client_wait=0.42, client_steal=0.10))
+    assert kind == "client" and "runnable 92%" in text and "10% of its CPUs' time stolen" in text
+    assert break_reason(StepFigures(**base, client_util=0.45, client_wait=0.42))[0] == "server_cpu"
     assert break_reason(StepFigures(**base, listen_drops=3))[0] == "listen_drops"
     assert break_reason(StepFigures(**base, link_rate=12_500_000))[0] == "link"  # 11.5 MiB/s of 100 Mbit
     assert break_reason(StepFigures(**base))[0] == "server_cpu"  # 1.9 of 2 cores busy

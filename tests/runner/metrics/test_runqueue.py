@@ -17,7 +17,15 @@ from runner.load.result import (
     client_saturation,
     cpu_pressure_share,
 )
-from runner.metrics.runqueue import cpu_pressure_us, thread_waits, waited_s
+from runner.metrics.runqueue import (
+    MAX_STEAL_SHARE,
+    cpu_pressure_us,
+    cpu_steal_s,
+    saturation,
+    steal_share,
+    thread_waits,
+    waited_s,
+)
 from runner.report.tables import client_cpu_cell
 
 
@@ -128,3 +136,64 @@ def test_cpu_pressure_share_reaches_the_stored_rows():
     rows = {(s.metric, s.stat): s for s in phase_samples(r)}
     assert rows[("machine_cpu", "pressure")].value == 0.75 and rows[("machine_cpu", "pressure")].raw == {"some_s": 1.5}
     assert ("machine_cpu", "pressure") not in {(s.metric, s.stat) for s in phase_samples(_result(None))}
+
+
+STAT = ("cpu  24115 0 14220 26918 649 0 211 35 0 0\n"
+        "cpu0 9013 0 6429 17302 218 0 26 17 0 0\n"
+        "cpu1 15101 0 7791 9615 430 0 184 18 0 0\n"
+        "cpu3 1 0 1 1 0 0 0 250 0 0\n"
+        "intr 123 0 0\n")
+
+
+def test_cpu_steal_sums_the_steal_column_of_the_cpus_asked_for(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text(STAT)
+    hz = os.sysconf("SC_CLK_TCK")
+    assert cpu_steal_s([1], str(stat)) == 18 / hz
+    assert cpu_steal_s([0, 1, 3], str(stat)) == (17 + 18 + 250) / hz
+    assert cpu_steal_s([2], str(stat)) is None  # no line: offline or absent, not measured
+    stat.write_text("cpu0 1 2 3 4 5 6 7\n")  # a kernel too old for the steal column
+    assert cpu_steal_s([0], str(stat)) is None
+    assert cpu_steal_s([0], str(tmp_path / "absent")) is None
+
+
+def test_cpu_steal_of_this_process_matches_psutil():
+    """This process's CPUs read through /proc/stat against psutil's per-CPU figures (the same
+    file, parsed by a library), taken around it: between the two readings."""
+    import psutil
+
+    cpus = sorted(os.sched_getaffinity(0))
+    before = sum(psutil.cpu_times(percpu=True)[c].steal for c in cpus)
+    ours = cpu_steal_s()
+    after = sum(psutil.cpu_times(percpu=True)[c].steal for c in cpus)
+    assert ours is not None and before - 0.011 <= ours <= after + 0.011  # psutil rounds to 10 ms ticks
+
+
+def test_steal_share_is_the_stolen_seconds_per_cpu_second():
+    assert steal_share(10.0, 10.4, 2.0, 2) == pytest.approx(0.1)
+    assert steal_share(10.0, 10.0, 2.0, 1) == 0.0
+    assert steal_share(10.0, 9.0, 2.0, 1) == 0.0  # a counter that went back: never negative
+    assert steal_share(None, 1.0, 2.0, 1) is None and steal_share(1.0, None, 2.0, 1) is None
+    assert steal_share(1.0, 2.0, 0.0, 1) is None and steal_share(1.0, 2.0, 1.0, 0) is None
+
+
+def test_saturation_adds_the_time_stolen_while_the_client_ran():
+    # 0.45 of the phase on the CPU with 10% of the CPU stolen: it held the CPU 0.45 / 0.9 = 0.5
+    assert saturation(0.45, 0.47, 0.10) == pytest.approx(0.5 + 0.47)
+    assert saturation(0.45, 0.47) == pytest.approx(0.92) and saturation(0.45, None, None) == 0.45
+    assert saturation(0.45, 0.0, 0.9) == pytest.approx(0.45 / (1 - MAX_STEAL_SHARE))  # capped
+
+
+def test_steal_lifts_a_starved_client_over_the_flag():
+    """The case a CI machine showed: CPU 0.45 + wait 0.42 = 0.87 reads as not client-bound
+    until the 10% of its CPU the host took while it ran is counted (0.50 + 0.42 = 0.92)."""
+    r = _result(0.84)  # 0.45 on the CPU, 0.42 waiting
+    assert not client_bound(r)
+    stolen = PhaseResult(**{**r.__dict__, "client_steal_share": 0.10})
+    assert client_saturation(stolen) == pytest.approx(0.92) and client_bound(stolen)
+    rows = {(s.metric, s.stat): s for s in phase_samples(stolen)}
+    assert rows[("client_cpu", "steal")].value == 0.10 and rows[("client_cpu", "steal")].unit == "ratio"
+    assert ("client_cpu", "steal") not in {(s.metric, s.stat) for s in phase_samples(r)}
+    cell = client_cpu_cell(0.45, 0.42, 0.10)
+    assert (cell.text, cell.mark) == ("45% +42% wait, 10% stolen client-bound", "loss")
+    assert client_cpu_cell(0.45, 0.42, 0.004).text == "45% +42% wait"  # under 1%: not shown, not flagged

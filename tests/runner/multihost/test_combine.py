@@ -93,6 +93,24 @@ def test_client_bound_is_judged_per_host() -> None:
     assert combine([("a", half[0])]).busiest_client_utilization is None
 
 
+def test_steal_is_judged_per_host_and_the_highest_kept() -> None:
+    """Host a: 0.45 on the CPU, 0.42 waiting, 10% of its CPU stolen: 0.45 / 0.9 + 0.42 = 0.92,
+    client-bound; host b: the same CPU and wait with no steal (0.87) is not. The combined
+    result is flagged by a, keeps the highest steal share, and round-trips through JSON."""
+    from runner.load.result import client_bound, client_saturation
+
+    a, b = (_r("login", 1.0, 0, [1.0] * 10, [], 100.0, 101.0) for _ in range(2))
+    for r, share in ((a, 0.10), (b, 0.0)):
+        r.client_cpu_user_s, r.client_cpu_system_s = 0.45, 0.0
+        r.client_runqueue_wait_s, r.client_steal_share = 0.42, share
+    assert client_bound(a) and not client_bound(b)
+    c = combine([("a", a), ("b", b)])
+    assert c.client_steal_share == 0.10 and client_saturation(c) == pytest.approx(0.92) and client_bound(c)
+    assert result_from_json(result_to_json(c)).client_steal_share == 0.10
+    b.client_steal_share = None  # not measured on one host: not known for the whole
+    assert combine([("a", a), ("b", b)]).client_steal_share is None
+
+
 
 def test_http_results_combine_and_round_trip() -> None:
     a = PhaseResult("http_upload", 1.0, 800, 100, [1.0], {"reset": 2}, [ClientFigures(800, 1.0, False, 100)],
