@@ -197,3 +197,26 @@ def test_steal_lifts_a_starved_client_over_the_flag():
     cell = client_cpu_cell(0.45, 0.42, 0.10)
     assert (cell.text, cell.mark) == ("45% +42% wait, 10% stolen client-bound", "loss")
     assert client_cpu_cell(0.45, 0.42, 0.004).text == "45% +42% wait"  # under 1%: not shown, not flagged
+
+
+def test_campaign_table_keeps_wait_and_steal_beside_the_server_cpu_columns():
+    """A row with run-queue wait, steal and server CPU series: the cell counts the steal
+    (0.45 / 0.9 + 0.42 = 0.92: flagged) and the records keep all three figures."""
+    from dataclasses import replace
+
+    from runner.report import tables
+    from tests.runner.report.fixtures import RETR, B, _s, campaign
+
+    plain = campaign()
+    data = replace(plain, series=[*plain.series,
+                                  _s(B, "retr", RETR, "client_cpu_runqueue_wait", "ratio", False, [0.42] * 5),
+                                  _s(B, "retr", RETR, "client_cpu_steal", "ratio", False, [0.10] * 5),
+                                  _s(B, "retr", RETR, "server_cpu_per_gib", "s/GiB", False, [0.2] * 5)])
+    data = replace(data, series=[replace(s, samples=(0.45,) * 5)
+                                 if (s.server, s.workload, s.metric) == (B, "retr", "client_cpu_utilization") else s
+                                 for s in data.series])
+    t = tables.campaign_table(data)
+    cell = next(r for r in t.rows if r.key == f"{B}:retr").cells[7]
+    assert (cell.text, cell.mark) == ("45% +42% wait, 10% stolen client-bound", "loss")
+    rec = next(r for r in t.records if r["server"] == B and r["workload"] == "retr")
+    assert (rec["client_cpu_runqueue_wait"], rec["client_cpu_steal"], rec["server_cpu"]) == (0.42, 0.10, 0.2)
