@@ -184,14 +184,13 @@ class Phase:
         self.rq_wait = runqueue.waited_s(self.rq0, runqueue.thread_waits())
         psi1 = runqueue.cpu_pressure_us()
         self.psi_s = (psi1 - self.psi0) / 1e6 if psi1 is not None and self.psi0 is not None else None
-        assert self.t0 is not None, "end() without begin()"
-        self.steal_share = runqueue.steal_share(self.steal0, runqueue.cpu_steal_s(self.cpu_set),
-                                                time.perf_counter() - self.t0, len(self.cpu_set))
         assert c0 is not None, "end() without begin()"  # measuring is set by begin() only
         self.cpu_user = c.user - c0.user
         self.cpu_sys = c.system - c0.system
         if self.t1 is None:
             self.t1 = time.perf_counter()
+        self.steal_share = runqueue.steal_share(self.steal0, runqueue.cpu_steal_s(self.cpu_set), self.elapsed_s(),
+                                                len(self.cpu_set))
         self.checkpoint(MEASURE_END)
 
     def on_phase_timeout(self) -> None:
