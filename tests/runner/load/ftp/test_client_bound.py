@@ -120,7 +120,7 @@ def test_starved_client_is_flagged_and_an_idle_one_is_not():
     # block around it (10 ms ticks, one each side)
     assert stolen is not None and 0.0 <= stolen * starved.elapsed_s <= steal.seconds + 0.02, (stolen, str(steal))
     # single-threaded and always runnable: running, waiting, or running on a virtual CPU the
-    # host took (steal: neither CPU time nor run-queue wait, counted by the saturation;
-    # without it a CI run read 0.831 + steal), so the flag fires
+    # host took (steal: neither CPU time nor run-queue wait, counted by the saturation; a
+    # CI run without that read CPU + wait 0.831, its steal not recorded), so the flag fires
     assert client_bound(starved) and client_saturation(starved) <= 1.05, (util, wait, stolen, str(steal))
     assert 0.3 <= starved.ops_rate / full_rate <= 0.75  # about half the CPU, about half the rate
