@@ -55,9 +55,11 @@ def test_sweep_campaign_to_curves(engine):
             elapsed, moved = rows[("elapsed", "value")][0], rows[("bytes", "value")][0]
             longest_s = hdr.percentiles_ms(rows[("latency", "p50")][1]["hdr"])["max"] / 1000.0
             assert ops >= p.clients and moved == ops * 256 * 1024
-            # (less 1 ms: a last completion 8 us before the schedule's end was seen once)
-            assert 0.499 <= elapsed <= 0.5 + longest_s + 0.05
-            assert moved / (0.5 + longest_s + 0.05) / 2**20 <= p.throughput <= moved / 0.5 / 2**20
+            # (less 1 ms: a last completion 8 us before the schedule's end was seen once, and
+            # a CI run's 0.49999 s put the throughput 0.002% over moved / 0.5)
+            least, most = 0.499, 0.5 + longest_s + 0.05
+            assert least <= elapsed <= most
+            assert moved / most / 2**20 <= p.throughput <= moved / least / 2**20
             assert abs(p.throughput - moved / elapsed / 2**20) <= 1e-9 * p.throughput
             assert p.p99_ms is not None and 0.0 < p.p99_ms <= longest_s * 1000.0 * 1.001
         # every client moves far more than 1 KiB/s: all of them are "users at rate R"
