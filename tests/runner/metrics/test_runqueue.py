@@ -185,8 +185,10 @@ def test_saturation_adds_the_time_stolen_while_the_client_ran():
 
 
 def test_steal_lifts_a_starved_client_over_the_flag():
-    """The case a CI machine showed: CPU 0.45 + wait 0.42 = 0.87 reads as not client-bound
-    until the 10% of its CPU the host took while it ran is counted (0.50 + 0.42 = 0.92)."""
+    """A starved client on a virtual machine: CPU 0.45 + wait 0.42 = 0.87 reads as not
+    client-bound until the 10% of its CPU the host took while it ran is counted (0.50 + 0.42
+    = 0.92). (A CI run read CPU + wait 0.831 for the real starved client, its steal not
+    recorded.)"""
     r = _result(0.84)  # 0.45 on the CPU, 0.42 waiting
     assert not client_bound(r)
     stolen = PhaseResult(**{**r.__dict__, "client_steal_share": 0.10})
