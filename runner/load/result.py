@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runner.metrics.runqueue import saturation
+from runner.metrics.runqueue import CLIENT_BOUND, saturation
 
 MIB = 1 << 20
 #: A session whose connect + greeting took longer than this (s) is counted as *late*:
@@ -276,12 +276,6 @@ def client_utilization(result: PhaseResult) -> float:
     return (result.client_cpu_user_s + result.client_cpu_system_s) / result.elapsed_s
 
 
-#: CPU share + run-queue share of the load generator at or above which a phase is
-#: flagged client-bound: the client was running or waiting to run for at least 90% of
-#: the phase, so the figure measures the client (or what starved it), not the server.
-CLIENT_BOUND_SATURATION = 0.90
-
-
 def client_runqueue_share(result: PhaseResult) -> float | None:
     """Seconds the load generator waited on a run queue / phase wall seconds (0.5: runnable
     but kept off the CPU for half the phase), of the busiest host when the result combines
@@ -316,5 +310,5 @@ def client_saturation(result: PhaseResult) -> float:
 
 def client_bound(result: PhaseResult) -> bool:
     """True when the phase is flagged client-bound: :func:`client_saturation` at or above
-    :data:`CLIENT_BOUND_SATURATION`."""
-    return client_saturation(result) >= CLIENT_BOUND_SATURATION
+    runner.metrics.runqueue.CLIENT_BOUND."""
+    return client_saturation(result) >= CLIENT_BOUND

@@ -41,11 +41,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner.metrics.runqueue import saturation
+from runner.metrics.runqueue import CLIENT_BOUND, saturation, steal_shown
 
-#: Client CPU share + run-queue share of the phase at or above which a step is client-bound
-#: (runner.load.result.CLIENT_BOUND_SATURATION, the figure of every other client-bound flag).
-CLIENT_BOUND = 0.9
 #: Share of a shaped link's rate at or above which the link is the bound.
 LINK_SHARE = 0.9
 #: Share of the server's cores at or above which its CPU is saturated.
@@ -239,7 +236,7 @@ def break_reason(f: StepFigures) -> tuple[str, str]:
     if f.client_util is not None and (runnable := saturation(f.client_util, f.client_wait,
                                                              f.client_steal)) >= CLIENT_BOUND:
         stolen = (f", {f.client_steal * 100:.0f}% of its CPUs' time stolen by the hypervisor"
-                  if f.client_steal is not None and round(f.client_steal * 100) >= 1 else "")
+                  if steal_shown(f.client_steal) else "")
         if not f.client_wait:
             return "client", f"the load generator used {f.client_util * 100:.0f}% of a core{stolen} (client-bound)"
         return "client", (f"the load generator was runnable {runnable * 100:.0f}% of the "

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import TypeGuard
 
 #: Nanoseconds per second.
 NS = 1_000_000_000
@@ -153,3 +154,22 @@ def saturation(util: float, wait: float | None, steal: float | None = None) -> f
     already in ``wait``. E.g. 0.45 on the CPU and 0.47 waiting with 10% steal: 0.97."""
     s = min(max(steal or 0.0, 0.0), MAX_STEAL_SHARE)
     return util / (1.0 - s) + (wait or 0.0)
+
+
+#: The :func:`saturation` at or above which a load generator is flagged client-bound: it
+#: was runnable 90% of the phase, so the figure may be the client's limit, not the
+#: server's (seed 003's rule for a client near a full core, with the run-queue wait and
+#: the stolen time counted as the time it wanted a CPU).
+CLIENT_BOUND = 0.90
+
+
+def client_bound(util: float, wait: float | None, steal: float | None = None) -> bool:
+    """True when :func:`saturation` of ``util``, ``wait``, ``steal`` (shares, as there)
+    reaches :data:`CLIENT_BOUND`."""
+    return saturation(util, wait, steal) >= CLIENT_BOUND
+
+
+def steal_shown(steal: float | None) -> TypeGuard[float]:
+    """True when a steal share ``steal`` (ratio, None: not measured) is worth printing
+    beside a client's CPU figure: it rounds to 1% or more."""
+    return steal is not None and round(steal * 100) >= 1

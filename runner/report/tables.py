@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner.metrics.runqueue import saturation
+from runner.metrics.runqueue import client_bound, steal_shown
 from runner.report import fmt
 from runner.report.data import CampaignData, Series
 from runner.report.model import Cell as Cell
@@ -278,11 +278,6 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
 
 # -- campaign ---------------------------------------------------------------
 
-#: Median load-generator CPU / wall time (plus, when recorded, its run-queue wait / wall
-#: time and the time stolen from it: runner.metrics.runqueue.saturation) at or above which
-#: a result is flagged client-bound: the figure then measures the client, not the server
-#: (seed 003; runner.load.result.client_saturation).
-CLIENT_BOUND = 0.90
 
 
 #: Server CPU cost series (runner.cell.samples.efficiency_samples), per GiB before per operation.
@@ -329,14 +324,15 @@ def client_cpu_cell(busy: float | None, wait: float | None = None, steal: float 
     wait"``: runnable but kept off its CPU, runner.metrics.runqueue), the steal share of
     its CPUs ``steal`` when it rounds to 1% or more (``"45% +47% wait, 10% stolen"``), and
     ``client-bound`` (marked ``loss``) when runner.metrics.runqueue.saturation of the
-    three (``busy / (1 - steal) + wait``) reaches :data:`CLIENT_BOUND`. ``n/a`` when
+    three (``busy / (1 - steal) + wait``) reaches runner.metrics.runqueue.CLIENT_BOUND
+    (runner.metrics.runqueue.client_bound). ``n/a`` when
     ``busy`` is None (not recorded)."""
     if busy is None:
         return Cell(fmt.NA)
     text = f"{busy * 100:.0f}%" + (f" +{wait * 100:.0f}% wait" if wait is not None else "")
-    if steal is not None and round(steal * 100) >= 1:
+    if steal_shown(steal):
         text += f", {steal * 100:.0f}% stolen"
-    return Cell(text + " client-bound", "loss") if saturation(busy, wait, steal) >= CLIENT_BOUND else Cell(text)
+    return Cell(text + " client-bound", "loss") if client_bound(busy, wait, steal) else Cell(text)
 
 
 def campaign_table(data: CampaignData, *, title: str | None = None) -> Table:

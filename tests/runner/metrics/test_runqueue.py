@@ -17,12 +17,15 @@ from runner.load.result import (
     client_saturation,
     cpu_pressure_share,
 )
+from runner.metrics import runqueue
 from runner.metrics.runqueue import (
+    CLIENT_BOUND,
     MAX_STEAL_SHARE,
     cpu_pressure_us,
     cpu_steal_s,
     saturation,
     steal_share,
+    steal_shown,
     thread_waits,
     waited_s,
 )
@@ -182,6 +185,17 @@ def test_saturation_adds_the_time_stolen_while_the_client_ran():
     assert saturation(0.45, 0.47, 0.10) == pytest.approx(0.5 + 0.47)
     assert saturation(0.45, 0.47) == pytest.approx(0.92) and saturation(0.45, None, None) == 0.45
     assert saturation(0.45, 0.0, 0.9) == pytest.approx(0.45 / (1 - MAX_STEAL_SHARE))  # capped
+
+
+def test_one_threshold_and_one_steal_rule_for_every_client_bound_flag():
+    """The phase result, the table cell and the capacity search flag at the same 0.90 and
+    print the steal from the same 1% (a share that rounds to 1%: 0.0051 is shown, 0.004 is
+    not)."""
+    assert CLIENT_BOUND == 0.90
+    assert runqueue.client_bound(0.45, 0.45) and not runqueue.client_bound(0.45, 0.44)
+    assert runqueue.client_bound(0.45, 0.42, 0.10) and not runqueue.client_bound(0.45, 0.42)  # 0.92, 0.87
+    assert [steal_shown(s) for s in (None, 0.0, 0.004, 0.0051, 0.01, 0.2)] == [False, False, False, True, True, True]
+    assert client_bound(_result(0.90)) and not client_bound(_result(0.89))
 
 
 def test_steal_lifts_a_starved_client_over_the_flag():
