@@ -49,8 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test carrying one of SLOW_KINDS (tests slow for another reason
     carry ``slow`` themselves), so that ``-m 'not slow'`` leaves the quick tests. CI runs all.
-    Mark ``parallel`` the tests of the modules in tests.support.parts.PARALLEL, then keep the
-    tests of ``--part`` (the rest are reported as deselected)."""
+    Mark ``parallel`` the tests of the modules in tests.support.parts.PARALLEL (a test of
+    another module may carry the mark itself), then keep the tests of ``--part`` (the rest
+    are reported as deselected)."""
     from tests.support.parts import PARALLEL
 
     for item in items:

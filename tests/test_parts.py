@@ -26,10 +26,14 @@ def _collected(part: str, *paths: str) -> set[str]:
 
 
 def test_the_two_parts_split_the_collection():
-    paths = ("tests/runner/spec/test_sweep.py", "tests/runner/cell/test_watchdog.py", "tests/test_parts.py")
+    calibration = "tests/runner/history/test_calibration.py"  # runs alone, but for four marked tests
+    paths = ("tests/runner/spec/test_sweep.py", "tests/runner/cell/test_watchdog.py", "tests/test_parts.py",
+             calibration)
     every = _collected("all", *paths)
     parallel, alone = _collected("parallel", *paths), _collected("alone", *paths)
     assert parallel and alone and not parallel & alone and parallel | alone == every
     modules = {t.split("::")[0] for t in parallel}, {t.split("::")[0] for t in alone}
-    assert modules == ({"tests/runner/spec/test_sweep.py", "tests/test_parts.py"},
-                       {"tests/runner/cell/test_watchdog.py"}), modules
+    assert modules == ({"tests/runner/spec/test_sweep.py", "tests/test_parts.py", calibration},
+                       {"tests/runner/cell/test_watchdog.py", calibration}), modules
+    assert {t for t in alone if t.startswith(calibration)} == {
+        f"{calibration}::test_calibrate_tpd_retr_reports_a_sane_noise_floor"}

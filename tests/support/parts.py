@@ -15,7 +15,10 @@ rate within 2%, the coordinated-omission stall, the HTTP known-delay server, the
 gaps, profiles' on-CPU time against the cgroup's, the client-bound flag, TLS handshakes against
 the standard library's client, the capacity search's known answer). A module that is not listed
 runs alone: a new module is safe by default and listed here once its checks are known to be
-load-proof (tests/test_parts.py checks that every entry names a module that exists). Modules
+load-proof (tests/test_parts.py checks that every entry names a module that exists). In a
+module that runs alone, a test that measures nothing may carry ``@pytest.mark.parallel``
+itself, with the reason beside it (e.g. the refused-input and schema tests of
+tests/runner/history/test_calibration.py, whose A/A test runs alone). Modules
 whose tests pytest-xdist cannot run one by one stay out too: schemathesis' generated API tests
 (tests/dashboard/test_fuzz_api.py) report one outcome for the module there, and the controller
 (tests/conftest.py) fails a run where fewer tests report than were collected.

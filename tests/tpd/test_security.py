@@ -272,6 +272,7 @@ def _no_temp_files(d) -> bool:
     return not [p for p in os.listdir(d) if p.startswith(".tpd-up")]
 
 
+@pytest.mark.parallel  # what the disk holds after failed uploads; the TLS case waits out a 10 s client timeout
 @pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
 def test_failed_http_put_keeps_old_file(make_server, tls):
     server = make_server(tls=tls)

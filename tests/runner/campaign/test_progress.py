@@ -114,6 +114,7 @@ def test_run_to_a_pipe_prints_a_line_at_least_every_interval(tmp_path: Path, xfe
 
 # ---------------------------------------------------------------- image builds (engine)
 
+@pytest.mark.parallel  # the lines printed, in order: no time measured
 @pytest.mark.docker
 @pytest.mark.timeout(600)
 def test_build_image_reports_each_step_in_order(client, tmp_path: Path):
@@ -150,6 +151,7 @@ def test_build_image_reports_each_step_in_order(client, tmp_path: Path):
     assert re.fullmatch(rf"image t 1/1: built {re.escape(tag)} \(\S+\) in \d+ s", msgs[-1]), msgs
 
 
+@pytest.mark.parallel  # the lines printed, in order: no time measured
 @pytest.mark.docker
 @pytest.mark.timeout(1800)  # may build vsftpd cold
 def test_ensure_server_images_counts_each_image_in_order(client):
@@ -330,6 +332,7 @@ def test_servers_shows_both_backends_with_what_to_run(client, tmp_path: Path):
     assert "xferlab run uses the docker backend" in p.stdout
 
 
+@pytest.mark.parallel  # the lines printed, in order: no time measured
 def test_servers_without_an_engine_says_so_once(tmp_path: Path):
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock", "COLUMNS": "200"}
     p = _servers(env, "--json")

@@ -77,6 +77,7 @@ def test_calibrate_tpd_retr_reports_a_sane_noise_floor(xferlab_env, engine):
     assert ", ".join(f"{m:.4g}" for m in medians) + " MiB/s" in line
 
 
+@pytest.mark.parallel  # refused input, the schema, arithmetic: no time measured
 def test_calibrate_refuses_bad_input(xferlab_env):
     for argv, msg in ((["--server", "tpd", "--workload", "retr", "-n", "1"], "-n/--runs must be 2 to 20"),
                       (["--server", "tpd", "--workload", "retr", "-n", "21"], "-n/--runs must be 2 to 20"),
@@ -88,6 +89,7 @@ def test_calibrate_refuses_bad_input(xferlab_env):
         assert p.returncode == 2 and msg in p.stderr, (argv, p.stderr)
 
 
+@pytest.mark.parallel  # refused input, the schema, arithmetic: no time measured
 def test_model_matches_migration(engine):
     """The NoiseCalibration model and its migration describe the same schema (Alembic's
     autogenerate comparison finds nothing to change)."""
@@ -101,6 +103,7 @@ def test_model_matches_migration(engine):
     assert [d for d in diff if "noise_calibration" in repr(d)] == []
 
 
+@pytest.mark.parallel  # refused input, the schema, arithmetic: no time measured
 def test_analyse_by_hand():
     """Noise floor, cv and pair false alarms of three hand-made runs: 100, 104, 110 (medians);
     the third run is 10% above the first with its samples wholly apart (4 vs 4: p = 0.029)."""
@@ -124,6 +127,7 @@ def test_analyse_by_hand():
         analyse(key, [pts[0], Point(9, "c", None, "2", "l", "e", "MiB/s", runs[1])])
 
 
+@pytest.mark.parallel  # refused input, the schema, arithmetic: no time measured
 def test_migration_down_and_up(empty_db_url):
     """The noise_calibration revision's downgrade drops the table and its upgrade makes it again."""
     from alembic import command
