@@ -18,6 +18,18 @@ def _form(client, **extra: str) -> dict:
             "params.file_size": "256K", "params.duration": "0.5", **extra}
 
 
+def _refused_beside(client, form: dict, error_field: str, message: str) -> None:
+    """POST ``form`` to /launch: a 422 whose error beside ``error_field`` contains
+    ``message``, and no campaign stored."""
+    r = client.post("/launch", data=form, follow_redirects=False)
+    assert r.status_code == 422, r.text[:2000]
+    marker = f'data-field="{error_field}">'
+    assert marker in r.text, r.text[r.text.find("field-error") - 200:][:2000]
+    shown = html.unescape(r.text.split(marker, 1)[1].split("</span>", 1)[0])
+    assert message in shown, shown
+    assert client.get("/api/campaigns").json() == []
+
+
 def _launched(client, form: dict) -> dict:
     """POST ``form`` to /launch (a redirect to the new campaign, 303) and return that
     campaign as the API gives it."""
@@ -60,14 +72,7 @@ def test_no_shaped_link_is_loopback_alone(client):
     ("link.0.loss", "100%", "link", "loss"),
 ])
 def test_hostile_values_are_refused_beside_their_field(client, field, value, error_field, message):
-    form = _form(client, **{field: value})
-    r = client.post("/launch", data=form, follow_redirects=False)
-    assert r.status_code == 422, r.text[:2000]
-    marker = f'data-field="{error_field}">'
-    assert marker in r.text, r.text[r.text.find("field-error") - 200:][:2000]
-    shown = html.unescape(r.text.split(marker, 1)[1].split("</span>", 1)[0])
-    assert message in shown, shown
-    assert client.get("/api/campaigns").json() == []
+    _refused_beside(client, _form(client, **{field: value}), error_field, message)
 
 
 def test_every_preset_is_listed(client):
@@ -109,10 +114,4 @@ def test_capacity_and_link_queue_reach_the_spec(client):
 def test_hostile_capacity_and_queue_values(client, field, value, error_field, message):
     extra = {"params.file_size": "64K", "params.duration": "2", "capacity.user_rate": "128K",
              "capacity.max_users": "8", "link.0.rate": "100mbit", field: value}
-    r = client.post("/launch", data=_form(client, **extra), follow_redirects=False)
-    assert r.status_code == 422, r.text[:2000]
-    marker = f'data-field="{error_field}">'
-    assert marker in r.text, r.text[r.text.find("field-error") - 200:][:2000]
-    shown = html.unescape(r.text.split(marker, 1)[1].split("</span>", 1)[0])
-    assert message in shown, shown
-    assert client.get("/api/campaigns").json() == []
+    _refused_beside(client, _form(client, **extra), error_field, message)
