@@ -3,6 +3,7 @@ machine on time (a software shaper's rate) may lose to a host running something 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from types import TracebackType
 
 import psutil
@@ -25,8 +26,14 @@ class Steal:
     def _read(self) -> float:
         if self.cpus is None:
             return psutil.cpu_times().steal
-        per_cpu = psutil.cpu_times(percpu=True)
-        return sum(per_cpu[c].steal for c in self.cpus)
+        per_cpu = psutil.cpu_times(percpu=True)  # the online CPUs, in ascending number
+        online = online_cpus()
+        if len(online) != len(per_cpu):
+            raise RuntimeError(f"psutil lists {len(per_cpu)} CPUs, the kernel {len(online)} online ({online})")
+        missing = sorted(set(self.cpus) - set(online))
+        if missing:
+            raise ValueError(f"CPUs {missing} are not online (online: {online})")
+        return sum(per_cpu[online.index(c)].steal for c in self.cpus)
 
     def __enter__(self) -> Steal:
         self._s0, self._t0 = self._read(), time.monotonic()
@@ -47,6 +54,16 @@ class Steal:
 
     def __str__(self) -> str:
         return f"steal {self.seconds * 1000:.0f} ms of {self.wall:.1f} s x {self.ncpus} CPUs ({self.share:.1%})"
+
+
+def online_cpus(path: Path = Path("/sys/devices/system/cpu/online")) -> list[int]:
+    """The numbers of the online CPUs, ascending, from the kernel's CPU list (``0-1,3``:
+    [0, 1, 3]; Documentation/admin-guide/cputopology.rst)."""
+    out: list[int] = []
+    for part in path.read_text().strip().split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 def assert_on_cpu_matches(prof, cpu_s: float, steal: Steal, share: float, samples: int) -> None:

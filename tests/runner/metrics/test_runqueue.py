@@ -7,6 +7,7 @@ import os
 import threading
 import time
 
+import psutil
 import pytest
 
 from runner.cell.samples import headline, phase_samples
@@ -236,3 +237,24 @@ def test_campaign_table_keeps_wait_and_steal_beside_the_server_cpu_columns():
     assert (cell.text, cell.mark) == ("45% +42% wait, 10% stolen client-bound", "loss")
     rec = next(r for r in t.records if r["server"] == B and r["workload"] == "retr")
     assert (rec["client_cpu_runqueue_wait"], rec["client_cpu_steal"], rec["server_cpu"]) == (0.42, 0.10, 0.2)
+
+
+@pytest.mark.parallel  # reads the kernel's CPU list: no time measured
+def test_steal_of_chosen_cpus_maps_cpu_numbers_to_the_online_cpus(tmp_path):
+    """tests.support.steal reads psutil's per-CPU list, which holds the online CPUs only:
+    a CPU number maps through the kernel's list of online CPUs."""
+    from tests.support.steal import Steal, online_cpus
+
+    f = tmp_path / "online"
+    f.write_text("0-1,3,5-6\n")
+    assert online_cpus(f) == [0, 1, 3, 5, 6]
+    f.write_text("0\n")
+    assert online_cpus(f) == [0]
+    assert len(online_cpus()) == len(psutil.cpu_times(percpu=True))
+    first = online_cpus()[0]
+    with Steal([first]) as s:
+        pass
+    assert s.ncpus == 1 and 0.0 <= s.share <= 1.0
+    with pytest.raises(ValueError, match="not online"):
+        with Steal([max(online_cpus()) + 1]):
+            pass
