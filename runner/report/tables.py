@@ -278,8 +278,6 @@ def memory_table(data: CampaignData, servers: Sequence[str] | None = None, *,
 
 # -- campaign ---------------------------------------------------------------
 
-
-
 #: Server CPU cost series (runner.cell.samples.efficiency_samples), per GiB before per operation.
 COST_METRICS = ("server_cpu_per_gib", "server_cpu_per_op")
 
