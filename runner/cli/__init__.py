@@ -1,6 +1,8 @@
 """The ``xferlab`` command: one registry of subcommands (:data:`COMMANDS`: name -> help,
 argument builder, handler), handlers imported only when their command runs (pyperf
-``__main__`` style). ``python -m runner.cli`` works too (``__main__.py``).
+``__main__`` style) and arguments built only for the command named (:func:`parse_args`:
+``xferlab loadgen`` does not import the Docker SDK that ``images``' arguments need).
+``python -m runner.cli`` works too (``__main__.py``).
 
     xferlab run [SPEC | --preset NAME] [overrides]      run a campaign, print its tables (runner/spec/preset_specs/)
     xferlab resume ID                                   finish an interrupted campaign
@@ -283,14 +285,18 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser of the ``xferlab`` command, one subparser per :data:`COMMANDS` entry."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argparse parser of the ``xferlab`` command, one subparser per :data:`COMMANDS`
+    entry. ``only``: the name of the one command whose arguments are added (every command
+    is still listed, with its help line; a name that is no command adds none), so that
+    parsing one command does not import what the others' arguments are built from (the
+    Docker SDK for ``images``); None adds every command's arguments."""
     p = argparse.ArgumentParser(prog="xferlab", description="Benchmark lab for file-transfer servers.")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True)
     for cmd in COMMANDS:
         sp = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description)
-        if cmd.arguments is not None:
+        if cmd.arguments is not None and only in (None, cmd.name):
             cmd.arguments(sp)
         sp.set_defaults(handler=cmd.handler)
     return p
@@ -308,10 +314,12 @@ PASS_THROUGH = ("selftest",)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """``argv`` parsed by :func:`build_parser`; for a :data:`PASS_THROUGH` command, what
-    follows its name is ``args.rest`` as given. Exits 2 (argparse) on bad arguments."""
-    p = build_parser()
+    """``argv`` parsed by :func:`build_parser` with the arguments of the command it names
+    (its first word that is not an option; none when there is none); for a
+    :data:`PASS_THROUGH` command, what follows its name is ``args.rest`` as given. Exits 2
+    (argparse) on bad arguments."""
     at = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    p = build_parser(only=argv[at] if at is not None else "")
     if at is not None and argv[at] in PASS_THROUGH:
         args = p.parse_args(argv[:at + 1])
         args.rest = argv[at + 1:]

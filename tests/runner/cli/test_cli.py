@@ -19,6 +19,28 @@ def test_registry_handlers_exist_and_parse():
     assert (args.command, args.id, args.format, args.handler) == ("export", 3, "md", "runner.cli.read:cmd_export")
 
 
+def test_a_command_is_parsed_with_its_own_arguments_only():
+    """A fresh interpreter that parses ``loadgen``'s arguments imports neither the Docker
+    SDK nor the image builder (what ``images``' arguments are made from); ``images`` still
+    gets its own, and ``xferlab --help`` lists every command."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from runner.cli import parse_args; "
+            "a = parse_args(['loadgen', '--host', '127.0.0.1', '--port', '21', '--workload', 'retr', "
+            "'--user', 'u', '--password', 'p', '--start-at', '0']); "
+            "print(a.command, a.host, "
+            "sorted(m for m in sys.modules if m == 'docker' or m.startswith('runner.backends')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["loadgen", "127.0.0.1", "[]"], out.stdout + out.stderr
+    args = parse_args(["-v", "images", "build", "--jobs", "3", "tpd"])
+    assert (args.command, args.images_cmd, args.jobs, args.names, args.verbose) == ("images", "build", 3, ["tpd"], True)
+    with pytest.raises(SystemExit):
+        parse_args(["images", "build", "--jobs", "9"])
+    shown = build_parser(only="").format_help()
+    assert all(f"    {c.name} " in shown or f"    {c.name}\n" in shown for c in COMMANDS), shown
+
+
 def test_servers_fetch_unknown_name_is_a_user_error(capsys):
     """Was AttributeError: runner.backends.local has no fetch_debian_server."""
     assert main(["servers", "--fetch", "nosuch"]) == 2
