@@ -181,6 +181,26 @@ def test_kill_midway_keeps_finished_cells(tmp_path, xferlab_env, engine):
         assert not client.volumes.list(filters={"label": f"xferlab.owner_pid={proc.pid}"})
 
 
+def _descendants_named(pid: int, name: str) -> list:
+    """The live descendants of ``pid`` whose name is ``name`` (psutil.Process); a process
+    that exits between the listing and the read of its name (the run's short-lived
+    helpers: ip, tc, sysctl) is left out, as is everything when ``pid`` itself is gone."""
+    import psutil
+
+    found = []
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    for p in children:
+        try:
+            if p.name() == name:
+                found.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
 def test_sigterm_mid_phase_leaves_no_client_link_or_server(tmp_path, xferlab_env):
     """`xferlab run` stopped by SIGTERM while 8 wget processes download over a shaped
     link (local backend, tpd): exit 130, the campaign cancelled, and nothing of the cell
@@ -205,7 +225,7 @@ def test_sigterm_mid_phase_leaves_no_client_link_or_server(tmp_path, xferlab_env
     try:
         deadline, seen = time.monotonic() + 120, []
         while time.monotonic() < deadline and proc.poll() is None:
-            seen = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.name() == "wget"]
+            seen = _descendants_named(proc.pid, "wget")
             if len(seen) == 8:
                 break
             time.sleep(0.1)
